@@ -1,0 +1,86 @@
+# vrex -- reproduce V-Rex (HPCA 2026). `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON    ?= python3
+VENV      ?= .venv
+PY        := $(VENV)/bin/python
+PROFILE   ?= default
+RESULTS   ?= results
+NOTEBOOK_DIR ?= notebooks
+# Extra papermill arguments, e.g. PAPERMILL_ARGS='-p COIN_ROOT /data/coin -p CHECKPOINT_DIR /ckpt' for PROFILE=full.
+PAPERMILL_ARGS ?=
+
+NOTEBOOKS := $(sort $(wildcard $(NOTEBOOK_DIR)/[0-9][0-9]_*.ipynb))
+EXECUTED  := $(patsubst $(NOTEBOOK_DIR)/%.ipynb,$(RESULTS)/executed/%.ipynb,$(NOTEBOOKS))
+LIB_SRC   := $(shell find vrex_lib -name '*.py' 2>/dev/null)
+PROFILE_STAMP := $(RESULTS)/.profile.$(PROFILE)
+APT_TOOLS := iverilog yosys ffmpeg
+
+.PHONY: help setup data test smoke reproduce report lab clean bench
+
+help: ## Show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
+	@echo "  Variables: PROFILE=smoke|default|full (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..."
+
+setup: $(VENV)/.ok data ## Install system tools (apt) and build .venv from environment.yml, then the COIN fixture
+
+$(VENV)/.ok: environment.yml requirements.txt requirements-nodeps.txt pyproject.toml
+	@missing=""; for t in $(APT_TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing system tools:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  elif command -v sudo >/dev/null; then sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  else echo "setup: please install$$missing (apt-get install$$missing) and rerun"; exit 1; fi; fi
+	$(PYTHON) scripts/env_to_requirements.py environment.yml | diff -q - requirements.txt >/dev/null || \
+	  { echo "setup: requirements.txt is out of date with environment.yml: run '$(PYTHON) scripts/env_to_requirements.py > requirements.txt'"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+data: $(VENV)/.ok data/coin_mini/COIN.json ## Build the real-footage COIN-format fixture (data/coin_mini)
+
+data/coin_mini/COIN.json: data/make_coin_mini.py | $(VENV)/.ok
+	$(PY) data/make_coin_mini.py
+
+test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the smoke profile)
+	$(PY) -m pytest -q -ra
+
+smoke: ## Execute every notebook in the smoke profile into results/smoke
+	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
+
+reproduce: $(EXECUTED) ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
+	$(PY) -m vrex_lib.report --results $(RESULTS)
+	@echo "reproduce: done -- see $(RESULTS)/REPORT.md"
+
+$(PROFILE_STAMP): | $(VENV)/.ok data
+	@mkdir -p $(RESULTS); rm -f $(RESULTS)/.profile.*; touch $@
+
+# One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
+$(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PROFILE_STAMP)
+	@mkdir -p $(@D)
+	@echo "== $< (PROFILE=$(PROFILE))"
+	@start=$$(date +%s); \
+	if $(PY) -m papermill $< $(@D)/.$*.running.ipynb -k python3 --cwd $(NOTEBOOK_DIR) --log-level WARNING --no-progress-bar \
+	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
+	  mv $(@D)/.$*.running.ipynb $@; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
+	else \
+	  mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; \
+	  echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
+	  exit 1; fi
+
+report: ## Rebuild results/REPORT.md from results/tables
+	$(PY) -m vrex_lib.report --results $(RESULTS)
+
+bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lab: $(VENV)/.ok ## Open JupyterLab on the repository
+	$(VENV)/bin/jupyter lab --notebook-dir=.
+
+clean: ## Remove results (keeps results/README.md) and caches
+	find $(RESULTS) -mindepth 1 -not -name README.md -delete 2>/dev/null || true
+	find . -name __pycache__ -type d -prune -exec rm -rf {} + ; rm -rf .pytest_cache

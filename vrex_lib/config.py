@@ -1,0 +1,177 @@
+"""Every default of the artifact in one place: ReSV hyper-parameters, the V-Rex core, profiles, paths.
+
+The paper's printed hyper-parameters (N_hp=32, Th_hp=7, Th_r-wics=0.3; §VI.E) and the V-Rex core
+configuration (§VI.F) are *inputs* of the reproduction, so they live here as defaults. The choices
+the artifact makes where the paper is silent (digest §10 a–f) are fields too, never constants.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+Profile = Literal["smoke", "default", "full"]
+PROFILES: tuple[str, ...] = ("smoke", "default", "full")
+
+
+@dataclass(frozen=True)
+class ReSVConfig:
+    """ReSV hyper-parameters (paper §IV, §VI.E) and the artifact's choices where it is silent (digest §10).
+
+    n_hp:  N_hp, number of random hyperplanes = hash bits per key (paper: 32).
+    th_hp: Th_hp (a.k.a. Th_hd), strict Hamming-distance threshold for joining a cluster (paper: 7).
+    ratio: Th_r-wics, WiCSum threshold ratio (paper: 0.3).
+    score: how Q·K_cluster^T becomes WiCSum weights: 'softmax' (exp(s/√d − max), default, §10a) or 'raw'.
+    granularity: 'kv_head' (select per layer × KV head, §10b), 'q_head' or 'layer'.
+    hash_mode: 'per_head' (hash each KV head's key, §10c) or 'concat' (hash the concatenated layer key).
+    code_rule: 'founder' (cluster code = founding token's code, §10d) or 'mean' (re-hash the mean key).
+    seed: hyperplanes are drawn N(0,1) from seed + layer index.
+    """
+
+    n_hp: int = 32
+    th_hp: int = 7
+    ratio: float = 0.3
+    score: Literal["softmax", "raw"] = "softmax"
+    granularity: Literal["kv_head", "q_head", "layer"] = "kv_head"
+    hash_mode: Literal["per_head", "concat"] = "per_head"
+    code_rule: Literal["founder", "mean"] = "founder"
+    seed: int = 0
+
+    def replace(self, **changes) -> "ReSVConfig":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class VRexCoreConfig:
+    """One V-Rex core (paper §V, §VI.F, Table I): LXE (DPE, VPE, on-chip memory) + DRE (HCU, WTU, KVMU).
+
+    Memory sizes of the DRE follow Fig. 10: current hash-bit memory 128 B, key-cache hash-bit
+    memory 4 KB (HCU), score memory 8 KB and token-count memory 8 KB (WTU) -> 20.125 KB.
+    """
+
+    n_dpe_h: int = 64
+    n_dpe_w: int = 64
+    n_vpe_h: int = 1
+    n_vpe_w: int = 64
+    n_hcu_h: int = 1
+    n_hcu_w: int = 16
+    n_wtu_h: int = 1
+    n_wtu_w: int = 16
+    freq_hz: float = 800e6
+    vdd: float = 0.8
+    node_nm: int = 14
+    lxe_sram_bytes: int = 384 * 1024
+    hcu_cur_hash_bytes: int = 128
+    hcu_key_hash_bytes: int = 4 * 1024
+    wtu_score_bytes: int = 8 * 1024
+    wtu_count_bytes: int = 8 * 1024
+
+    @property
+    def dre_sram_bytes(self) -> int:
+        return self.hcu_cur_hash_bytes + self.hcu_key_hash_bytes + self.wtu_score_bytes + self.wtu_count_bytes
+
+    @property
+    def macs_per_cycle(self) -> int:
+        """MACs per cycle of the DPE MAC trees plus the VPE lanes (Table I counts both)."""
+        return self.n_dpe_h * self.n_dpe_w + self.n_vpe_h * self.n_vpe_w
+
+    @property
+    def peak_flops(self) -> float:
+        """Peak FLOP/s of one core: 2 FLOP per MAC per cycle."""
+        return 2.0 * self.macs_per_cycle * self.freq_hz
+
+    def replace(self, **changes) -> "VRexCoreConfig":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """The streaming runtime's choices where the paper is silent (digest §10e, §10f). Owner: runtime.
+
+    kv_capacity:    KVMU recent-window capacity in tokens per stream (§10f, 4,096): positions older than the
+                    newest ``kv_capacity`` are in the "host" (offloaded) tier, except the pinned sinks.
+    recent_frames:  always-attended recent frame window, in frames (>= 1: at least the current frame, §10e).
+    dense_layers:   the first ``dense_layers`` layers attend to everything (layer 0 full, §10e / Fig. 6).
+    interval_token: feed VideoLLM-online's frame interval token (',', '\\n[' before the first frame).
+    measure_attn_error: also compute full attention where a policy selected and record the relative error of
+                    the attention output per (layer, KV head) (a fidelity proxy; doubles attention cost).
+    record_inputs:  keep every input embedding fed (fidelity tests replay them through a plain forward).
+    strict:         check every Selection is a sorted subset of the candidates (tests; costs a little).
+    max_kv_bytes:   refuse (before work) a sample whose whole KV cache would exceed this; None = 60% of RAM/GPU.
+    paper_kv_bytes_per_elem: element size the paper's model keeps KV in (BF16 = 2) for the "as the paper's model"
+                    byte columns of the trace.
+    """
+
+    kv_capacity: int = 4096
+    recent_frames: int = 1
+    dense_layers: int = 1
+    interval_token: bool = True
+    measure_attn_error: bool = False
+    record_inputs: bool = False
+    strict: bool = False
+    max_kv_bytes: int | None = None
+    paper_kv_bytes_per_elem: int = 2
+
+    def __post_init__(self):
+        if self.kv_capacity < 1 or self.recent_frames < 1 or self.dense_layers < 0:
+            raise ValueError(f"RuntimeConfig: kv_capacity and recent_frames must be >= 1 and dense_layers >= 0, "
+                             f"got {self.kv_capacity}, {self.recent_frames}, {self.dense_layers}")
+
+    def replace(self, **changes) -> "RuntimeConfig":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """What a profile runs: data, model and problem sizes. See README 'Profiles'."""
+
+    name: str
+    llm: Literal["tiny", "smollm2", "videollm_online"]
+    coin: Literal["tiny", "mini", "user"]
+    max_samples_per_task: int | None
+    seed: int = 0
+    device: str = "cpu"
+    extra: dict = field(default_factory=dict)
+
+
+PROFILE_CONFIGS: dict[str, ProfileConfig] = {
+    "smoke": ProfileConfig("smoke", llm="tiny", coin="tiny", max_samples_per_task=2),
+    "default": ProfileConfig("default", llm="smollm2", coin="mini", max_samples_per_task=6),
+    "full": ProfileConfig("full", llm="videollm_online", coin="user", max_samples_per_task=None, device="cuda"),
+}
+
+
+def profile_config(profile: str) -> ProfileConfig:
+    if profile not in PROFILE_CONFIGS:
+        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
+    return PROFILE_CONFIGS[profile]
+
+
+def results_dir(override: str | os.PathLike | None = None) -> Path:
+    """Where notebooks write: the override, else $VREX_RESULTS_DIR, else <repo>/results."""
+    d = Path(override) if override else Path(os.environ.get("VREX_RESULTS_DIR", REPO_ROOT / "results"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch so a rerun gives the same tables."""
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    except ImportError:  # pragma: no cover
+        pass

@@ -1,0 +1,47 @@
+"""The two lines every notebook starts with: validate the profile, seed, pick the results folder.
+
+    ctx = vrex_lib.notebook.setup(PROFILE, RESULTS_DIR)
+    ctx.profile, ctx.cfg, ctx.out   # 'default', ProfileConfig, Path to results/
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import ProfileConfig, profile_config, results_dir, seed_everything
+
+
+@dataclass(frozen=True)
+class Context:
+    profile: str
+    cfg: ProfileConfig
+    out: Path
+
+
+def setup(profile: str, results: str | None = None, seed: int | None = None) -> Context:
+    cfg = profile_config(profile)
+    out = results_dir(results or None)
+    # Later report.* calls default to this folder too.
+    os.environ["VREX_RESULTS_DIR"] = str(out)
+    seed_everything(cfg.seed if seed is None else seed)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg") if not _interactive() else None
+        import seaborn as sns
+
+        sns.set_theme(context="notebook", style="whitegrid")
+    except ImportError:  # pragma: no cover
+        pass
+    return Context(profile, cfg, out)
+
+
+def _interactive() -> bool:
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        return ip is not None and "IPKernelApp" in ip.config and not os.environ.get("PAPERMILL_EXECUTION")
+    except Exception:  # pragma: no cover
+        return False

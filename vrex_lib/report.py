@@ -1,0 +1,206 @@
+"""Paper-vs-reproduced comparison tables, figures and ``results/REPORT.md``.
+
+Every notebook ends its figures/tables here:
+
+    rows = [report.row("table3.area_mm2.dpe", ours_mm2), ...]          # paper value + tolerance looked up
+    report.write_table("table3", rows, profile=PROFILE, title="Table III ...")
+    report.write_figure("table3", fig)
+
+A table lands in ``results/tables/<id>.csv`` (columns: claim, quantity, unit, paper, reproduced,
+rel_error, tolerance, verdict, where, profile, note), a figure in ``results/figures/<id>.png``; both
+are written atomically (temp file + rename) so a half-finished run never leaves a torn file.
+:func:`build_report` collects every table into ``results/REPORT.md``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import paper
+from .config import results_dir
+
+COLUMNS = ["claim", "quantity", "unit", "paper", "reproduced", "rel_error", "tolerance", "verdict", "where",
+           "profile", "note"]
+PASS, FAIL, INFO_V, MISSING = "PASS", "FAIL", "INFO", "NOT RUN"
+
+
+@dataclass
+class Row:
+    """One compared quantity. ``paper`` None -> informational (no printed value, e.g. held out)."""
+
+    claim: str
+    quantity: str
+    unit: str
+    paper: float | None
+    reproduced: float | None
+    tolerance: paper.Tolerance
+    where: str = ""
+    note: str = ""
+
+    def verdict(self) -> str:
+        if self.reproduced is None or (isinstance(self.reproduced, float) and math.isnan(self.reproduced)):
+            return MISSING
+        if self.paper is None:
+            return INFO_V
+        ok = self.tolerance.check(self.paper, self.reproduced)
+        return INFO_V if ok is None else (PASS if ok else FAIL)
+
+    def rel_error(self) -> float | None:
+        if self.paper is None or self.reproduced is None or self.paper == 0:
+            return None
+        return (self.reproduced - self.paper) / abs(self.paper)
+
+
+def row(key: str, reproduced: float | None, *, quantity: str | None = None, tol: paper.Tolerance | None = None,
+        note: str = "") -> Row:
+    """A row comparing ``reproduced`` with the registered paper value ``key`` (its unit, where, tolerance)."""
+    pvv = paper.get(key)
+    return Row(key, quantity or key, pvv.unit, pvv.value, None if reproduced is None else float(reproduced),
+               tol or pvv.tol, pvv.where, note or pvv.note)
+
+
+def info_row(claim: str, quantity: str, unit: str, reproduced: float | None, note: str = "") -> Row:
+    """A measured quantity with no printed counterpart (held-out, fidelity proxy, sensitivity)."""
+    return Row(claim, quantity, unit, None, None if reproduced is None else float(reproduced), paper.INFO,
+               "", note)
+
+
+def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
+    recs = []
+    for r in rows:
+        recs.append(dict(claim=r.claim, quantity=r.quantity, unit=r.unit, paper=r.paper, reproduced=r.reproduced,
+                         rel_error=r.rel_error(), tolerance=str(r.tolerance), verdict=r.verdict(), where=r.where,
+                         profile=profile, note=r.note))
+    return pd.DataFrame.from_records(recs, columns=COLUMNS)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write text so that readers see either the old file or the whole new one."""
+    p = Path(path)
+    _atomic_write_bytes(p, text.encode())
+    return p
+
+
+def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: str, title: str = "",
+                out: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Write ``results/tables/<table_id>.csv`` (+ a one-line title sidecar) and return the frame."""
+    df = rows if isinstance(rows, pd.DataFrame) else to_frame(rows, profile)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"table {table_id}: missing columns {missing}")
+    base = results_dir(out) / "tables"
+    _atomic_write_bytes(base / f"{table_id}.csv", df[COLUMNS].to_csv(index=False).encode())
+    atomic_write_text(base / f"{table_id}.title", title or table_id)
+    return df
+
+
+def read_table(table_id: str, out: str | os.PathLike | None = None) -> pd.DataFrame:
+    return pd.read_csv(results_dir(out) / "tables" / f"{table_id}.csv")
+
+
+def write_figure(fig_id: str, fig, out: str | os.PathLike | None = None, dpi: int = 110) -> Path:
+    """Save a matplotlib figure to ``results/figures/<fig_id>.png`` atomically."""
+    import io
+
+    buf = io.BytesIO()
+    # Fixed metadata keeps the PNG byte-identical across reruns.
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    path = results_dir(out) / "figures" / f"{fig_id}.png"
+    _atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def write_frame(name: str, df: pd.DataFrame, out: str | os.PathLike | None = None) -> Path:
+    """Save a raw (non-comparison) data table to ``results/data/<name>.csv`` for later notebooks."""
+    path = results_dir(out) / "data" / f"{name}.csv"
+    _atomic_write_bytes(path, df.to_csv(index=False).encode())
+    return path
+
+
+def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Every comparison table under ``results/tables`` stacked, with a ``table`` column naming its file."""
+    frames = []
+    for t in sorted((results_dir(out) / "tables").glob("*.csv")):
+        df = pd.read_csv(t)
+        df.insert(0, "table", t.stem)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", *COLUMNS])
+
+
+def _fmt(x) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str] | None = None) -> Path:
+    """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict."""
+    base = results_dir(out)
+    tables = sorted((base / "tables").glob("*.csv"))
+    lines = ["# vrex reproduction report", "",
+             f"Built by `vrex_lib.report.build_report` (`make report`) from the {len(tables)} comparison tables in "
+             "`results/tables/`; figures are in `results/figures/`, executed notebooks in `results/executed/`.", ""]
+    summary: dict[str, int] = {}
+    body: list[str] = []
+    profiles: set[str] = set()
+    for t in tables:
+        df = pd.read_csv(t)
+        title_file = t.with_suffix(".title")
+        title = title_file.read_text().strip() if title_file.exists() else t.stem
+        profiles.update(str(p) for p in df["profile"].dropna().unique())
+        prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) or "?"
+        body += [f"## {title}", "", f"`results/tables/{t.name}` — produced by profile **{prof}**", "",
+                 "| claim | quantity | unit | paper | reproduced | rel. error | tolerance | verdict |",
+                 "|---|---|---|---|---|---|---|---|"]
+        for r in df.itertuples(index=False):
+            summary[r.verdict] = summary.get(r.verdict, 0) + 1
+            rel = "–" if pd.isna(r.rel_error) else f"{r.rel_error:+.1%}"
+            body.append(f"| {r.claim} | {r.quantity} | {_fmt(r.unit) if not pd.isna(r.unit) else ''} | "
+                        f"{_fmt(r.paper)} | {_fmt(r.reproduced)} | {rel} | {r.tolerance} | **{r.verdict}** |")
+        body.append("")
+    lines.append("**Profiles that produced these results:** " + (", ".join(sorted(profiles)) or "none") + ". "
+                 "`smoke` = tiny random models (CI); `default` = real SmolLM2-135M + random vision tower on "
+                 "the real-footage COIN fixture, CPU; `full` = VideoLLM-online 8B on the user's COIN, GPU.")
+    lines.append("")
+    lines.append("Verdicts: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.items())) + ".")
+    lines.append("")
+    if claims:
+        lines += ["| headline claim | verdict |", "|---|---|"] + [f"| {k} | {v} |" for k, v in claims.items()] + [""]
+    path = base / "REPORT.md"
+    atomic_write_text(path, "\n".join(lines + body) + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.report", description="Rebuild results/REPORT.md")
+    ap.add_argument("--results", default=None, help="results folder (default: ./results)")
+    args = ap.parse_args(argv)
+    path = build_report(args.results)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""The seam between the runtime and every KV-retrieval method: :class:`RetrievalPolicy`.
+
+The runtime (``vrex_lib.runtime``) never knows which method it runs. For every layer and every
+forward step (one frame prefill, a question prefill, one generated token) its attention function
+
+1. calls ``policy.observe(layer, new_keys, start, stage, frame_id)`` with the step's new post-RoPE
+   keys, which now sit in the cache at positions ``start .. start+N-1``;
+2. calls ``policy.select(layer, query, keys, candidates, stage)`` where ``candidates`` are the cache
+   positions the policy may choose from: everything except the always-attended tokens (prompt/system
+   sinks, the recent frame window, the step's own new tokens), which are the runtime's business;
+3. attends over always-attended ∪ selected positions (per KV head), and counts the bytes of the
+   selected positions by tier in the KV store.
+
+Shapes (batch 1; the runtime loops over batch if ever needed):
+    new_keys   [Hkv, N, D]      keys:  [Hkv, S, D] (whole cache, post-RoPE, this step included)
+    query      [Hq, Nq, D]      post-RoPE queries of this step (Hq = Hkv * group)
+    candidates [C] int64        sorted cache positions
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+import torch
+
+Stage = Literal["frame", "text"]
+
+
+@dataclass
+class Selection:
+    """What one (layer, step) selected.
+
+    indices:      per KV head, sorted unique cache positions chosen among ``candidates``.
+    n_candidates: how many positions were selectable (the denominator of the retrieval ratio).
+    stats:        method-specific counters for the hardware/performance models, e.g.
+                  ``rows`` (query rows scored), ``scored`` (keys or clusters scored per head),
+                  ``clusters`` (clusters in the table), ``clusters_selected``.
+    """
+
+    indices: list[torch.Tensor]
+    n_candidates: int
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_selected(self) -> list[int]:
+        return [int(i.numel()) for i in self.indices]
+
+    def ratio(self) -> float:
+        """Mean over KV heads of selected / candidates (1.0 when there is nothing to select from)."""
+        if self.n_candidates == 0:
+            return 1.0
+        return sum(self.n_selected) / (len(self.indices) * self.n_candidates)
+
+
+@runtime_checkable
+class RetrievalPolicy(Protocol):
+    """One KV-retrieval method. Implementations live in ``vrex_lib/retrieval/<name>.py``."""
+
+    name: str
+    #: True if the method also retrieves during frame prefill (Table II "Retrieval @ frame").
+    retrieves_at_frame: bool
+
+    def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
+        """Forget everything (a new video stream)."""
+
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: Stage, frame_id: int | None) -> None:
+        """New tokens' post-RoPE keys [Hkv, N, D] were appended at cache positions start..start+N-1."""
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: Stage) -> Selection | None:
+        """Positions each KV head attends to among ``candidates``; ``None`` means all of them."""
