@@ -1,0 +1,140 @@
+"""The paper's performance experiments as functions returning DataFrames (notebook 06 only plots them).
+
+Each function simulates; none reads a paper value. Comparison with the paper happens in the notebook via
+``vrex_lib.report``.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .sim import e2e_coin, memory_footprint_gb, simulate
+
+KV_SIZES = (1000, 5000, 10000, 20000, 40000)
+GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
+PLATFORMS = {"edge": ("agx_orin", "vrex8", (1, 4)), "server": ("a100", "vrex48", (1, 8))}
+
+
+def fig13_grid(kv_sizes=KV_SIZES, platforms=("edge", "server"), stages=("frame", "text"), ratios=None,
+               **overrides) -> pd.DataFrame:
+    """Per-frame latency / TPOT, energy and GOPS/W: every method on its platform, batch sizes of Fig. 13."""
+    rows = []
+    for plat in platforms:
+        gpu, acc, batches = PLATFORMS[plat]
+        for b in batches:
+            for st in stages:
+                for kv in kv_sizes:
+                    for sysn, m in [(gpu, g) for g in GPU_METHODS] + [(acc, "resv")]:
+                        r = simulate(sysn, m, st, kv, b, ratios=ratios, **overrides)
+                        rows.append(dict(platform=plat, label=f"{sysn}+{m}" if sysn == gpu else sysn, **r.row()))
+    return pd.DataFrame(rows)
+
+
+def speedups(grid: pd.DataFrame, baseline: str = "flexgen") -> pd.DataFrame:
+    """V-Rex vs the GPU baseline per (platform, batch, stage, kv): latency speedup and GOPS/W gain."""
+    acc = grid[grid.method == "resv"].set_index(["platform", "batch", "stage", "kv_len"])
+    base = grid[grid.method == baseline].set_index(["platform", "batch", "stage", "kv_len"])
+    out = pd.DataFrame(dict(speedup=base.latency_ms / acc.latency_ms, energy_gain=acc.gops_per_w / base.gops_per_w,
+                            vrex_ms=acc.latency_ms, base_ms=base.latency_ms))
+    return out.reset_index()
+
+
+def fig4a(minutes=(1, 5, 10, 20, 30, 40), fps: float = 10.0, batch: int = 4) -> pd.DataFrame:
+    return pd.DataFrame([memory_footprint_gb(m, fps, batch) for m in minutes])
+
+
+def fig4b(kv_sizes=(1000, 10000, 20000, 40000, 80000), system: str = "a100", method: str = "infinigen",
+          **kw) -> pd.DataFrame:
+    """E2E breakdown of the average COIN case on a pre-computed cache (InfiniGen on A100)."""
+    rows = []
+    for kv in kv_sizes:
+        e = e2e_coin(system, method, kv, **kw)
+        rows.append(dict(kv_len=kv, **e, prefill_share=100 * e["prefill"] / e["total"],
+                         retrieval_share_of_prefill=100 * e["prefill_retrieval"] / e["prefill"]))
+    return pd.DataFrame(rows)
+
+
+def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", **kw) -> dict:
+    """InfiniGen adopted for prefill (InfiniGenP) with a fixed token budget: ops and latency split."""
+    ratio = min(1.0, budget / kv_len)
+    r = simulate(system, "infinigen_p", "frame", kv_len, 1, ratios={("infinigen_p", "frame"): ratio},
+                 include_vision=False, **kw)
+    tot = r.latency_ms
+    return dict(ops_retrieval_pct=100 * r.pred_flops / (r.pred_flops + r.flops),
+                lat_prediction_pct=100 * r.breakdown_ms["kv_prediction"] / tot,
+                lat_fetch_pct=100 * r.breakdown_ms["retrieval_exposed"] / tot,
+                lat_llm_pct=100 * r.breakdown_ms["llm"] / tot, latency_ms=tot)
+
+
+def fig14(kv_sizes=KV_SIZES, methods=("flexgen", "infinigen_p", "rekv"), **kw) -> pd.DataFrame:
+    rows = []
+    for kv in kv_sizes:
+        for sysn, m in [("agx_orin", x) for x in methods] + [("vrex8", "resv")]:
+            label = f"{sysn}+{m}" if sysn == "agx_orin" else sysn
+            rows.append(dict(kv_len=kv, label=label, **e2e_coin(sysn, m, kv, **kw)))
+    return pd.DataFrame(rows)
+
+
+def fig15(kv_sizes=KV_SIZES, batch: int = 16, **kw) -> pd.DataFrame:
+    """Per-stream FPS at batch 16: AGX Orin (FlexGen without offload), Oaken (4-bit KV), V-Rex8."""
+    rows = []
+    for kv in kv_sizes:
+        for label, sysn, m, ov in (("agx_orin", "agx_orin", "flexgen", dict(offload=False)),
+                                   ("oaken", "oaken", "oaken", {}), ("vrex8", "vrex8", "resv", {})):
+            r = simulate(sysn, m, "frame", kv, batch, **ov, **kw)
+            rows.append(dict(label=label, kv_len=kv, fps=r.fps, oom=r.oom, mem_gb=r.mem_bytes / 1e9,
+                             latency_ms=r.latency_ms))
+    return pd.DataFrame(rows)
+
+
+def fig16(kv_len: int = 40000, **kw) -> pd.DataFrame:
+    """Ablation at 40K, batch 1, frame: AGX+FlexGen, AGX+ReSV, V-Rex8 KVPU only, V-Rex8 all."""
+    rows = []
+    for label, sysn, m in (("agx_flexgen", "agx_orin", "flexgen"), ("agx_resv", "agx_orin", "resv"),
+                           ("vrex_kvpu", "vrex8", "resv_kvpu"), ("vrex_all", "vrex8", "resv")):
+        r = simulate(sysn, m, "frame", kv_len, 1, **kw)
+        rows.append(dict(label=label, latency_ms=r.latency_ms, energy_J=r.energy_J, **r.breakdown_ms,
+                         pred_share=100 * r.breakdown_ms["kv_prediction"] / r.latency_ms))
+    df = pd.DataFrame(rows)
+    df["speedup"] = df.latency_ms.iloc[0] / df.latency_ms
+    df["energy_gain"] = df.energy_J.iloc[0] / df.energy_J
+    return df
+
+
+def fig17(kv_len: int = 40000, layer: int = 1, bins: int = 200, **kw) -> tuple[pd.DataFrame, object]:
+    """DRAM bandwidth over time (TB/s) for one layer of V-Rex48 frame processing, per category."""
+    import numpy as np
+
+    r = simulate("vrex48", "resv", "frame", kv_len, 1, **kw)
+    tl = pd.DataFrame(r.timeline)
+    lay = tl[tl.layer.isin([layer, layer + 1])]
+    t0 = lay[(lay.layer == layer) & (lay.phase == "qkv")].start_us.min()
+    t1 = lay[(lay.layer == layer + 1) & (lay.phase == "qkv")].end_us.max()
+    edges = np.linspace(t0, t1, bins + 1)
+    cat = {"kv_fetch": "retrieval", "kv_prediction": "kv_prediction", "kv_prediction_dre": None, "stall": None}
+    out = {k: np.zeros(bins) for k in ("llm", "kv_prediction", "retrieval")}
+    for x in tl.itertuples():
+        c = cat.get(x.phase, "llm")
+        if c is None or x.end_us <= t0 or x.start_us >= t1 or x.end_us <= x.start_us:
+            continue
+        rate = x.dram_bytes / ((x.end_us - x.start_us) * 1e-6)  # B/s while active
+        ov = np.clip(np.minimum(edges[1:], x.end_us) - np.maximum(edges[:-1], x.start_us), 0, None)
+        out[c] += rate * ov / np.diff(edges)
+    df = pd.DataFrame(dict(time_us=(edges[:-1] + edges[1:]) / 2 - t0, **{k: v / 1e12 for k, v in out.items()}))
+    df["overall"] = df.llm + df.kv_prediction + df.retrieval
+    return df, r
+
+
+def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
+    """Roofline points at 40K, batch 4, frame: operational intensity and achieved fraction of peak."""
+    from .systems import get_system
+
+    rows = []
+    for label, sysn, m in (("agx_flexgen", "agx_orin", "flexgen"), ("agx_rekv", "agx_orin", "rekv"),
+                           ("vrex8", "vrex8", "resv")):
+        r = simulate(sysn, m, "frame", kv_len, batch, **kw)
+        s = get_system(sysn)
+        rows.append(dict(label=label, op_intensity=r.op_intensity, llm_op_intensity=r.llm_op_intensity,
+                         achieved_tflops=r.achieved_tflops,
+                         peak_tflops=s.peak_flops / 1e12, peak_frac=100 * r.achieved_tflops * 1e12 / s.peak_flops,
+                         dram_gbs=s.dram_bw / 1e9))
+    return pd.DataFrame(rows)
