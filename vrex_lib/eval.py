@@ -1,0 +1,455 @@
+"""COIN evaluation runner: one method × one task, resumable, shardable, mergeable.
+
+    python -m vrex_lib.eval --task step --method resv --profile default \\
+        --out results/eval/default/resv/step.jsonl [--max-samples N] [--num-shards K --shard-index i]
+    torchrun --nproc-per-node 8 -m vrex_lib.eval --task step --method resv --profile full \\
+        --coin-root ~/coin --llm-path ... --vision-path ... --connector-path ... --out results/eval/full/resv/step.jsonl
+    python -m vrex_lib.eval merge --out results/eval/full/resv/step.jsonl results/eval/full/resv/step.shard*.jsonl
+
+Each sample is streamed through :class:`~vrex_lib.runtime.StreamingSession` (frames at 2 fps, one prefill per
+frame, the question, a greedy answer) and appended as one JSON line (write + flush + fsync). A restarted run
+skips the sample ids already in the file; a torn last line (interrupted write) is dropped first. Under torchrun
+(``RANK``/``WORLD_SIZE`` set) each rank takes shard ``RANK`` of ``WORLD_SIZE``; shard k holds samples k, k+K, ...
+and writes ``<out stem>.shard<k>of<K>.jsonl``; ``merge`` orders the shards' lines by sample index.
+
+A JSON line (see :func:`evaluate_sample`): sample_id, index, n_total, task, method, profile, prediction, target,
+correct (COIN Top-1 of this sample, %), n_frames, n_tokens, ratio_frame / ratio_text (retrieval ratio: selected /
+candidates over layers where the policy ran), host_bytes_frame / host_bytes_text (KV bytes fetched from the
+offload tier), first_token, frame_argmax (the next-token argmax after every frame step), answer_ids, the
+agreement with the ``full`` method's line for the same sample when a reference file is available
+(ref_first_token_agree, ref_frame_argmax_agree, ref_answer_match, ref_prefix_tokens), timing_s (decode, vision,
+prefill, answer, total) and the configuration (method kwargs, runtime config, seed).
+
+Videos that fail to decode are skipped and listed in ``<out stem>.skips.csv``; a sample whose KV cache would not
+fit raises before any sample runs.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .config import RuntimeConfig, profile_config, seed_everything
+
+TIMING_KEYS = ("timing_s",)
+MAX_NEW_TOKENS = {"smoke": 8, "default": 24, "full": 512}
+
+
+# ---------------------------------------------------------------------------------------------- JSONL I/O
+
+def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict]:
+    """Lines of a results file. A torn last line (no newline / bad JSON) is ignored, or cut off if ``repair``."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = p.read_bytes()
+    out, good_end, pos = [], 0, 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break  # no newline: an interrupted append
+        line = data[pos:nl]
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                if nl + 1 < len(data):
+                    raise ValueError(f"{p}: line {len(out) + 1} is not valid JSON and is not the last line; "
+                                     "the file is damaged, delete it (or that line) and rerun") from None
+                break
+        good_end = pos = nl + 1
+    if repair and good_end < len(data):
+        with open(p, "r+b") as f:
+            f.truncate(good_end)
+            f.flush()
+            os.fsync(f.fileno())
+    return out
+
+
+def append_jsonl(path: str | os.PathLike, record: dict) -> None:
+    """Append one line durably (write + flush + fsync): a crash leaves at most a torn last line."""
+    line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def shard_path(out: str | os.PathLike, shard_index: int, num_shards: int) -> Path:
+    out = Path(out)
+    if num_shards <= 1:
+        return out
+    return out.with_name(f"{out.stem}.shard{shard_index}of{num_shards}{out.suffix}")
+
+
+def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, require_complete: bool = True) -> Path:
+    """Merge shard files into ``out`` ordered by sample index (duplicates by sample_id dropped), atomically.
+
+    With ``require_complete`` every index 0..n_total-1 that is not listed in a shard's skip file must be present.
+    """
+    from .report import atomic_write_text
+
+    recs: dict[str, dict] = {}
+    for p in paths:
+        for r in read_jsonl(p):
+            recs.setdefault(r["sample_id"], r)
+    rows = sorted(recs.values(), key=lambda r: r["index"])
+    if require_complete and rows:
+        n_total = max(r["n_total"] for r in rows)
+        skipped = set()
+        for p in paths:
+            sk = Path(p).with_name(Path(p).stem + ".skips.csv")
+            if sk.exists():
+                skipped |= {ln.split(",")[0] for ln in sk.read_text().splitlines()[1:]}
+        have = {r["index"] for r in rows}
+        missing = [i for i in range(n_total) if i not in have]
+        if len(missing) > 0 and not skipped:
+            raise ValueError(f"merge: {len(missing)} of {n_total} samples missing (e.g. index {missing[0]}); "
+                             "finish or resume the shard runs first, or pass --allow-partial")
+    atomic_write_text(Path(out), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return Path(out)
+
+
+# ---------------------------------------------------------------------------------------------- runner
+
+def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int, int]:
+    """(num_shards, shard_index): explicit arguments win, else torchrun's WORLD_SIZE/RANK, else (1, 0)."""
+    if num_shards is None:
+        num_shards = int(os.environ.get("WORLD_SIZE", 1))
+        shard_index = int(os.environ.get("RANK", 0)) if shard_index is None else shard_index
+    shard_index = 0 if shard_index is None else shard_index
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards})")
+    return num_shards, shard_index
+
+
+def _device_for_rank(profile: str) -> str | None:
+    import torch
+
+    if profile == "full" and torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+    return None
+
+
+_FRAME_CACHE: dict = {}
+_MODEL_UID = itertools.count()
+_FRAME_CACHE_MAX = 64
+
+
+def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None):
+    """Decoded + vision-encoded frames of a span, cached per (model, file, span): every method sees the same
+    frame tokens, and notebook 03 runs six methods over the same samples."""
+    import torch
+
+    from . import video
+
+    if not hasattr(model, "_vrex_uid"):
+        model._vrex_uid = next(_MODEL_UID)  # id() could be reused by a later model
+    key = (model._vrex_uid, str(path), float(start), float(end), max_frames)
+    if key in _FRAME_CACHE:
+        return _FRAME_CACHE[key]
+    t0 = time.perf_counter()
+    frames, ts = video.read_frames(path, fps=2.0, max_side=model.image_size, start=start, end=end)
+    if max_frames is not None and len(frames) > max_frames:
+        frames, ts = frames[-max_frames:], ts[-max_frames:]  # keep the most recent frames before the question
+    t1 = time.perf_counter()
+    with torch.inference_mode():
+        emb = torch.cat([model.embed_frames(frames[b:b + 16]) for b in range(0, len(frames), 16)])
+    t2 = time.perf_counter()
+    if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
+        _FRAME_CACHE.pop(next(iter(_FRAME_CACHE)))
+    _FRAME_CACHE[key] = (emb, ts, t1 - t0, t2 - t1)
+    return _FRAME_CACHE[key]
+
+
+def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
+                    profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
+                    reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
+                    method_kwargs: dict | None = None, seed: int = 0) -> dict:
+    """Stream one COIN sample; returns its JSON record (see the module docstring)."""
+    from . import coin
+    from .runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession
+
+    t_start = time.perf_counter()
+    path = coin.video_path(videos_dir, sample.video_id)
+    emb, ts, t_decode, t_vision = _frame_embeds(model, path, sample.start, sample.end, max_frames)
+    sess = StreamingSession(model, policy, runtime_cfg)
+    sess.add_system_prompt(system_prompt or DEFAULT_SYSTEM_PROMPT)
+    t0 = time.perf_counter()
+    for i in range(emb.shape[0]):
+        sess.add_frame_embeds(emb[i], float(ts[i]))
+    t1 = time.perf_counter()
+    stops = () if sample.task in coin.PROCEDURE_TASKS else ("\n",)
+    pred = sess.ask(sample.prompt, max_new_tokens=max_new_tokens, stop_strings=stops)
+    t2 = time.perf_counter()
+    tr = sess.trace()
+    frame_steps = tr.step_mask("frame")
+    ans = sess.last_answer
+    rec = dict(
+        sample_id=sample.sample_id, index=index, n_total=n_total, task=sample.task, method=method, profile=profile,
+        video_id=sample.video_id, prediction=pred,
+        target=list(sample.target) if isinstance(sample.target, tuple) else sample.target,
+        correct=coin.score(sample.task, [pred], [sample]), n_frames=int(emb.shape[0]), n_tokens=sess.n_tokens,
+        ratio_frame=_nan_none(tr.retrieval_ratio("frame")), ratio_text=_nan_none(tr.retrieval_ratio("text")),
+        host_bytes_frame=int(tr.bytes("host")[frame_steps].sum()),
+        host_bytes_text=int(tr.bytes("host")[tr.step_mask("text")].sum()),
+        first_token=int(ans["step_argmax"][0]) if ans["step_argmax"] else None,
+        frame_argmax=[int(x) for x in tr["argmax"][frame_steps]],
+        answer_ids=[int(x) for x in ans["ids"]],
+        method_kwargs=method_kwargs or {}, runtime_config=repr(runtime_cfg), seed=seed,
+    )
+    rec.update(reference_agreement(rec, reference))
+    if trace_dir is not None:
+        tr.meta.update(sample_id=sample.sample_id, task=sample.task, method=method, profile=profile)
+        tr.save(Path(trace_dir) / (sample.sample_id.replace("/", "__") + ".npz"))
+    rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4), prefill=round(t1 - t0, 4),
+                           answer=round(t2 - t1, 4), total=round(time.perf_counter() - t_start, 4))
+    return rec
+
+
+def _nan_none(x: float):
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def reference_agreement(rec: dict, ref: dict | None) -> dict:
+    """Agreement of a record with the ``full`` method's record of the same sample (None when unavailable)."""
+    if ref is None:
+        return dict(ref_first_token_agree=None, ref_frame_argmax_agree=None, ref_answer_match=None,
+                    ref_prefix_tokens=None)
+    fa, fb = rec["frame_argmax"], ref.get("frame_argmax") or []
+    n = min(len(fa), len(fb))
+    a, b = rec["answer_ids"], ref.get("answer_ids") or []
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    return dict(ref_first_token_agree=rec["first_token"] == ref.get("first_token"),
+                ref_frame_argmax_agree=(sum(int(x == y) for x, y in zip(fa, fb)) / n) if n else None,
+                ref_answer_match=rec["prediction"] == ref.get("prediction"), ref_prefix_tokens=pre)
+
+
+def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, coin_root: str | None = None,
+             split: str = "testing", max_samples: int | None = None, max_frames: int | None = None,
+             num_shards: int | None = None, shard_index: int | None = None, max_new_tokens: int | None = None,
+             method_kwargs: dict | None = None, runtime_cfg: RuntimeConfig | None = None,
+             reference: str | os.PathLike | None = "auto", trace_dir: str | os.PathLike | None = None,
+             model=None, llm_path: str | None = None, vision_path: str | None = None,
+             connector_path: str | None = None, progress: bool = True) -> Path:
+    """Run (or resume) one method on one COIN task; returns the JSONL path of this shard.
+
+    ``model``: a prebuilt :class:`~vrex_lib.runtime.StreamingVideoLLM` to reuse (else built from the profile and
+    paths, after every input has been checked). ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when
+    it exists (the full method's lines give the agreement columns); None disables it.
+    """
+    from . import coin
+    from .retrieval import POLICIES, make_policy
+    from .runtime import ContextTooLarge, build_model
+
+    pcfg = profile_config(profile)
+    seed_everything(pcfg.seed)
+    if method not in POLICIES:
+        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(POLICIES)}")
+    if task not in coin.TASKS:
+        raise ValueError(f"unknown task {task!r}: choose one of {', '.join(coin.TASKS)}")
+    num_shards, shard_index = shard_from_env(num_shards, shard_index)
+    out_path = shard_path(out, shard_index, num_shards)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    runtime_cfg = runtime_cfg or RuntimeConfig()
+    max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
+    if max_samples is None:
+        max_samples = pcfg.max_samples_per_task
+
+    # --- inputs first: annotations, samples, videos, paths, memory; only then weights -------------------------
+    js, videos_dir = coin.dataset_paths(profile, coin_root)
+    skips = coin.SkipLog()
+    ann = coin.load_annotations(js, skips)
+    samples = coin.build_task(ann, task, split)
+    if max_samples is not None:
+        samples = samples[:max_samples]
+    n_total = len(samples)
+    if n_total == 0:
+        raise ValueError(f"{js}: no {task!r} samples in split {split!r}")
+    mine = [(i, s) for i, s in enumerate(samples) if i % num_shards == shard_index]
+    available = {s.sample_id for s in coin.filter_available([s for _, s in mine], videos_dir, skips)}
+    if profile == "full" and model is None:
+        from .runtime import validate_full_paths
+
+        shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
+        _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg)  # before loading 16 GB of weights
+    ref = {}
+    if reference == "auto":
+        cand = Path(out).parent.parent / "full" / Path(out).name
+        reference = cand if method != "full" and cand.exists() else None
+    if reference:
+        ref = {r["sample_id"]: r for r in read_jsonl(reference)}
+
+    if model is None:
+        model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
+                            device=_device_for_rank(profile), seed=pcfg.seed)
+    _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
+
+    done = {r["sample_id"] for r in read_jsonl(out_path, repair=True)}
+    todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
+    policy = make_policy(method, **(method_kwargs or {}))
+    it = todo
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(todo, desc=f"{method}/{task} shard {shard_index}/{num_shards}", unit="sample",
+                  initial=len(done), total=len(done) + len(todo))
+    from . import video
+
+    for i, s in it:
+        try:
+            rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
+                                  runtime_cfg=runtime_cfg, max_new_tokens=max_new_tokens, max_frames=max_frames,
+                                  reference=ref.get(s.sample_id), trace_dir=trace_dir, method_kwargs=method_kwargs,
+                                  seed=pcfg.seed)
+        except (video.VideoDecodeError, video.VideoSpanError) as err:
+            skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
+            continue
+        except ContextTooLarge:
+            raise
+        append_jsonl(out_path, rec)
+    skip_file = skips.write(out_path.with_name(out_path.stem + ".skips.csv"))
+    if len(skips):
+        print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
+    return out_path
+
+
+def _shape_from_config(cfg: dict):
+    """The KV shape of a model from its config.json (BF16, on the rank's device): enough for check_context."""
+    import types
+
+    import torch
+
+    hq = int(cfg["num_attention_heads"])
+    dev = torch.device(_device_for_rank("full") or "cpu")
+    return types.SimpleNamespace(
+        name=cfg.get("_name_or_path", "llm"), n_layers=int(cfg["num_hidden_layers"]),
+        n_kv_heads=int(cfg.get("num_key_value_heads", hq)), kv_bytes_per_elem=2, device=dev,
+        head_dim=int(cfg.get("head_dim") or cfg["hidden_size"] // hq),
+        config=types.SimpleNamespace(max_position_embeddings=int(cfg.get("max_position_embeddings", 1 << 30))))
+
+
+def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg) -> None:
+    """Every sample of this shard must fit (positions and KV memory) -- checked before the first one runs."""
+    from .runtime import check_context, tokens_for
+
+    for _, s in mine:
+        nf = s.num_frames() if max_frames is None else min(s.num_frames(), max_frames)
+        check_context(model, tokens_for(nf, max_new_tokens=max_new_tokens), runtime_cfg,
+                      what=f"sample {s.sample_id} ({nf} frames)")
+
+
+def score_results(path: str | os.PathLike, profile: str, coin_root: str | None = None,
+                  split: str = "testing") -> float:
+    """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` (procedure tasks weighted by steps)."""
+    from . import coin
+
+    rows = read_jsonl(path)
+    if not rows:
+        raise ValueError(f"{path}: no results to score")
+    task = rows[0]["task"]
+    js, _ = coin.dataset_paths(profile, coin_root)
+    by_id = {s.sample_id: s for s in coin.build_task(coin.load_annotations(js), task, split)}
+    missing = [r["sample_id"] for r in rows if r["sample_id"] not in by_id]
+    if missing:
+        raise ValueError(f"{path}: sample {missing[0]} is not in {js} ({split}); wrong profile or --coin-root?")
+    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows])
+
+
+def load_results(path: str | os.PathLike):
+    """A results JSONL as a DataFrame (one row per sample; timing columns flattened as timing_<name>)."""
+    import pandas as pd
+
+    rows = read_jsonl(path)
+    df = pd.json_normalize(rows, sep="_") if rows else pd.DataFrame()
+    return df
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m vrex_lib.eval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", required=True, help="step | next | task | procedure | taskprocedure")
+    p.add_argument("--method", required=True, help="a name in vrex_lib.retrieval.POLICIES")
+    p.add_argument("--profile", default="default", choices=("smoke", "default", "full"))
+    p.add_argument("--out", required=True, help="results JSONL, e.g. results/eval/<profile>/<method>/<task>.jsonl")
+    p.add_argument("--coin-root", default=None, help="full profile: folder with COIN.json and videos/")
+    p.add_argument("--split", default="testing")
+    p.add_argument("--llm-path", default=None)
+    p.add_argument("--vision-path", default=None)
+    p.add_argument("--connector-path", default=None)
+    p.add_argument("--max-samples", type=int, default=None)
+    p.add_argument("--max-frames", type=int, default=None, help="keep at most the last N frames of each span")
+    p.add_argument("--max-new-tokens", type=int, default=None)
+    p.add_argument("--num-shards", type=int, default=None)
+    p.add_argument("--shard-index", type=int, default=None)
+    p.add_argument("--method-kwargs", default="{}", help="JSON dict of the policy's config, e.g. '{\"ratio\": 0.3}'")
+    p.add_argument("--kv-capacity", type=int, default=RuntimeConfig.kv_capacity)
+    p.add_argument("--recent-frames", type=int, default=RuntimeConfig.recent_frames)
+    p.add_argument("--reference", default="auto", help="full-method JSONL for agreement columns ('none' to skip)")
+    p.add_argument("--trace-dir", default=None, help="save one retrieval trace .npz per sample here")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU; 1 is fastest on a "
+                   "busy 2-core machine)")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "merge":
+        mp = argparse.ArgumentParser(prog="python -m vrex_lib.eval merge")
+        mp.add_argument("--out", required=True)
+        mp.add_argument("--allow-partial", action="store_true")
+        mp.add_argument("shards", nargs="+")
+        a = mp.parse_args(argv[1:])
+        print(merge_shards(a.shards, a.out, require_complete=not a.allow_partial))
+        return 0
+    if argv and argv[0] == "run":
+        argv = argv[1:]
+    a = _parser().parse_args(argv)
+    try:
+        kwargs = json.loads(a.method_kwargs)
+    except json.JSONDecodeError as err:
+        raise SystemExit(f"--method-kwargs is not valid JSON ({err}); e.g. '{{\"ratio\": 0.3}}'") from None
+    if a.threads:
+        import torch
+
+        torch.set_num_threads(a.threads)
+    cfg = RuntimeConfig(kv_capacity=a.kv_capacity, recent_frames=a.recent_frames)
+    path = run_eval(a.task, a.method, a.profile, a.out, coin_root=a.coin_root, split=a.split,
+                    max_samples=a.max_samples, max_frames=a.max_frames, num_shards=a.num_shards,
+                    shard_index=a.shard_index, max_new_tokens=a.max_new_tokens, method_kwargs=kwargs,
+                    runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
+                    trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
+                    connector_path=a.connector_path, progress=not a.no_progress)
+    rows = read_jsonl(path)
+    if rows:
+        acc = score_results(path, a.profile, a.coin_root, a.split)
+        rf = [r["ratio_frame"] for r in rows if r["ratio_frame"] is not None]
+        rt = [r["ratio_text"] for r in rows if r["ratio_text"] is not None]
+        print(f"{path}: {len(rows)} samples, COIN Top-1 {acc:.1f}%, retrieval ratio frame "
+              f"{np.mean(rf) if rf else float('nan'):.3f} text {np.mean(rt) if rt else float('nan'):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""The retrieval-aware attention function, registered with transformers' ``AttentionInterface``.
+
+No model class is patched: :func:`register` adds the function under the name ``"vrex"`` (plus the standard SDPA
+mask function under the same name in ``AttentionMaskInterface``) and :func:`~vrex_lib.runtime.model.build_model`
+calls ``llm.set_attn_implementation("vrex")``. The session passes its per-step context to the model's forward
+as the keyword ``vrex_step`` (transformers forwards unknown keywords down to the attention function). Without
+it the function is exactly transformers' SDPA attention, so a plain ``llm(...)`` call is unaffected.
+
+Per layer ℓ and forward step (digest §10e; the contract of :mod:`vrex_lib.retrieval.base`):
+
+1. ``policy.observe(ℓ, new_keys [Hkv, N, D], start, stage, frame_id)`` with the step's post-RoPE keys;
+2. if ℓ >= ``dense_layers`` and there are candidates, ``sel = policy.select(ℓ, query [Hq, N, D],
+   keys [Hkv, S, D], candidates, stage)``; candidates = positions [n_sink, window_start), i.e. all but the
+   always-attended ones: the sinks [0, n_sink) (system prompt), the recent frame window and everything after
+   it [window_start, start), and the step's own tokens [start, S) (causal among themselves);
+3. ``sel is None`` -> attend to everything; else each KV head g attends to sinks ∪ sel.indices[g] ∪ recent ∪
+   own, its K/V read through :meth:`KVStore.gather` (booked by tier);
+4. per (layer, KV head) counts land in the step's record (-> :mod:`vrex_lib.runtime.trace`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ATTN_IMPL = "vrex"
+_REGISTERED = False
+
+
+@dataclass
+class StepContext:
+    """Everything the attention function needs about the current forward step (batch 1).
+
+    start: cache position of the step's first token; n_new: its token count; n_sink: pinned prompt tokens;
+    window_start: first always-attended recent position; candidates: int64 [C] = arange(n_sink, window_start).
+    The ``[L, Hkv]`` arrays are filled per layer: selected (positions chosen among candidates), applied (policy
+    consulted), attended (tokens each head attended), attn_err (relative error vs full attention, NaN if not
+    measured). ``stats`` maps a policy stat name to a float array [L] or [L, Hkv].
+    """
+
+    policy: object | None
+    store: object
+    stage: str
+    kind: str
+    frame_id: int | None
+    start: int
+    n_new: int
+    n_sink: int
+    window_start: int
+    dense_layers: int = 1
+    measure_attn_error: bool = False
+    strict: bool = False
+    candidates: torch.Tensor = None
+    selected: np.ndarray = None
+    applied: np.ndarray = None
+    attended: np.ndarray = None
+    attn_err: np.ndarray = None
+    stats: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        L, H = self.store.n_layers, self.store.n_kv_heads
+        self.selected = np.zeros((L, H), np.int64)
+        self.applied = np.zeros((L,), bool)
+        self.attended = np.zeros((L, H), np.int64)
+        self.attn_err = np.full((L, H), np.nan, np.float32)
+
+    @property
+    def n_candidates(self) -> int:
+        return max(0, self.window_start - self.n_sink)
+
+    def record_stats(self, layer: int, stats: dict) -> None:
+        L, H = self.store.n_layers, self.store.n_kv_heads
+        for k, v in stats.items():
+            if isinstance(v, torch.Tensor):
+                v = v.tolist()
+            per_head = isinstance(v, (list, tuple, np.ndarray)) and len(v) == H
+            if not per_head and not isinstance(v, (int, float, np.integer, np.floating, bool)):
+                continue  # non-numeric stats (e.g. names) are not traced
+            arr = self.stats.get(k)
+            if arr is None:
+                arr = self.stats[k] = np.full((L, H) if per_head else (L,), np.nan, np.float64)
+            arr[layer] = np.asarray(v, np.float64) if per_head and arr.ndim == 2 else (
+                float(np.mean(v)) if per_head else float(v))
+
+
+def _dense(query, key, value, scaling, start):
+    """Full causal attention: query [1, Hq, Lq, D], key/value [1, Hkv, S, D] -> [1, Hq, Lq, D]."""
+    lq, s = query.shape[2], key.shape[2]
+    mask = None
+    if lq > 1:
+        mask = torch.ones(lq, s, dtype=torch.bool, device=query.device).tril(diagonal=start)
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
+
+
+def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask,
+                   scaling: float | None = None, dropout: float = 0.0, vrex_step: StepContext | None = None,
+                   **kwargs):
+    """The registered attention function; returns (attn_output [B, Lq, Hq, D], None)."""
+    if vrex_step is None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    step = vrex_step
+    layer = int(module.layer_idx)
+    _, hq, lq, d = query.shape
+    hkv, s = key.shape[1], key.shape[2]
+    start = s - lq
+    if start != step.start or lq != step.n_new:
+        raise RuntimeError(f"layer {layer}: cache holds {s} tokens with {lq} new, the session expected "
+                           f"start {step.start} and {step.n_new} new (was the KVStore shared or cropped?)")
+    store, policy = step.store, step.policy
+    if policy is not None:
+        policy.observe(layer, key[0, :, start:], start, step.stage, step.frame_id)
+
+    sel = None
+    if policy is not None and layer >= step.dense_layers and step.n_candidates > 0:
+        step.applied[layer] = True
+        sel = policy.select(layer, query[0], key[0], step.candidates, step.stage)
+        if sel is not None:
+            _check(sel, step, layer, hkv)
+            if sel.stats:
+                step.record_stats(layer, sel.stats)
+
+    if sel is None:
+        out = _dense(query, key, value, scaling, start)
+        store.account_all(layer)
+        step.selected[layer] = step.n_candidates
+        step.attended[layer] = s
+        return out.transpose(1, 2), None
+
+    group = hq // hkv
+    sinks = torch.arange(0, step.n_sink, device=key.device)
+    recent_own = torch.arange(step.window_start, s, device=key.device)
+    idx = [torch.cat([sinks, sel.indices[g].to(key.device), recent_own]) for g in range(hkv)]
+    kv = store.gather(layer, idx)
+    out = query.new_empty(1, hq, lq, d)
+    n_own = lq
+    for g in range(hkv):
+        kg, vg = kv[g]
+        n = kg.shape[0]
+        mask = None
+        if lq > 1:
+            # context columns visible to every query row; the step's own tokens (last lq columns) causal
+            mask = torch.ones(lq, n, dtype=torch.bool, device=query.device).tril(diagonal=n - n_own)
+        qg = query[:, g * group:(g + 1) * group]
+        out[:, g * group:(g + 1) * group] = F.scaled_dot_product_attention(
+            qg, kg[None, None], vg[None, None], attn_mask=mask, scale=scaling, enable_gqa=True)
+        step.selected[layer, g] = int(sel.indices[g].numel())
+        step.attended[layer, g] = n
+    if step.measure_attn_error:
+        ref = _dense(query, key, value, scaling, start)
+        diff = (out - ref).float().reshape(1, hkv, group * lq * d).norm(dim=-1)
+        base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
+        step.attn_err[layer] = (diff / base)[0].cpu().numpy()
+    return out.transpose(1, 2), None
+
+
+def _check(sel, step: StepContext, layer: int, hkv: int) -> None:
+    """Selections must name KV heads' positions among the candidates (always cheap checks; strict: exact)."""
+    if len(sel.indices) != hkv:
+        raise ValueError(f"{type(step.policy).__name__}.select returned {len(sel.indices)} index sets at layer "
+                         f"{layer}; the model has {hkv} KV heads")
+    for g, ix in enumerate(sel.indices):
+        if ix.numel() and (int(ix.min()) < step.n_sink or int(ix.max()) >= step.window_start):
+            raise ValueError(f"{type(step.policy).__name__}.select chose positions outside the candidates "
+                             f"[{step.n_sink}, {step.window_start}) at layer {layer}, KV head {g}")
+        if step.strict and ix.numel() > 1 and not bool((ix[1:] > ix[:-1]).all()):
+            raise ValueError(f"{type(step.policy).__name__}.select: KV head {g} indices are not sorted unique")
+
+
+def register() -> None:
+    """Register the ``"vrex"`` attention (and its mask function: transformers' SDPA mask) once per process."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import sdpa_mask
+
+    AttentionInterface.register(ATTN_IMPL, vrex_attention)
+    AttentionMaskInterface.register(ATTN_IMPL, sdpa_mask)
+    _REGISTERED = True

@@ -1,0 +1,153 @@
+"""The hierarchical KV store: the KVMU's software twin, as a transformers ``Cache``.
+
+All K/V stay in memory (the runtime must be able to attend anywhere), but every cache position has a *tier*:
+
+* ``device``: the pinned sink tokens (system prompt) and the most recent ``capacity`` positions (digest §10f:
+  the KVMU keeps the recent KV on the accelerator's DRAM, 4,096 tokens by default);
+* ``host``: everything older, i.e. offloaded to CPU memory / SSD and fetched over PCIe when selected.
+
+:meth:`KVStore.gather` returns the K/V of chosen positions per KV head and books the tokens and bytes it
+read into the current step's :class:`Ledger`, split by tier; the attention function books whole-cache reads
+with :meth:`KVStore.account_all`. Bytes are in the model's KV element size; ``paper_bytes_per_elem`` gives the
+BF16 figure the paper's model would move.
+
+Shapes: per layer keys/values ``[1, Hkv, S, D]`` (batch 1), stored in a buffer grown by doubling so a long
+stream does not re-copy the whole cache every step (``DynamicLayer`` concatenates).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from transformers.cache_utils import Cache, CacheLayerMixin
+
+
+class KVStoreLayer(CacheLayerMixin):
+    """One layer's K/V [1, Hkv, S, D] in a doubling buffer."""
+
+    is_compileable = False
+    is_croppable = False
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+        self.n = 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        b, h, _, d = key_states.shape
+        if b != 1:
+            raise ValueError(f"KVStore holds one stream (batch 1), got batch {b}")
+        self.device, self.dtype = key_states.device, key_states.dtype
+        self._k = key_states.new_empty((1, h, 256, d))
+        self._v = value_states.new_empty((1, h, 256, value_states.shape[-1]))
+        self.is_initialized = True
+
+    def _grow(self, need: int) -> None:
+        cap = self._k.shape[2]
+        if need <= cap:
+            return
+        while cap < need:
+            cap *= 2
+        k = self._k.new_empty((*self._k.shape[:2], cap, self._k.shape[3]))
+        v = self._v.new_empty((*self._v.shape[:2], cap, self._v.shape[3]))
+        k[:, :, : self.n] = self._k[:, :, : self.n]
+        v[:, :, : self.n] = self._v[:, :, : self.n]
+        self._k, self._v = k, v
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        m = key_states.shape[2]
+        self._grow(self.n + m)
+        self._k[:, :, self.n : self.n + m] = key_states
+        self._v[:, :, self.n : self.n + m] = value_states
+        self.n += m
+        self.keys, self.values = self._k[:, :, : self.n], self._v[:, :, : self.n]
+        return self.keys, self.values
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.n + query_length, 0
+
+    def get_seq_length(self) -> int:
+        return self.n
+
+    def get_max_length(self) -> int:
+        return -1
+
+    def reset(self) -> None:
+        self._k = self._v = self.keys = self.values = None
+        self.n = 0
+        self.is_initialized = False
+
+
+class Ledger:
+    """Tokens read per (layer, KV head) in one step, by tier. ``int64 [L, Hkv]`` arrays."""
+
+    def __init__(self, n_layers: int, n_kv_heads: int):
+        self.device_tokens = np.zeros((n_layers, n_kv_heads), np.int64)
+        self.host_tokens = np.zeros((n_layers, n_kv_heads), np.int64)
+
+
+class KVStore(Cache):
+    """A transformers Cache (one :class:`KVStoreLayer` per decoder layer) with tiers and byte accounting.
+
+    n_layers, n_kv_heads, head_dim: the model's KV shape; capacity: recent positions kept on device;
+    bytes_per_elem: the KV dtype's element size; paper_bytes_per_elem: the paper model's (BF16 = 2).
+    ``n_sink`` (set by the session after the system prompt) positions are pinned on device.
+    """
+
+    def __init__(self, n_layers: int, n_kv_heads: int, head_dim: int, *, capacity: int = 4096,
+                 bytes_per_elem: int = 4, paper_bytes_per_elem: int = 2):
+        super().__init__(layers=[KVStoreLayer() for _ in range(n_layers)])
+        self.n_layers, self.n_kv_heads, self.head_dim = n_layers, n_kv_heads, head_dim
+        self.capacity = int(capacity)
+        self.bytes_per_elem = int(bytes_per_elem)
+        self.paper_bytes_per_elem = int(paper_bytes_per_elem)
+        self.n_sink = 0
+        self.ledger = Ledger(n_layers, n_kv_heads)
+
+    # ---- tiers ---------------------------------------------------------------------------------------------
+    @property
+    def bytes_per_token_head(self) -> int:
+        """K + V bytes of one token in one KV head."""
+        return 2 * self.head_dim * self.bytes_per_elem
+
+    def host_boundary(self, seq_len: int) -> int:
+        """Positions in [n_sink, host_boundary) are offloaded (host tier) when the cache holds seq_len tokens."""
+        return max(self.n_sink, seq_len - self.capacity)
+
+    def n_host(self, seq_len: int) -> int:
+        return self.host_boundary(seq_len) - self.n_sink
+
+    def tier(self, positions: torch.Tensor, seq_len: int) -> torch.Tensor:
+        """Bool [...] True where a position is in the host tier."""
+        return (positions >= self.n_sink) & (positions < self.host_boundary(seq_len))
+
+    # ---- reads ---------------------------------------------------------------------------------------------
+    def new_step(self) -> Ledger:
+        self.ledger = Ledger(self.n_layers, self.n_kv_heads)
+        return self.ledger
+
+    def gather(self, layer: int, indices: list[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """K/V of ``indices[g]`` (cache positions) for each KV head g -> [(K [n_g, D], V [n_g, D])]; booked."""
+        lay = self.layers[layer]
+        s = lay.n
+        hb = self.host_boundary(s)
+        out = []
+        for g, idx in enumerate(indices):
+            host = int(((idx >= self.n_sink) & (idx < hb)).sum())
+            self.ledger.host_tokens[layer, g] += host
+            self.ledger.device_tokens[layer, g] += int(idx.numel()) - host
+            out.append((lay.keys[0, g].index_select(0, idx), lay.values[0, g].index_select(0, idx)))
+        return out
+
+    def account_all(self, layer: int) -> None:
+        """Book a read of the whole cache of ``layer`` by every KV head (full attention)."""
+        s = self.layers[layer].n
+        host = self.n_host(s)
+        self.ledger.host_tokens[layer] += host
+        self.ledger.device_tokens[layer] += s - host
+
+    def nbytes(self) -> int:
+        """Bytes the cache holds (all layers, K and V)."""
+        return sum(l.n for l in self.layers) * self.n_kv_heads * self.bytes_per_token_head
