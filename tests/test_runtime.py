@@ -321,3 +321,72 @@ def test_default_profile_smollm2_full_matches_plain_forward():
     ref = _plain_logits(model, s.inputs)
     torch.testing.assert_close(s.next_token_logits(), ref[-1], rtol=1e-3, atol=1e-3)
     assert model.n_layers == 30 and model.n_kv_heads == 3 and model.head_dim == 64
+
+
+class SlidingHalf(SelectAll):
+    """Deterministic: per KV head g, the first ``k`` candidates from offset (step counter + g) -- consecutive
+    applied steps of a stage overlap in exactly k - 1 positions while the candidate range allows it."""
+
+    name, k = "sliding", 6
+
+    def reset(self, n_layers, n_kv_heads, head_dim):
+        super().reset(n_layers, n_kv_heads, head_dim)
+        self.calls = {}
+
+    def select(self, layer, query, keys, candidates, stage):
+        c = self.calls[(stage, layer)] = self.calls.get((stage, layer), -1) + 1
+        return Selection([candidates[c + g:c + g + self.k].clone() for g in range(self.h)], int(candidates.numel()))
+
+
+def test_reuse_counts_overlap_with_previous_step_of_same_stage(tiny, tmp_path):
+    s, _ = _stream(tiny, SlidingHalf(), RuntimeConfig(strict=True), n_frames=8, new_tokens=5)
+    tr = s.trace()
+    H = tiny.n_kv_heads
+    # Expected, replayed from the trace: per (stage, layer) the previous applied step's selection.
+    prev: dict = {}
+    n_checked = 0
+    for k in range(tr.n_steps):
+        st, cand = tr["stage"][k], np.arange(tr["n_sink"][k], tr["window_start"][k])
+        for layer in range(tiny.n_layers):
+            if not tr["applied"][k, layer]:
+                assert (tr["reused"][k, layer] == -1).all()
+                continue
+            c = sum(1 for kk in range(k) if tr["stage"][kk] == st and tr["applied"][kk, layer])
+            cur = [set(cand[c + g:c + g + SlidingHalf.k].tolist()) for g in range(H)]
+            if (st, layer) in prev:
+                exp = [len(cur[g] & prev[(st, layer)][g]) for g in range(H)]
+                np.testing.assert_array_equal(tr["reused"][k, layer], exp)
+                n_checked += 1
+            else:
+                assert (tr["reused"][k, layer] == -1).all()
+            prev[(st, layer)] = cur
+    assert n_checked > 0
+    # Frame steps: candidates grow by a frame per step, so every repeat selection overlaps in k - 1 positions.
+    fr = tr.step_mask("frame")[:, None, None] & tr["applied"][:, :, None] & (tr["reused"] >= 0)
+    assert fr.any() and (tr["reused"][fr] == SlidingHalf.k - 1).all()
+    assert tr.reuse_fraction("frame") == pytest.approx((SlidingHalf.k - 1) / SlidingHalf.k)
+    assert 0 < tr.reuse_fraction("text") <= 1 and tr.reuse_fraction(by="head").shape == (tiny.n_layers, H)
+    assert np.isnan(tr.reuse_fraction(by="layer")[0]), "layer 0 is dense: never applied"
+    # save/load keeps it; a schema-1 file (no ``reused``) still loads, with reuse unknown
+    back = load_trace(tr.save(tmp_path / "t.npz"))
+    np.testing.assert_array_equal(back["reused"], tr["reused"])
+    z = dict(np.load(tmp_path / "t.npz"))
+    del z["a_reused"]
+    z["meta_json"] = np.array(json.dumps({**back.meta, "schema_version": 1}))
+    np.savez(tmp_path / "v1.npz", **z)
+    old = load_trace(tmp_path / "v1.npz")
+    assert (old["reused"] == -1).all() and np.isnan(old.reuse_fraction("frame"))
+    assert old.retrieval_ratio("frame") == pytest.approx(tr.retrieval_ratio("frame"))
+
+
+def test_select_all_reuses_everything_it_selected_before(tiny):
+    tr = _stream(tiny, SelectAll(), RuntimeConfig(), n_frames=5)[0].trace()
+    # Each frame step selects all candidates; the previous step's candidates are a prefix of this step's.
+    m = tr.step_mask("frame")
+    prev_cand = {}
+    for k in np.nonzero(m)[0]:
+        for layer in np.nonzero(tr["applied"][k])[0]:
+            if layer in prev_cand:
+                assert (tr["reused"][k, layer] == prev_cand[layer]).all()
+            prev_cand[layer] = tr["n_candidates"][k]
+    assert 0 < tr.reuse_fraction("frame") < 1

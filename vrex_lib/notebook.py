@@ -25,6 +25,7 @@ def setup(profile: str, results: str | None = None, seed: int | None = None) -> 
     # Later report.* calls default to this folder too.
     os.environ["VREX_RESULTS_DIR"] = str(out)
     seed_everything(cfg.seed if seed is None else seed)
+    _set_threads()
     try:
         import matplotlib
 
@@ -35,6 +36,20 @@ def setup(profile: str, results: str | None = None, seed: int | None = None) -> 
     except ImportError:  # pragma: no cover
         pass
     return Context(profile, cfg, out)
+
+
+def _set_threads() -> None:
+    """One torch thread unless $VREX_THREADS says otherwise.
+
+    The default/smoke models are small (SmolLM2-135M, hidden 576): on a 2-core machine a second thread buys
+    little and costs a lot under any background load (measured 8-10x slower per step), and a fixed thread
+    count keeps floating-point reductions -- hence the tables -- identical from run to run.
+    """
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return
+    torch.set_num_threads(int(os.environ.get("VREX_THREADS", "1")))
 
 
 def _interactive() -> bool:

@@ -138,3 +138,24 @@ def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
                          peak_tflops=s.peak_flops / 1e12, peak_frac=100 * r.achieved_tflops * 1e12 / s.peak_flops,
                          dram_gbs=s.dram_bw / 1e9))
     return pd.DataFrame(rows)
+
+
+def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", batch: int = 1,
+                               stage: str = "frame", **overrides) -> pd.DataFrame:
+    """Who gets a retrieved-KV cache, both ways: ``retrieved_cache='kvmu'`` (only V-Rex's KVMU, the paper's
+    Fig. 12) and ``'all'`` (every selecting, offloading GPU baseline keeps its previous retrieval in GPU DRAM too,
+    with its own ``retrieved_reuse``). ``overrides`` carry the reuse values (e.g. ``MeasuredParams.overrides()``);
+    their ``retrieved_cache`` is replaced. One row per (cache, kv_len, method) with V-Rex's speedup over it."""
+    gpu, acc, _ = PLATFORMS[platform]
+    kw = {k: v for k, v in overrides.items() if k != "retrieved_cache"}
+    rows = []
+    for cache in ("kvmu", "all"):
+        for kv in kv_sizes:
+            rv = simulate(acc, "resv", stage, kv, batch, retrieved_cache=cache, **kw)
+            for sysn, m in [(gpu, g) for g in GPU_METHODS] + [(acc, "resv")]:
+                r = rv if sysn == acc else simulate(sysn, m, stage, kv, batch, retrieved_cache=cache, **kw)
+                rows.append(dict(cache=cache, kv_len=kv, label=f"{sysn}+{m}" if sysn == gpu else sysn, method=m,
+                                 retrieved_reuse=r.notes["retrieved_reuse"], latency_ms=r.latency_ms,
+                                 pcie_fetch_mb=r.bytes["pcie_fetch"] / 1e6, oom=r.oom,
+                                 vrex_speedup=r.latency_ms / rv.latency_ms))
+    return pd.DataFrame(rows)

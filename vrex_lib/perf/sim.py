@@ -17,6 +17,7 @@ Model (event level where overlap matters, closed form per op):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..config import VRexCoreConfig
@@ -38,11 +39,18 @@ class SimParams:
     topk_passes / sort_passes: read passes of a GPU radix top-k / radix sort over the scores.
     wics_exit_frac: fraction of a WiCSum row processed before early exit (used for WTU energy).
     ratio_exponent / ratio_ref_len: the measured ratio holds at ``ratio_ref_len`` tokens (COIN videos are a few
-      thousand tokens long); beyond it the selected count grows as kv_len^exponent. Default 1.0 = constant ratio
-      (no extrapolation); notebook 06 shows 0.5 as a sensitivity, never as a fit.
-    retrieved_reuse: fraction of a step's selected offloaded KV already in the KVMU's "Retrieved KV" DRAM region
-      (Fig. 12) from the previous frame, so not fetched again (KVMU layout only). Default 0 (no reuse): the
-      paper does not give it; notebook 06 sweeps it.
+      thousand tokens long); beyond it the selected count grows as kv_len^exponent. A float applies to every
+      method, a mapping {method ratio key: exponent} per method (missing = 1). Default 1.0 = constant ratio (no
+      extrapolation); :func:`vrex_lib.perf.measured.measure_trace_params` fits it from runtime traces.
+    retrieved_reuse: fraction of a step's selected offloaded KV already in device DRAM from the previous step of
+      the same stage -- the KVMU's "Retrieved KV" region (Fig. 12) -- so not fetched again. A float applies to
+      every method that has such a cache, a mapping {(method ratio key, stage): fraction} per method and stage
+      (missing = 0). Default 0 (no reuse): the paper does not give it; the runtime trace measures it. The region
+      holds every layer's selected offloaded KV in the DRAM left free (counted in memory); when it does not all fit
+      the reuse shrinks in proportion (``notes['retrieved_kept_frac']``) -- the cache never causes an OOM.
+    retrieved_cache: which methods keep the previous step's retrieved KV in device DRAM: 'kvmu' (default: only
+      V-Rex's KVMU, i.e. ReSV's cluster layout on V-Rex, as in Fig. 12), 'all' (also every selecting, offloading
+      GPU baseline, in GPU DRAM), 'none'. A cache holds every layer's selected offloaded KV (counted in memory).
     n_new: new tokens per stream in a frame-stage step (default: one frame's tokens; the question prefill uses
       the question length).
     prefetch: overlap the fetch of layer ℓ+1 with layer ℓ (False = serial, for ablation/tests).
@@ -60,9 +68,10 @@ class SimParams:
     topk_passes: int = 4
     sort_passes: int = 8
     wics_exit_frac: float = 0.16
-    ratio_exponent: float = 1.0
+    ratio_exponent: float | Mapping = 1.0
     ratio_ref_len: int = 4000
-    retrieved_reuse: float = 0.0
+    retrieved_reuse: float | Mapping = 0.0
+    retrieved_cache: str = "kvmu"
     prefetch: bool = True
     offload: bool | None = None
     include_vision: bool = True
@@ -148,6 +157,13 @@ class SimResult:
         return d
 
 
+def _lookup(value, key, default: float) -> float:
+    """A SimParams field that is either one float for everyone or a mapping keyed per method (and stage)."""
+    if isinstance(value, Mapping):
+        return float(value.get(key, default))
+    return float(value)
+
+
 def _op_time(op: Op, sys: System) -> float:
     return max(op.flops / sys.flops, op.dram_bytes / sys.dram) + op.kernels * sys.kernel_launch_s
 
@@ -188,9 +204,10 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     if spec.predictor(stage) == "none":
         rsrc = "no selection (all tokens)"
     r = stage_ratio(spec, stage, ratios)
-    if r < 1.0 and p.ratio_exponent != 1.0 and kv_len > p.ratio_ref_len:
+    expo = _lookup(p.ratio_exponent, spec.ratio_key, 1.0)
+    if r < 1.0 and expo != 1.0 and kv_len > p.ratio_ref_len:
         # Selected tokens grow as kv_len^exponent beyond the length the ratio was measured at.
-        r = r * (kv_len / p.ratio_ref_len) ** (p.ratio_exponent - 1.0)
+        r = min(1.0, r * (kv_len / p.ratio_ref_len) ** (expo - 1.0))
     engine = "dre" if (sys.kind == "vrex" and spec.predictor(stage) == "resv") else "gpu"
     if spec.name == "resv_kvpu" and sys.kind != "vrex":
         raise ValueError("resv_kvpu is the V-Rex KVPU-only ablation; on a GPU use method 'resv' (GPU+ReSV)")
@@ -216,7 +233,21 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     run = run_tokens(spec, p.tokens_per_frame, p.tokens_per_cluster) * chunk
     frac = (moved_fraction(r, min(run, max(off, 1) * chunk), chunk, sys.offload_granule, aligned=layout == "cluster")
             if off > 0 else 0.0)
-    reuse = p.retrieved_reuse if layout == "cluster" else 0.0
+    if p.retrieved_cache not in ("kvmu", "all", "none"):
+        raise ValueError(f"retrieved_cache must be 'kvmu', 'all' or 'none', got {p.retrieved_cache!r}")
+    # Who keeps the previous step's retrieved KV in device DRAM (see SimParams.retrieved_cache).
+    has_cache = (layout == "cluster" if p.retrieved_cache == "kvmu" else
+                 p.retrieved_cache == "all" and offload and spec.predictor(stage) != "none")
+    reuse = _lookup(p.retrieved_reuse, (spec.ratio_key, stage), 0.0) if has_cache else 0.0
+    if not 0.0 <= reuse <= 1.0:
+        raise ValueError(f"retrieved_reuse {reuse} for {spec.name}/{stage} must be in [0, 1]")
+    # The retrieved-KV region keeps every layer's selected offloaded KV until the next step, in the DRAM left over
+    # after weights, recent KV, predictor metadata and the prefetch buffers; what does not fit is fetched again.
+    mem_base = footprint_bytes(llm, p, spec, kv_len, B, offload) + 2 * B * off * kvb * frac
+    retrieved_need = L * B * sel_off * kvb if reuse > 0 else 0.0
+    retrieved_kept = min(retrieved_need, max(0.0, sys.dram_capacity - mem_base))
+    if retrieved_need > 0:
+        reuse *= retrieved_kept / retrieved_need
     fetch_bytes = B * off * kvb * frac * (1.0 - reuse)  # per layer
     t_fetch = fetch_bytes / sys.pcie
     offload_write = B * N * kvb if off > 0 else 0.0  # the oldest tokens leave for the offload tier, per layer
@@ -323,7 +354,7 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
 
     # Memory footprint on the accelerator.
     mem = footprint_bytes(llm, p, spec, kv_len, B, offload)
-    mem += 2 * fetch_bytes  # double-buffered prefetch
+    mem += 2 * fetch_bytes + retrieved_kept  # double-buffered prefetch + the retrieved-KV region
 
     act = _energy.Activity(
         seconds=total, macs=macs_main, dram_bytes=dram, pcie_bytes=pcie,
@@ -333,7 +364,9 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     e_total, e_parts = _energy.step_energy(sys, act)
     notes = dict(engine=engine, offloaded_tokens=off, on_device_tokens=on_dev, moved_fraction=frac,
                  fetch_ms_per_layer=t_fetch * 1e3, dre_source=pw.dre_source, energy_source=_energy.SOURCE,
-                 attended_tokens=attended, layout=spec.layout, vision_flops=vis_flops)
+                 attended_tokens=attended, layout=spec.layout, vision_flops=vis_flops, retrieved_reuse=reuse,
+                 retrieved_kept_frac=retrieved_kept / retrieved_need if retrieved_need else float("nan"),
+                 ratio_exponent=expo)
     for row in tl:
         row["start_us"], row["end_us"] = row.pop("start") * 1e6, row.pop("end") * 1e6
     return SimResult(sys.name, spec.name, stage, kv_len, B, total * 1e3, e_total, llm_flops + vis_flops, pred_flops,

@@ -15,7 +15,9 @@ Per layer ℓ and forward step (digest §10e; the contract of :mod:`vrex_lib.ret
    it [window_start, start), and the step's own tokens [start, S) (causal among themselves);
 3. ``sel is None`` -> attend to everything; else each KV head g attends to sinks ∪ sel.indices[g] ∪ recent ∪
    own, its K/V read through :meth:`KVStore.gather` (booked by tier);
-4. per (layer, KV head) counts land in the step's record (-> :mod:`vrex_lib.runtime.trace`).
+4. per (layer, KV head) counts land in the step's record (-> :mod:`vrex_lib.runtime.trace`), including
+   ``reused``: how many of the selected positions the previous applied step of the same stage also selected in
+   that (layer, KV head) -- what a "Retrieved KV" region (Fig. 12) holding the last selection would not refetch.
 """
 from __future__ import annotations
 
@@ -37,7 +39,10 @@ class StepContext:
     window_start: first always-attended recent position; candidates: int64 [C] = arange(n_sink, window_start).
     The ``[L, Hkv]`` arrays are filled per layer: selected (positions chosen among candidates), applied (policy
     consulted), attended (tokens each head attended), attn_err (relative error vs full attention, NaN if not
-    measured). ``stats`` maps a policy stat name to a float array [L] or [L, Hkv].
+    measured), reused (selected positions also selected by the previous applied step of the same stage in this
+    (layer, KV head); -1 = no previous step). ``stats`` maps a policy stat name to a float array [L] or [L, Hkv].
+    ``prev_selection``: the session's memory {(stage, layer): per-head index tensors} of the last selection
+    (None = do not track reuse).
     """
 
     policy: object | None
@@ -57,6 +62,8 @@ class StepContext:
     applied: np.ndarray = None
     attended: np.ndarray = None
     attn_err: np.ndarray = None
+    reused: np.ndarray = None
+    prev_selection: dict | None = None
     stats: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -65,6 +72,7 @@ class StepContext:
         self.applied = np.zeros((L,), bool)
         self.attended = np.zeros((L, H), np.int64)
         self.attn_err = np.full((L, H), np.nan, np.float32)
+        self.reused = np.full((L, H), -1, np.int64)
 
     @property
     def n_candidates(self) -> int:
@@ -124,6 +132,9 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
             if sel.stats:
                 step.record_stats(layer, sel.stats)
 
+    if step.applied[layer]:
+        _track_reuse(step, layer, hkv, None if sel is None else sel.indices)
+
     if sel is None:
         out = _dense(query, key, value, scaling, start)
         store.account_all(layer)
@@ -156,6 +167,19 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
         step.attn_err[layer] = (diff / base)[0].cpu().numpy()
     return out.transpose(1, 2), None
+
+
+def _track_reuse(step: StepContext, layer: int, hkv: int, indices) -> None:
+    """Count, per KV head, the selected positions the previous applied step of this stage also selected in this
+    layer (``indices`` None = the policy chose every candidate), then remember this selection."""
+    if step.prev_selection is None:
+        return
+    cur = [step.candidates] * hkv if indices is None else [ix.detach().clone() for ix in indices]
+    prev = step.prev_selection.get((step.stage, layer))
+    if prev is not None:
+        for g in range(hkv):
+            step.reused[layer, g] = int(torch.isin(cur[g], prev[g].to(cur[g].device)).sum()) if cur[g].numel() else 0
+    step.prev_selection[(step.stage, layer)] = cur
 
 
 def _check(sel, step: StepContext, layer: int, hkv: int) -> None:

@@ -105,6 +105,7 @@ class StreamingSession:
         self.frame_starts: list[int] = []
         self._last_role: str | None = None  # None | 'system' | 'stream' | 'user' | 'assistant'
         self._logits: torch.Tensor | None = None
+        self._prev_selection: dict = {}  # {(stage, layer): per-KV-head indices} -> the trace's ``reused``
         self.inputs: list[torch.Tensor] = []
         self.last_answer: dict = {}
 
@@ -142,7 +143,7 @@ class StreamingSession:
         step = StepContext(policy=self.policy, store=self.store, stage=stage, kind=kind, frame_id=frame_id,
                            start=start, n_new=n, n_sink=self.n_sink, window_start=max(window_start, self.n_sink),
                            dense_layers=self.cfg.dense_layers, measure_attn_error=self.cfg.measure_attn_error,
-                           strict=self.cfg.strict)
+                           strict=self.cfg.strict, prev_selection=self._prev_selection)
         step.candidates = torch.arange(step.n_sink, step.window_start, device=self.model.device)
         ledger = self.store.new_step()
         if self.cfg.record_inputs:

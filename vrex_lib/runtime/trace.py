@@ -13,6 +13,8 @@ Arrays (n = steps, L = layers, H = KV heads):
     n_sink [n], window_start [n], n_candidates [n], wall_s [n] (measured forward time of the step),
     argmax [n] (the step's next-token argmax);
     applied [n, L] bool; selected, attended, device_tokens, host_tokens [n, L, H] int64; attn_err [n, L, H];
+    reused [n, L, H] int64 (selected positions the previous applied step of the same stage also selected in that
+    (layer, KV head); -1 = no previous step or unknown -- schema-1 traces, which predate it, load with all -1);
     stats: {name: [n, L] or [n, L, H] float64 (NaN where not reported)}.
 """
 from __future__ import annotations
@@ -26,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # 2 added ``reused``; a version-1 file loads with reused = -1 (unknown)
 _STEP_FIELDS = ("kind", "stage", "frame_id", "time_s", "start", "n_new", "n_cache", "n_sink", "window_start",
                 "n_candidates", "wall_s", "argmax")
-_CELL_FIELDS = ("selected", "attended", "device_tokens", "host_tokens", "attn_err")
+_CELL_FIELDS = ("selected", "attended", "device_tokens", "host_tokens", "attn_err", "reused")
 
 
 @dataclass
@@ -93,6 +96,25 @@ class RetrievalTrace:
             r = num / den
         return float(r) if by == "all" else r
 
+    def reuse_counts(self, stage: str | None = None, *, by: str = "all"):
+        """(Σ reused, Σ selected) over the (step, layer, KV head) cells of ``stage`` (None = all) where the policy
+        was consulted and the same stage had an earlier applied step (``reused`` >= 0). by: 'all'|'layer'|'head'."""
+        m = self.step_mask(stage)
+        sel = self.arrays["selected"][m].astype(np.float64)
+        reu = self.arrays["reused"][m].astype(np.float64)
+        w = np.broadcast_to(self.arrays["applied"][m][:, :, None], sel.shape) & (reu >= 0)
+        axes = {"all": (0, 1, 2), "layer": (0, 2), "head": (0,)}[by]
+        return np.where(w, reu, 0.0).sum(axes), np.where(w, sel, 0.0).sum(axes)
+
+    def reuse_fraction(self, stage: str | None = None, *, by: str = "all"):
+        """Σ reused / Σ selected (see :meth:`reuse_counts`): the share of a step's selection that a cache of the
+        previous selection ("Retrieved KV", Fig. 12) already holds. by='all' -> float; 'layer' -> [L];
+        'head' -> [L, H]. NaN when nothing counts (e.g. a schema-1 trace, or a dense layer)."""
+        num, den = self.reuse_counts(stage, by=by)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return float(r) if by == "all" else r
+
     def to_frame(self):
         """Long table: one row per (step, layer, KV head) with every per-step and per-cell column."""
         import pandas as pd
@@ -142,10 +164,13 @@ def load_trace(path: str | os.PathLike) -> RetrievalTrace:
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(str(z["meta_json"]))
         ver = meta.get("schema_version")
-        if ver != SCHEMA_VERSION:
-            raise ValueError(f"{path}: trace schema version {ver}, this code reads {SCHEMA_VERSION}; regenerate it")
+        if ver not in _READABLE_VERSIONS:
+            raise ValueError(f"{path}: trace schema version {ver}, this code reads {_READABLE_VERSIONS}; "
+                             "regenerate it")
         arrays = {k[2:]: z[k] for k in z.files if k.startswith("a_")}
         stats = {k[2:]: z[k] for k in z.files if k.startswith("s_")}
+    if "reused" not in arrays:  # schema 1: reuse was not recorded
+        arrays["reused"] = np.full(arrays["selected"].shape, -1, np.int64)
     return RetrievalTrace(meta, arrays, stats)
 
 
@@ -164,6 +189,7 @@ class TraceBuilder:
             wall_s=float(wall_s), argmax=int(argmax),
             applied=step.applied, selected=step.selected, attended=step.attended,
             device_tokens=ledger.device_tokens, host_tokens=ledger.host_tokens, attn_err=step.attn_err,
+            reused=step.reused,
             stats=step.stats))
 
     def build(self) -> RetrievalTrace:
