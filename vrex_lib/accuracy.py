@@ -1,0 +1,144 @@
+"""The accuracy study behind notebook 03 (Table II, Fig. 19, Fig. 20): run methods over COIN tasks through
+:mod:`vrex_lib.eval`, then turn its per-sample JSONL lines and retrieval traces into tables.
+
+Layering: above :mod:`vrex_lib.runtime`, :mod:`vrex_lib.retrieval` and :mod:`vrex_lib.eval`; below notebooks.
+
+    run_study(["full", "resv"], ["step"], "default", root, model=model, max_samples=2, runtime_cfg=cfg)
+    df = load_study(root, ["full", "resv"], ["step"])           # one row per (method, task, sample)
+
+Layout under ``root``: ``<method>/<task>.jsonl`` (eval's records) and ``<method>/traces/<task>/<sample>.npz``.
+A *variant* (e.g. a Th_r-wics sweep point) is a method directory named ``<method>@<tag>`` run with its kwargs.
+
+Fidelity proxies (what the default profile can measure; COIN accuracy needs the real checkpoint):
+``answer_match`` (greedy answer string equal to the ``full`` method's), ``first_token_agree``,
+``frame_next_token_agree`` (argmax of the next token after every frame step equal to ``full``'s -- the inputs are
+identical across methods, so this is teacher-forced next-token agreement), ``attn_err`` (relative L2 error of the
+attention output vs full attention, mean over the (step, layer, KV head) cells where the policy selected).
+"""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import RuntimeConfig
+
+#: Every method notebook 03 runs: Table II rows + FlexGen + the Fig. 19 ablation.
+STUDY_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv", "resv_noclust")
+#: Policy stats summed per sample into prediction-cost columns.
+COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
+                               "clusters_selected")
+
+
+def method_dir(root: str | Path, method: str, tag: str | None = None) -> Path:
+    return Path(root) / (method if not tag else f"{method}@{tag}")
+
+
+def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: str | Path, *, model,
+              max_samples: int | None, runtime_cfg: RuntimeConfig | None = None, coin_root: str | None = None,
+              method_kwargs: dict[str, dict] | None = None, tag: str | None = None, fresh: bool = True,
+              max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False) -> None:
+    """Run every method × task (``full`` first: it is everyone's reference) into ``root``.
+
+    ``fresh`` deletes the method's previous results first (else eval resumes and skips done samples).
+    ``tag`` names a variant directory ``<method>@<tag>``; its reference is still ``root/full``.
+    ``max_frames`` keeps only the last frames before the question (a CPU budget knob; same for every method).
+    """
+    from .eval import run_eval
+
+    order = sorted(methods, key=lambda m: m != "full")
+    for m in order:
+        d = method_dir(root, m, tag)
+        if fresh and d.exists():
+            shutil.rmtree(d)
+        for t in tasks:
+            ref = Path(root) / "full" / f"{t}.jsonl"
+            run_eval(t, m, profile, d / f"{t}.jsonl", coin_root=coin_root, max_samples=max_samples,
+                     runtime_cfg=runtime_cfg, method_kwargs=(method_kwargs or {}).get(m),
+                     reference=ref if m != "full" and ref.exists() else None, trace_dir=d / "traces" / t,
+                     model=model, max_new_tokens=max_new_tokens, max_frames=max_frames, progress=progress)
+
+
+def trace_path(root: str | Path, method: str, task: str, sample_id: str, tag: str | None = None) -> Path:
+    return method_dir(root, method, tag) / "traces" / task / (sample_id.replace("/", "__") + ".npz")
+
+
+def trace_summary(tr) -> dict:
+    """Per-sample numbers from one retrieval trace: attention error and summed prediction cost, per stage."""
+    out: dict = {}
+    for stage in ("frame", "text"):
+        m = tr.step_mask(stage)
+        err = tr["attn_err"][m]
+        out[f"attn_err_{stage}"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+        for k in COST_STATS:
+            if k in tr.stats:
+                v = tr.stats[k][m]
+                out[f"{k}_{stage}"] = float(np.nansum(v)) if np.isfinite(v).any() else 0.0
+    err = tr["attn_err"]
+    out["attn_err"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+    out["n_steps"] = tr.n_steps
+    return out
+
+
+def load_study(root: str | Path, methods: Sequence[str], tasks: Sequence[str], tag: str | None = None,
+               with_traces: bool = True) -> pd.DataFrame:
+    """One row per (method, task, sample): eval's columns + trace summaries; ``variant`` = tag or ''."""
+    from .eval import read_jsonl
+    from .runtime import load_trace
+
+    rows = []
+    for m in methods:
+        for t in tasks:
+            for r in read_jsonl(method_dir(root, m, tag) / f"{t}.jsonl"):
+                rec = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
+                rec["variant"] = tag or ""
+                rec["timing_total_s"] = r.get("timing_s", {}).get("total")
+                if with_traces:
+                    p = trace_path(root, m, t, r["sample_id"], tag)
+                    if p.exists():
+                        rec.update(trace_summary(load_trace(p)))
+                rows.append(rec)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        raise FileNotFoundError(f"{root}: no study results for methods {list(methods)} / tasks {list(tasks)}; "
+                                "run run_study first")
+    for c in ("ref_answer_match", "ref_first_token_agree"):
+        if c in df:
+            df[c] = df[c].astype("float")
+    return df
+
+
+FIDELITY_COLS = {"ref_answer_match": "answer_match", "ref_first_token_agree": "first_token_agree",
+                 "ref_frame_argmax_agree": "frame_next_token_agree", "attn_err": "attn_err"}
+
+
+def summarize(df: pd.DataFrame, by: Sequence[str] = ("method", "task")) -> pd.DataFrame:
+    """Means per group of retrieval ratios, fidelity proxies, COIN accuracy (``correct``) and cost columns."""
+    cols = ["ratio_frame", "ratio_text", "correct", *FIDELITY_COLS, "timing_total_s"]
+    cols += [c for c in df.columns if any(c.startswith(k + "_") for k in COST_STATS)]
+    cols = [c for c in dict.fromkeys(cols) if c in df.columns]
+    g = df.groupby(list(by), sort=False)[cols].mean()
+    g["n_samples"] = df.groupby(list(by), sort=False).size()
+    return g.rename(columns=FIDELITY_COLS).reset_index()
+
+
+def retrieval_ratio_frame(summary: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """Long table for the performance simulator: method, task, stage, retrieval_ratio [0-1], profile."""
+    recs = []
+    for r in summary.itertuples(index=False):
+        for stage in ("frame", "text"):
+            v = getattr(r, f"ratio_{stage}")
+            recs.append(dict(method=r.method, task=r.task, stage=stage,
+                             retrieval_ratio=None if pd.isna(v) else float(v), profile=profile))
+    return pd.DataFrame(recs, columns=["method", "task", "stage", "retrieval_ratio", "profile"])
+
+
+def per_layer_head(tr, stage: str = "frame") -> pd.DataFrame:
+    """Retrieval ratio per (layer, KV head) of one trace over ``stage`` steps (NaN where never applied)."""
+    r = tr.retrieval_ratio(stage, by="head")
+    L, H = r.shape
+    return pd.DataFrame(dict(layer=np.repeat(np.arange(L), H), kv_head=np.tile(np.arange(H), L),
+                             retrieval_ratio=r.ravel()))

@@ -1,0 +1,56 @@
+"""KV-retrieval policies of every method the paper compares, behind one registry.
+
+    from vrex_lib.retrieval import POLICIES, make_policy
+    policy = make_policy("resv", ratio=0.3)          # == POLICIES["resv"](ratio=0.3)
+
+| name          | paper row (Table II)      | retrieves at frame | selection                                        |
+|---------------|---------------------------|--------------------|--------------------------------------------------|
+| ``full``      | VideoLLM-Online           | no (attends all)   | none                                             |
+| ``flexgen``   | FlexGen baseline (Fig 13) | fetches all        | every candidate (accounting differs from full)   |
+| ``infinigen`` | InfiniGen                 | no                 | partial-key logits > max−α, k capped, per head   |
+| ``infinigen_p``| InfiniGenP               | yes                | as InfiniGen; fixed top-k (≤ 50 %) at frames     |
+| ``rekv``      | ReKV                      | yes                | mean-key frame blocks, fixed top-k, per layer    |
+| ``resv``      | V-Rex's ReSV              | yes                | hash clusters + WiCSum, per layer × KV head      |
+| ``resv_noclust`` | Fig. 19 "w/o clustering" | yes             | WiCSum over individual keys                      |
+
+Every policy implements :class:`~vrex_lib.retrieval.base.RetrievalPolicy`. ``Selection.stats`` uses
+common keys so the hardware and performance models can count prediction work for any method:
+``rows`` (query rows scored, summed over KV heads), ``scored`` (keys / block means / centroids scored,
+summed over KV heads), ``score_dims`` (dims per dot product), ``score_macs`` (total multiply-adds of
+the prediction), ``select_s`` (measured wall time of ``select``); plus method-specific counters
+(``k``; ``blocks``, ``blocks_selected``; ``clusters``, ``clusters_selected``, ``hash_macs``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .base import RetrievalPolicy, Selection, Stage
+from .flexgen import FlexGen
+from .full import FullAttention
+from .infinigen import InfiniGen, InfiniGenP
+from .rekv import ReKV
+from .resv_policy import ReSV, ReSVNoClustering
+
+POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {
+    "full": FullAttention,
+    "flexgen": FlexGen,
+    "infinigen": InfiniGen,
+    "infinigen_p": InfiniGenP,
+    "rekv": ReKV,
+    "resv": ReSV,
+    "resv_noclust": ReSVNoClustering,
+}
+
+#: The methods of Table II, in the paper's row order (``full`` = VideoLLM-Online).
+TABLE2_METHODS: tuple[str, ...] = ("full", "infinigen", "infinigen_p", "rekv", "resv")
+
+
+def make_policy(name: str, **kwargs) -> RetrievalPolicy:
+    """Build the policy registered under ``name`` with its config kwargs; unknown names list the choices."""
+    if name not in POLICIES:
+        raise ValueError(f"unknown retrieval method {name!r}: choose one of {', '.join(POLICIES)}")
+    return POLICIES[name](**kwargs)
+
+
+__all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
+           "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "make_policy"]

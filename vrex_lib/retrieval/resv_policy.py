@@ -1,0 +1,123 @@
+"""``resv`` and ``resv_noclust`` — V-Rex's ReSV as a retrieval policy, and its Fig. 19 ablation.
+
+``resv`` wraps :mod:`vrex_lib.resv` (the one definition of ReSV): every appended token's post-RoPE
+keys go into the layer's :class:`~vrex_lib.resv.HashClusterTable` (hash-bit clustering, §IV.B), and
+``select`` runs :func:`~vrex_lib.resv.select_tokens` (Q·Key_cluster^T -> WiCSum per row -> union per
+KV head, §IV.C). Clustering covers every token in the cache (the always-attended ones too, since
+they sit in V-Rex's recent KV); the returned sets are restricted to the runtime's ``candidates``.
+Text-stage tokens (question, answer) are clustered as they arrive, like frames.
+
+``resv_noclust`` is "ReSV w/o clustering" of Fig. 19: the same WiCSum rule applied to individual
+keys (every token its own cluster of count 1), so it must score the full key cache -- the cost that
+clustering removes.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..config import ReSVConfig
+from ..resv import HashClusterTable, cluster_weights, select_tokens, wicsum_select
+from ._common import Stopwatch, kv_rows
+from .base import Selection, Stage
+
+
+def _config(cfg: ReSVConfig | None, overrides: dict) -> ReSVConfig:
+    cfg = (cfg or ReSVConfig()).replace(**overrides)
+    if cfg.granularity == "q_head":
+        raise ValueError("ReSV policy: granularity='q_head' gives one set per query head, but the runtime attends "
+                         "per KV head; use 'kv_head' (default) or 'layer' (ReSVConfig.granularity)")
+    return cfg
+
+
+class ReSV:
+    """ReSV (paper §IV) with :class:`~vrex_lib.config.ReSVConfig` defaults; kwargs override its fields
+    (e.g. ``ReSV(ratio=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
+
+    name = "resv"
+    retrieves_at_frame = True
+
+    def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
+        self.cfg = _config(cfg, overrides)
+        self.quant_bits = quant_bits
+
+    def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
+        self.n_kv_heads, self.head_dim = n_kv_heads, head_dim
+        self.tables: list[HashClusterTable | None] = [None] * n_layers  # built on first observe (key device)
+        self._hash_macs = [0] * n_layers
+
+    def table(self, layer: int) -> HashClusterTable:
+        t = self.tables[layer]
+        if t is None:
+            raise ValueError(f"resv: layer {layer} has no HC table yet (the runtime must observe before select)")
+        return t
+
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: Stage, frame_id: int | None) -> None:
+        if self.tables[layer] is None:
+            self.tables[layer] = HashClusterTable(self.n_kv_heads, self.head_dim, self.cfg, layer,
+                                                  device=new_keys.device)
+        t = self.tables[layer]
+        if start != t.n_tokens:
+            raise ValueError(f"resv: layer {layer} observed position {start}, expected {t.n_tokens} "
+                             "(observe must see every appended token in order; call reset() per stream)")
+        n = new_keys.shape[1]
+        t.add_frame(new_keys.detach(), torch.arange(start, start + n))
+        # Hash-bit generation cost of this step (N keys x N_hp hyperplanes x dim per hashed group).
+        self._hash_macs[layer] += n * t.n_groups * self.cfg.n_hp * t.group_dim
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: Stage) -> Selection | None:
+        if candidates.numel() == 0:
+            return None
+        t = self.table(layer)
+        with Stopwatch() as sw:
+            r = select_tokens(query.detach(), t, cfg=self.cfg, candidates=candidates, quant_bits=self.quant_bits)
+        grp_rows = r.stats["rows"] // self.n_kv_heads
+        per_head = r.stats["clusters"]
+        stats = dict(rows=r.stats["rows"], scored=sum(per_head), score_dims=self.head_dim,
+                     score_macs=sum(grp_rows * c * self.head_dim for c in per_head),
+                     clusters=sum(per_head), clusters_selected=sum(r.stats["clusters_selected"]),
+                     clusters_per_head=list(per_head), clusters_selected_per_head=list(r.stats["clusters_selected"]),
+                     prefix_frac=r.stats["prefix_frac"], hash_macs=self._hash_macs[layer],
+                     table_tokens=t.n_tokens, select_s=sw.seconds)
+        self._hash_macs[layer] = 0
+        return Selection([i.to(candidates.device) for i in r.indices], int(candidates.numel()), stats)
+
+
+class ReSVNoClustering:
+    """Fig. 19 "ReSV w/o clustering": WiCSum (same weights, same Th_r-wics) over every cached key."""
+
+    name = "resv_noclust"
+    retrieves_at_frame = True
+
+    def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
+        self.cfg = _config(cfg, overrides)
+        self.quant_bits = quant_bits
+
+    def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
+        self.head_dim = head_dim
+
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: Stage, frame_id: int | None) -> None:
+        pass  # no table: every key is its own cluster
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: Stage) -> Selection | None:
+        hkv, s, d = keys.shape
+        if candidates.numel() == 0:
+            return None
+        with Stopwatch() as sw:
+            rows = kv_rows(query.detach(), hkv)                             # [Hkv, R, D]
+            scores = torch.matmul(rows.double(), keys.detach().double().transpose(-1, -2)) / math.sqrt(d)
+            ones = torch.ones(s, dtype=torch.int64, device=keys.device)
+            indices, n_sel = [], 0
+            for h in range(hkv):
+                mask = wicsum_select(cluster_weights(scores[h], self.cfg.score), ones, self.cfg.ratio,
+                                     self.quant_bits).any(0)               # union over the head's rows
+                n_sel += int(mask.sum())
+                chosen = mask.nonzero().flatten()
+                indices.append(chosen[torch.isin(chosen, candidates.to(chosen.device))].to(candidates.device))
+        r = rows.shape[1]
+        stats = dict(rows=hkv * r, scored=hkv * s, score_dims=d, score_macs=hkv * r * s * d,
+                     clusters=hkv * s, clusters_selected=n_sel, select_s=sw.seconds)
+        return Selection(indices, int(candidates.numel()), stats)
