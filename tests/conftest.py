@@ -24,3 +24,26 @@ def _isolated_results(tmp_path, monkeypatch):
     """No test may write into the user's results/: point the default results folder at a temp dir."""
     monkeypatch.setenv("VREX_RESULTS_DIR", str(tmp_path / "results"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread():
+    """One intra-op torch thread for the whole suite, as the notebooks use (vrex_lib.notebook).
+
+    These models' ops are too small to split, and on a loaded 2-core machine a second OpenMP thread waits for
+    a time slice at every op (measured up to 10x slower).
+    """
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """The smoke-profile streaming model (tiny random Llama + tiny SigLIP), built once per test module."""
+    from vrex_lib.runtime import build_model
+
+    return build_model("smoke")

@@ -13,21 +13,6 @@ from vrex_lib.runtime import build_model
 TIMING = ("timing_s",)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # One intra-op thread: these models' ops are too small to split, and on a loaded 2-core machine a second
-    # OpenMP thread waits for a time slice at every op (measured up to 10x slower).
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def tiny(_one_thread):
-    return build_model("smoke")
-
-
 def _strip(rows):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
 

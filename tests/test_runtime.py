@@ -64,21 +64,6 @@ class OutOfRange(SelectAll):
         return Selection([bad for _ in range(self.h)], int(candidates.numel()))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # One intra-op thread: these models' ops are too small to split, and on a loaded 2-core machine a second
-    # OpenMP thread waits for a time slice at every op (measured up to 10x slower).
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def tiny(_one_thread):
-    return build_model("smoke")
-
-
 def _frames(n, seed=0, h=48, w=64):
     return np.random.default_rng(seed).integers(0, 256, (n, h, w, 3), dtype=np.uint8)
 

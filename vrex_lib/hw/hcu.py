@@ -26,6 +26,7 @@ from myhdl import (ConcatSignal, ResetSignal, Signal, StopSimulation, always, al
 from ..config import VRexCoreConfig
 from ._sim import io_monitor
 from .fixedpoint import dist_bits
+from .memories import ram_1w1r
 
 # 64-bit SWAR popcount masks: codes up to 64 bits; unused high bits are constant 0 and vanish in synthesis.
 _M = [0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF,
@@ -75,22 +76,6 @@ def _bank(clk, we, wrow, wlane, wdata, rrow, rdata, lane: int, rows: int):
 
 
 @block
-def _cur_mem(clk, we, waddr, wdata, raddr, rdata, depth: int):
-    mem = [Signal(intbv(0)[len(wdata):]) for _ in range(depth)]
-
-    @always(clk.posedge)
-    def write():
-        if we:
-            mem[waddr].next = wdata
-
-    @always_comb
-    def read():
-        rdata.next = mem[raddr]
-
-    return write, read
-
-
-@block
 def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_we, key_waddr, key_wdata,
         busy, done, n_cl_out, res_valid, res_tok, res_cluster, res_new, p: HCUParams = HCUParams()):
     """The HCU. Ports (widths follow ``p``):
@@ -131,7 +116,7 @@ def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_w
     row = ConcatSignal(*reversed(rdatas)) if L > 1 else rdatas[0]
 
     banks = [_bank(clk, kw_we, kw_row, kw_lane, kw_data, g, rdatas[k], k, ROWS) for k in range(L)]
-    cur = _cur_mem(clk, cur_we, cur_waddr, cur_wdata, t, code, p.cur_depth)
+    cur = ram_1w1r(clk, cur_we, cur_waddr, cur_wdata, t, code, p.cur_depth)
 
     # SWAR masks replicated over the W-bit lanes. A stage whose field width reaches W is the identity:
     # keep-mask = the whole lane, shifted-term mask = 0 (so no bits cross into the neighbouring lane).

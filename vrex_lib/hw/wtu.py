@@ -35,6 +35,7 @@ from myhdl import (ResetSignal, Signal, StopSimulation, always, always_comb, alw
 from ..config import VRexCoreConfig
 from ._sim import io_monitor
 from .fixedpoint import C_BITS, RATIO_FRAC_BITS, W_BITS, acc_bits
+from .memories import ram_1w1r
 
 
 @dataclass(frozen=True)
@@ -66,22 +67,6 @@ class WTUParams:
 
 IDLE, PRE, TH, WALK, RESG, RESL, MARK, FIN = range(8)
 STATE_NAMES = ["IDLE", "PRE", "TH", "WALK", "RES_G", "RES_L", "MARK", "FIN"]
-
-
-@block
-def _rowmem(clk, we, waddr, wdata, raddr, rdata, rows: int):
-    mem = [Signal(intbv(0)[len(wdata):]) for _ in range(rows)]
-
-    @always(clk.posedge)
-    def write():
-        if we:
-            mem[waddr].next = wdata
-
-    @always_comb
-    def read():
-        rdata.next = mem[raddr]
-
-    return write, read
 
 
 @block
@@ -166,9 +151,9 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
     agg_w = Signal(intbv(0)[L:])
     agg_cur = Signal(intbv(0)[L:])
 
-    smem = _rowmem(clk, s_we, w_addr, s_wdata, raddr, srow, ROWS)
-    cmem = _rowmem(clk, c_we, w_addr, c_wdata, raddr, crow, ROWS)
-    selmem = _rowmem(clk, sel_we, g, sel_w, sel_raddr, sel_rdata, ROWS)
+    smem = ram_1w1r(clk, s_we, w_addr, s_wdata, raddr, srow, ROWS)
+    cmem = ram_1w1r(clk, c_we, w_addr, c_wdata, raddr, crow, ROWS)
+    selmem = ram_1w1r(clk, sel_we, g, sel_w, sel_raddr, sel_rdata, ROWS)
     aggmem = _rowmem2(clk, sel_we, g, agg_w, raddr, agg_cur, sel_raddr, agg_rdata, ROWS)
 
     @always_comb
