@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from vrex_lib import eval as ev
-from vrex_lib.runtime import build_model
 
 TIMING = ("timing_s",)
 

@@ -38,6 +38,36 @@ def speedups(grid: pd.DataFrame, baseline: str = "flexgen") -> pd.DataFrame:
     return out.reset_index()
 
 
+# Review fix (issue 8): the panels Fig. 13 actually plots. fig13_grid also simulates edge batch-4 text and server
+# batch-8 text (cheap, shown as information), but the abstract's ranges are taken over the paper's panels only:
+# per platform batch 1 @ frame, batch 1 @ text, and the large batch @ frame (edge 4, server 8).
+PAPER_PANELS = {"edge": ((1, "frame"), (1, "text"), (4, "frame")), "server": ((1, "frame"), (1, "text"), (8, "frame"))}
+
+
+def paper_panels(sp: pd.DataFrame, platforms=("edge", "server")) -> pd.DataFrame:
+    """Rows of :func:`speedups` (or of the grid) that belong to Fig. 13's plotted panels on ``platforms``."""
+    keep = [(pl, b, st) for pl in platforms for b, st in PAPER_PANELS[pl]]
+    idx = pd.MultiIndex.from_frame(sp[["platform", "batch", "stage"]])
+    return sp[idx.isin(keep)]
+
+
+def headline_ranges(sp: pd.DataFrame) -> dict:
+    """The abstract's ranges over the configurations they come from (digest §6): speedup min and energy-efficiency
+    min/max over the *edge* panels of Fig. 13 ("over AGX Orin"); the speedup max over the edge and server panels,
+    because the paper's 19.7x is a server number (V-Rex48 vs A100). Never over non-plotted panels (edge batch-4
+    text, server batch-8 text). Returns dict(value, where) per claim."""
+    edge, both = paper_panels(sp, ("edge",)), paper_panels(sp)
+
+    def at(d, col, fn):
+        i = getattr(d[col], fn)()
+        r = d.loc[i]
+        return dict(value=float(r[col]), where=f"{r.platform} b{int(r.batch)} {r.stage} @{int(r.kv_len) // 1000}K")
+
+    return dict(speedup_min=at(edge, "speedup", "idxmin"), speedup_max=at(both, "speedup", "idxmax"),
+                speedup_max_edge=at(edge, "speedup", "idxmax"), energy_gain_min=at(edge, "energy_gain", "idxmin"),
+                energy_gain_max=at(edge, "energy_gain", "idxmax"))
+
+
 def fig4a(minutes=(1, 5, 10, 20, 30, 40), fps: float = 10.0, batch: int = 4) -> pd.DataFrame:
     return pd.DataFrame([memory_footprint_gb(m, fps, batch) for m in minutes])
 
@@ -124,8 +154,28 @@ def fig17(kv_len: int = 40000, layer: int = 1, bins: int = 200, **kw) -> tuple[p
     return df, r
 
 
+def roof_tflops(peak_flops: float, dram_bw: float, op_intensity: float) -> float:
+    """Attainable TFLOPS of a DRAM roofline at ``op_intensity`` (FLOP/B): min(peak, OI x bandwidth)."""
+    return min(peak_flops, op_intensity * dram_bw) / 1e12
+
+
 def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
-    """Roofline points at 40K, batch 4, frame: operational intensity and achieved fraction of peak."""
+    """Roofline points at 40K, batch 4, frame: operational intensity and achieved fraction of the roof.
+
+    Review fix (issue 8), the definition of "achieved fraction of peak": Fig. 18 marks one *average* operational
+    intensity, 15.2 Op/B, and on a 204.8 GB/s LPDDR5 roof that caps any point at 15.2 x 204.8 GB/s = 3.1 TFLOPS,
+    i.e. 5.8 % of V-Rex8's 53.3 TFLOPS compute peak -- so the printed 71.5 % (and even FlexGen's 6.6 %) cannot be
+    fractions of the compute peak. They are fractions of the roof *at that intensity*: AGX Orin and V-Rex8 share
+    the LPDDR5 roof, so the ratio of two fractions equals the ratio of throughputs, and the paper's 10.8x is
+    exactly 71.5 / 6.6 (compute peaks 53.3 vs 54 TFLOPS would give 10.7x). Hence:
+
+    * ``roof_frac`` (compared with the paper): LLM-scope achieved TFLOPS / the roof at the *mean* LLM intensity of
+      the three points (the paper's one "average operational intensity"), same bandwidth for all three;
+    * ``roof_frac_own``: the same at each point's own intensity (standard roofline reading), information;
+    * ``peak_frac``: achieved / compute peak (the old definition), information.
+    LLM scope = decoder + prediction + LM head, FLOPs and DRAM bytes and time without the vision tower, so the
+    intensity and the throughput describe the same work; ``*_all`` columns include the vision tower.
+    """
     from .systems import get_system
 
     rows = []
@@ -133,11 +183,18 @@ def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
                            ("vrex8", "vrex8", "resv")):
         r = simulate(sysn, m, "frame", kv_len, batch, **kw)
         s = get_system(sysn)
-        rows.append(dict(label=label, op_intensity=r.op_intensity, llm_op_intensity=r.llm_op_intensity,
-                         achieved_tflops=r.achieved_tflops,
-                         peak_tflops=s.peak_flops / 1e12, peak_frac=100 * r.achieved_tflops * 1e12 / s.peak_flops,
-                         dram_gbs=s.dram_bw / 1e9))
-    return pd.DataFrame(rows)
+        rows.append(dict(label=label, op_intensity=r.llm_op_intensity, achieved_tflops=r.llm_achieved_tflops,
+                         op_intensity_all=r.op_intensity, achieved_tflops_all=r.achieved_tflops,
+                         peak_tflops=s.peak_flops / 1e12, dram_gbs=s.dram_bw / 1e9,
+                         peak_frac=100 * r.llm_achieved_tflops * 1e12 / s.peak_flops,
+                         roof_frac_own=100 * r.llm_achieved_tflops / roof_tflops(s.peak_flops, s.dram_bw,
+                                                                                 r.llm_op_intensity)))
+    df = pd.DataFrame(rows)
+    oi_avg = float(df.op_intensity.mean())
+    df["avg_op_intensity"] = oi_avg
+    df["roof_tflops_at_avg"] = [roof_tflops(p * 1e12, b * 1e9, oi_avg) for p, b in zip(df.peak_tflops, df.dram_gbs)]
+    df["roof_frac"] = 100 * df.achieved_tflops / df.roof_tflops_at_avg
+    return df
 
 
 def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", batch: int = 1,

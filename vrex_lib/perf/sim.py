@@ -136,8 +136,20 @@ class SimResult:
 
     @property
     def op_intensity(self) -> float:
-        """FLOP per byte of accelerator DRAM + PCIe traffic (roofline x-axis)."""
-        return (self.flops + self.pred_flops) / max(1.0, self.bytes["dram"] + self.bytes["pcie_fetch"])
+        """FLOP per byte of accelerator DRAM traffic (the x-axis of a DRAM roofline), vision included.
+
+        Review fix (issue 8): this used to divide by DRAM + PCIe-fetched bytes. The fetched KV is already in
+        ``bytes['dram']`` twice (written where it lands, read by attention), and PCIe bytes belong to another
+        roof, so adding them counted the fetch a third time against the DRAM roof the figure draws."""
+        return (self.flops + self.pred_flops) / max(1.0, self.bytes["dram"])
+
+    @property
+    def llm_achieved_tflops(self) -> float:
+        """LLM decoder (+ prediction, + LM head) FLOP/s over the step time without the vision tower: the same
+        scope as :attr:`llm_op_intensity`, so the pair is one point on a roofline."""
+        llm_flops = self.flops - self.notes.get("vision_flops", 0.0)
+        t = (self.latency_ms - self.breakdown_ms.get("vision_mlp", 0.0)) * 1e-3
+        return (llm_flops + self.pred_flops) / t / 1e12
 
     @property
     def llm_op_intensity(self) -> float:
@@ -241,14 +253,18 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     reuse = _lookup(p.retrieved_reuse, (spec.ratio_key, stage), 0.0) if has_cache else 0.0
     if not 0.0 <= reuse <= 1.0:
         raise ValueError(f"retrieved_reuse {reuse} for {spec.name}/{stage} must be in [0, 1]")
+    # Review fix (issue 8): a method whose predictor keeps a copy of *every* key in device DRAM (InfiniGenP's
+    # full-key scoring, ``infinigen_p_key_frac >= 1``; the copy is in footprint_bytes) already holds the selected
+    # tokens' K there, so only their V crosses PCIe. Fetching K again double-counted it (and the bytes of the copy).
+    fetch_kv_share = 0.5 if keys_resident(spec, p) else 1.0
     # The retrieved-KV region keeps every layer's selected offloaded KV until the next step, in the DRAM left over
     # after weights, recent KV, predictor metadata and the prefetch buffers; what does not fit is fetched again.
-    mem_base = footprint_bytes(llm, p, spec, kv_len, B, offload) + 2 * B * off * kvb * frac
-    retrieved_need = L * B * sel_off * kvb if reuse > 0 else 0.0
+    mem_base = footprint_bytes(llm, p, spec, kv_len, B, offload) + 2 * B * off * kvb * frac * fetch_kv_share
+    retrieved_need = L * B * sel_off * kvb * fetch_kv_share if reuse > 0 else 0.0
     retrieved_kept = min(retrieved_need, max(0.0, sys.dram_capacity - mem_base))
     if retrieved_need > 0:
         reuse *= retrieved_kept / retrieved_need
-    fetch_bytes = B * off * kvb * frac * (1.0 - reuse)  # per layer
+    fetch_bytes = B * off * kvb * frac * (1.0 - reuse) * fetch_kv_share  # per layer
     t_fetch = fetch_bytes / sys.pcie
     offload_write = B * N * kvb if off > 0 else 0.0  # the oldest tokens leave for the offload tier, per layer
 
@@ -350,7 +366,7 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     macs_main = (llm_flops + vis_flops + pred_flops) / 2
     dram_vis = vision_op(p.vision, B).dram_bytes if vis_flops else 0.0
     bytes_ = dict(dram=dram, dram_llm=dram - dram_vis, pcie=pcie, pcie_fetch=pcie_fetch,
-                  pcie_useful=L * B * sel_off * kvb)
+                  pcie_useful=L * B * sel_off * kvb * fetch_kv_share)
 
     # Memory footprint on the accelerator.
     mem = footprint_bytes(llm, p, spec, kv_len, B, offload)
@@ -371,6 +387,12 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
         row["start_us"], row["end_us"] = row.pop("start") * 1e6, row.pop("end") * 1e6
     return SimResult(sys.name, spec.name, stage, kv_len, B, total * 1e3, e_total, llm_flops + vis_flops, pred_flops,
                      bytes_, breakdown, e_parts, e_total / total, mem, sys.dram_capacity, r, rsrc, tl, notes)
+
+
+def keys_resident(spec: MethodSpec, p: SimParams) -> bool:
+    """True when the method keeps all keys (full head_dim) in device DRAM for scoring: InfiniGenP with
+    ``infinigen_p_key_frac >= 1`` (footprint_bytes counts that copy in every stage)."""
+    return "full_key" in (spec.frame_predictor, spec.text_predictor) and p.infinigen_p_key_frac >= 1.0
 
 
 def footprint_bytes(llm: LLMSpec, p: SimParams, spec: MethodSpec, kv_len: int, batch: int, offload: bool) -> float:
