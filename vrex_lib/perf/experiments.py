@@ -104,6 +104,23 @@ def fig14(kv_sizes=KV_SIZES, methods=("flexgen", "infinigen_p", "rekv"), **kw) -
     return pd.DataFrame(rows)
 
 
+def fig14_speedups(f14: pd.DataFrame) -> pd.DataFrame:
+    """E2E speedup of V-Rex8 per KV size over the *fastest* AGX Orin method (``vs_best``, with its label) and over
+    AGX+FlexGen (``vs_flexgen``).
+
+    Review fix (issue 8), the comparison set of Fig. 14: E2E latency is a positively weighted sum of frame prefill,
+    question prefill, answer tokens and the vision tower, so its speedup over FlexGen cannot fall below both the
+    per-frame and the TPOT speedups over FlexGen except through the vision tower. At 40K the paper prints 7.3x
+    (frame) and 15.1x (TPOT) over FlexGen in Fig. 13 but 5.4x in Fig. 14 -- the vision share this would need
+    exceeds V-Rex8's whole 254 ms frame. The text says InfiniGenP and ReKV are slower than FlexGen only "from 1K to
+    20K", i.e. faster at 40K; comparing with the fastest AGX method at each size is consistent with every printed
+    label (it is FlexGen at 1K, where 2.0x sits between Fig. 13's 1.9x and 2.2x), so that is the row we report."""
+    tot = f14.pivot(index="kv_len", columns="label", values="total")
+    agx = tot[[c for c in tot.columns if c.startswith("agx_orin+")]]
+    return pd.DataFrame(dict(vs_best=agx.min(axis=1) / tot["vrex8"], best_label=agx.idxmin(axis=1),
+                             vs_flexgen=tot["agx_orin+flexgen"] / tot["vrex8"])).reset_index()
+
+
 def fig15(kv_sizes=KV_SIZES, batch: int = 16, **kw) -> pd.DataFrame:
     """Per-stream FPS at batch 16: AGX Orin (FlexGen without offload), Oaken (4-bit KV), V-Rex8."""
     rows = []
