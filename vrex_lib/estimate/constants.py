@@ -36,6 +36,23 @@ SOURCES: dict[str, str] = {
                    "systems', MICRO 2017 (HBM2 ~3.9 pJ/bit)",
     "vrex_paper": "V-Rex (arXiv 2512.12284) §VI.A: PCIe power 3 W per lane (an input of the paper)",
     "kioxia_bg6": "KIOXIA BG6 series client NVMe SSD product brief (PCIe 4.0 x4, M.2)",
+    "dramsim3": "S. Li, Z. Yang, D. Reddy, A. Srivastava, B. Jacob, 'DRAMsim3: a cycle-accurate, thermal-capable "
+                "DRAM simulator', IEEE Computer Architecture Letters 2020; IDD/VDD/timing of its shipped configs "
+                "configs/LPDDR3_8Gb_x32_1866.ini and configs/HBM2_8Gb_x128.ini (github.com/umd-memsys/DRAMsim3); "
+                "the V-Rex paper itself uses DRAMSim3 for HBM2e (§VI.A)",
+    "kim2018_lpddr4": "M. Kim, J.-H. Chae, S. Choi, G.-M. Hong, H. Ko, D.-K. Jeong, S. Kim, 'A 4266 Mb/s/pin LPDDR4 "
+                      "interface with an asynchronous feedback CTLE and an adaptive 3-step eye detection algorithm "
+                      "for memory controller', IEEE TCAS-II 65(12), 2018 (65 nm): controller-side interface 1.83 "
+                      "pJ/bit burst read, 5.68 pJ/bit burst write",
+    "hbm_phy_vlsi2022": "'A 68.7-fJ/b/mm 375-GB/s/mm single-ended PAM-4 interface with per-pin training sequence for "
+                        "the next-generation HBM controller', IEEE VLSI Symposium 2022 (IEEE Xplore 9830454), 40 nm: "
+                        "0.41 pJ/b transceiver efficiency",
+    "anandtech_xg6": "B. Tallis, 'The Toshiba XG6 1TB SSD review', AnandTech 2018, NVMe power-state table (PS0 6.0 W "
+                     "active ... PS3 50 mW idle, PS4 5 mW); XG6 is the BG6's Kioxia client sibling",
+    "pcie_l0": "PCIe link in L0 with no traffic keeps its SerDes running (logical idle symbols, SKP ordered sets); "
+               "power is saved only in L0s/L1 under ASPM, which is typically disabled outside mobile systems "
+               "(Intel lesswatts.org 'PCIe ASPM'); Intel Arria 10 Transceiver PHY User Guide, 'Power state "
+               "management': the PIPE PHY implements no power saving in P0s/P1/P2 beyond TX electrical idle",
     "assumption": "vrex modelling assumption (no published source); varied in notebook 05's sensitivity",
 }
 
@@ -103,11 +120,35 @@ ROWS: tuple[ComponentRow, ...] = (
                  note="HBM2 figure used for HBM2e -- unverified"),
     ComponentRow("dram_ddr4", "transfer", 15.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
                  note="DDR4 DIMM incl. I/O, order of magnitude -- unverified"),
+    # Accelerator-side DRAM interface (controller PHY): pJ per bit moved, on top of the DRAM device's own
+    # transfer energy above (which includes the DRAM-side I/O). Not scaled (I/O dominated).
+    ComponentRow("dram_phy_lpddr5", "transfer", 1.83, _NAN, 0.0, node_nm=65, vdd=_NAN, width=1,
+                 source="kim2018_lpddr4", note="LPDDR4 controller interface, burst-read figure (the workload is "
+                 "read-dominated; write is 5.68 pJ/bit); LPDDR4 used for LPDDR5 -- unverified as an LPDDR5 PHY"),
+    ComponentRow("dram_phy_hbm2e", "transfer", 0.41, _NAN, 0.0, node_nm=40, vdd=_NAN, width=1,
+                 source="hbm_phy_vlsi2022", note="research PAM-4 HBM-controller transceiver; a lower bound for an "
+                 "HBM2e PHY + controller -- unverified as representative"),
     # Device powers: the leakage_uW column holds the device's (static) power draw.
+    # DRAM background = active standby (VDD x IDD3N) + refresh (VDD x (IDD5AB - IDD3N) x tRFC / tREFI), per
+    # device of the cited config; 'width' holds the device capacity in Gbit so power scales with capacity.
+    ComponentRow("dram_lpddr5", "background", _NAN, _NAN, 34.66e3, node_nm=_NAN, vdd=1.2, width=8,
+                 source="dramsim3", note="LPDDR3_8Gb_x32_1866: 1.2 V x 22 mA = 26.4 mW + refresh 1.2 V x (150-22) "
+                 "mA x 196/3645 = 8.26 mW per 8 Gb x32 device; LPDDR3 config used for LPDDR5 (no LPDDR5 config "
+                 "ships; LPDDR5 runs at lower VDD, so likely high) -- unverified"),
+    ComponentRow("dram_hbm2e", "background", _NAN, _NAN, 81.6e3, node_nm=_NAN, vdd=1.2, width=8,
+                 source="dramsim3", note="HBM2_8Gb_x128: 1.2 V x 55 mA = 66.0 mW + refresh 1.2 V x (250-55) mA x "
+                 "260/3900 = 15.6 mW per 128-bit channel of 1 GB (channel_size 1024 MB); HBM2 used for HBM2e "
+                 "(16 Gb dies would give about half per GB) -- unverified"),
     ComponentRow("ssd", "active", _NAN, _NAN, 4.0e6, node_nm=_NAN, vdd=_NAN, width=0, source="kioxia_bg6",
-                 note="active power 4.0 W -- unverified against the datasheet"),
-    ComponentRow("ssd", "idle", _NAN, _NAN, 0.05e6, node_nm=_NAN, vdd=_NAN, width=0, source="kioxia_bg6",
-                 note="idle (PS3) power 0.05 W -- unverified"),
+                 note="active power 4.0 W -- unverified against the datasheet (XG6 sibling: <4.5 W typical read)"),
+    ComponentRow("ssd", "idle", _NAN, _NAN, 0.05e6, node_nm=_NAN, vdd=_NAN, width=0, source="anandtech_xg6",
+                 note="idle (PS3) power 50 mW of the XG6 sibling; BG6's own table not found offline -- unverified "
+                      "for the BG6"),
+    # PCIe link with no traffic (L0 idle), as a fraction of the paper's 3 W/lane at full load (energy_pJ column
+    # holds the dimensionless fraction).
+    ComponentRow("pcie_lane", "idle_fraction", 1.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="pcie_l0",
+                 note="L0 without ASPM: SerDes keep transmitting idle symbols, so PHY power ~ full-load power; "
+                      "an upper bound if ASPM L0s/L1 were enabled -- unverified (no measured per-lane idle figure)"),
 )
 
 

@@ -1,4 +1,5 @@
-"""Off-chip energy and power: DRAM pJ/bit, PCIe W/lane, SSD power (rows of :mod:`.constants`).
+"""Off-chip energy and power: DRAM pJ/bit, DRAM background power, DRAM-interface (PHY) pJ/bit, PCIe W/lane
+busy and idle, SSD power (rows of :mod:`.constants`).
 
 These are not technology-scaled: DRAM and link energy is dominated by the memory array and I/O of
 the device itself, not by the accelerator's logic node.
@@ -9,6 +10,8 @@ from .. import paper
 from . import constants as C
 
 _DRAM = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e", "ddr4": "dram_ddr4"}
+_PHY = {"lpddr5": "dram_phy_lpddr5", "hbm2e": "dram_phy_hbm2e"}
+_BG = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e"}
 
 #: PCIe link power per lane (W), the V-Rex paper's own modelling input (§VI.A).
 PCIE_W_PER_LANE: float = paper.value("system.pcie_w_per_lane")
@@ -22,6 +25,33 @@ def dram_pj_per_bit(kind: str) -> float:
         raise ValueError(f"unknown DRAM kind {kind!r}: choose one of {sorted(_DRAM)}") from None
 
 
+def _kind(table: dict[str, str], kind: str, what: str) -> str:
+    try:
+        return table[kind.lower()]
+    except KeyError:
+        raise ValueError(f"no {what} for DRAM kind {kind!r}: choose one of {sorted(table)}") from None
+
+
+def dram_phy_pj_per_bit(kind: str) -> float:
+    """Accelerator-side DRAM interface (controller PHY) energy per bit moved, 'lpddr5' | 'hbm2e'."""
+    return C.rows(_kind(_PHY, kind, "PHY energy"), "transfer")[0].energy_pJ
+
+
+def dram_background_w(kind: str, capacity_bytes: float) -> float:
+    """Standby + refresh power (W) of ``capacity_bytes`` of 'lpddr5' | 'hbm2e' DRAM, drawn whether or not the
+    memory is accessed: the cited device's power x (capacity / device capacity)."""
+    if capacity_bytes < 0:
+        raise ValueError(f"capacity_bytes must be >= 0, got {capacity_bytes}")
+    row = C.rows(_kind(_BG, kind, "background power"), "background")[0]
+    device_bytes = row.width * 1e9 / 8  # width holds the device capacity in Gbit
+    return row.leakage_uW * 1e-6 * capacity_bytes / device_bytes
+
+
+def pcie_idle_fraction() -> float:
+    """Power of a PCIe link in L0 with no traffic, as a fraction of its full-load power."""
+    return C.rows("pcie_lane", "idle_fraction")[0].energy_pJ
+
+
 def ssd_power_w(state: str) -> float:
     """Power of the M.2 NVMe SSD (Kioxia BG6) in 'active' or 'idle' state, W."""
     if state not in ("active", "idle"):
@@ -29,6 +59,9 @@ def ssd_power_w(state: str) -> float:
     return C.rows("ssd", state)[0].leakage_uW * 1e-6
 
 
-def pcie_power_w(lanes: int) -> float:
-    """Power of an active PCIe link of ``lanes`` lanes at the paper's 3 W per lane."""
-    return lanes * PCIE_W_PER_LANE
+def pcie_power_w(lanes: int, state: str = "active") -> float:
+    """Power of a PCIe link of ``lanes`` lanes at the paper's 3 W per lane: 'active' (moving data) or 'idle'
+    (L0, no traffic: :func:`pcie_idle_fraction` of it)."""
+    if state not in ("active", "idle"):
+        raise ValueError(f"unknown PCIe state {state!r}: choose 'active' or 'idle'")
+    return lanes * PCIE_W_PER_LANE * (1.0 if state == "active" else pcie_idle_fraction())

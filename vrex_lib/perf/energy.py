@@ -1,12 +1,18 @@
 """Energy of one simulated step: the estimator's per-action energies × the simulator's action counts, plus
-DRAM pJ/bit × bytes, PCIe W/lane × busy time and SSD power × time.
+DRAM pJ/bit × bytes, DRAM background power × time, PCIe W/lane × time and SSD power × time.
 
 * V-Rex: core power from :func:`vrex_lib.estimate.core.core_breakdown` at the utilisations the simulator
-  measured (:meth:`Activity.from_counts`), × cores × step time; DRAM = pJ/bit (estimator constants) × bits.
+  measured (:meth:`Activity.from_counts`), × cores × step time; DRAM = device pJ/bit + accelerator-side
+  interface (PHY) pJ/bit, × bits; DRAM background (standby + refresh, per GB of the system's capacity) × time,
+  drawn even when idle.
 * GPUs: the board power of Table I (~40 W Orin, ~300 W A100; measured by the paper with tegrastats /
-  nvidia-smi, including its DRAM) × step time. No per-method GPU power: the same for every method.
-* Both: PCIe 3 W per lane (paper §VI.A) while the link moves KV; SSD active power while reading, idle power
-  otherwise (edge); host DDR4 pJ/bit × bytes (server). DRAM standby/refresh power is not modelled.
+  nvidia-smi, including its DRAM, DRAM PHY and standby) × step time. No per-method GPU power: the same for
+  every method, so no DRAM terms are added for GPUs.
+* Both: PCIe 3 W per lane (paper §VI.A) while the link moves KV and the L0-idle fraction of it otherwise; SSD
+  active power while reading, idle power otherwise (edge); host DDR4 pJ/bit × bytes (server; the host's DDR4
+  background belongs to the host CPU, present for both systems, and is left out of both).
+  Not modelled: on-chip SRAM leakage beyond the estimator's rows (Horowitz gives none; order of mW for the
+  ~3 MB of SRAM in V-Rex8, negligible next to the terms above).
 
 Constants come from ``vrex_lib.estimate`` (the estimator helper's table); if a constant is missing there the
 fallback below is used and :data:`SOURCE` says so.
@@ -16,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import paper
+from ..estimate import offchip as _offchip
 from .systems import System
 
 # Fallbacks, used only if vrex_lib.estimate lacks the row (then SOURCE says 'fallback').
@@ -117,14 +124,18 @@ def step_energy(sys: System, act: Activity) -> tuple[float, dict]:
     """(joules, parts) for one step on ``sys``."""
     parts: dict[str, float] = {}
     t = act.seconds
+    busy = min(act.pcie_busy_s, t)
     if sys.kind == "vrex":
         parts["core"] = vrex_core_power_w(sys, act) * t
         parts["dram"] = act.dram_bytes * 8 * dram_pj_per_bit(sys.dram_kind) * 1e-12
+        parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity) * t
     else:
         parts["gpu_board"] = sys.power_w * t
-    parts["pcie"] = pcie_w_per_lane() * sys.pcie_lanes * min(act.pcie_busy_s, t)
+    lane_w = pcie_w_per_lane() * sys.pcie_lanes
+    parts["pcie"] = lane_w * busy
+    parts["pcie_idle"] = lane_w * _offchip.pcie_idle_fraction() * (t - busy)
     if sys.offload_tier == "ssd":
-        busy = min(act.pcie_busy_s, t)
         parts["ssd"] = ssd_power_w("active") * busy + ssd_power_w("idle") * (t - busy)
     else:
         parts["host_dram"] = act.pcie_bytes * 8 * dram_pj_per_bit("ddr4") * 1e-12
