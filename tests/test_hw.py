@@ -13,7 +13,8 @@ from vrex_lib.hw import timing
 from vrex_lib.hw.dre import dre_memory_bytes
 from vrex_lib.hw.hcu import HCUParams, simulate_hcu
 from vrex_lib.hw.kvmu import prefetch_requests, scattered_requests, simulate_kvmu
-from vrex_lib.hw.verify import (load_traces, random_hcu_frames, random_wtu_rows, trace_hcu_frames, trace_wtu_rows)
+from vrex_lib.hw.verify import (load_traces, random_hcu_frames, random_wtu_rows, trace_hcu_frames, trace_sources,
+                                trace_wtu_rows)
 from vrex_lib.hw.wtu import WTUParams, simulate_wtu
 from vrex_lib.resv import reference as resv_ref
 
@@ -54,11 +55,24 @@ def test_hcu_edge_cases():
     _check_hcu([(np.array([c]), np.array([c, c ^ 1]))], th=0)  # Th = 0: nothing ever joins
 
 
-def test_hcu_real_trace():
+def _traces_or_skip(source):
     tr = load_traces()
     if tr is None:
         pytest.skip("data/traces/dre_traces.npz missing: run `.venv/bin/python data/make_dre_traces.py`")
-    _check_hcu(trace_hcu_frames(tr, max_frames=12))
+    assert source in trace_sources(tr), "regenerate data/traces/dre_traces.npz: `.venv/bin/python data/make_dre_traces.py`"
+    return tr
+
+
+@pytest.mark.parametrize("source", ["text", "frame"])
+def test_hcu_real_trace(source):
+    tr = _traces_or_skip(source)
+    frames = trace_hcu_frames(tr, max_frames=12, source=source)
+    res = _check_hcu(frames)
+    # the hardware's assignments also equal the software ReSV table's, recorded by the trace script
+    pre = "" if source == "text" else "frame_"
+    n = sum(len(new) for _, new in frames)
+    assert np.concatenate([r.assignment for r in res]).tolist() == tr[pre + "hcu_ref_assign"][:n].tolist()
+    assert [r.n_clusters for r in res] == tr[pre + "hcu_ref_ncl"][:len(frames)].tolist()
 
 
 def _check_wtu(rows, ratio=RATIO, p=WTUParams()):
@@ -95,18 +109,23 @@ def test_wtu_random_matches_reference_and_cycle_model():
     _check_wtu(random_wtu_rows(36, rng, 256), p=WTUParams(n_max=256))
 
 
-def test_wtu_real_rows_and_aggregate():
-    tr = load_traces()
-    if tr is None:
-        pytest.skip("data/traces/dre_traces.npz missing: run `.venv/bin/python data/make_dre_traces.py`")
-    rows = trace_wtu_rows(tr, max_rows=30)  # rows of one frame share the same clusters
-    n = len(rows[0][0])
-    rows = [r for r in rows if len(r[0]) == n]
-    res, agg = simulate_wtu(rows, RQ, WTUParams(), aggregate=True)
-    sel = np.stack([r.selected for r in res])
-    want = resv_ref.wicsum_select_ref(np.stack([w for w, _ in rows]), rows[0][1], RATIO)
-    assert (sel == want).all()
-    assert (agg == want.any(0)).all()
+@pytest.mark.parametrize("source", ["text", "frame"])
+def test_wtu_real_rows_and_aggregate(source):
+    tr = _traces_or_skip(source)
+    pre = "" if source == "text" else "frame_"
+    rows = trace_wtu_rows(tr, source=source)
+    frame_of = tr[pre + "wtu_row_frame"]
+    groups = list(dict.fromkeys(frame_of.tolist()))  # recorded frames, in KVMU-selection order
+    sizes = [len(rows[int(np.argmax(frame_of == g))][0]) for g in groups]
+    st = tr[pre + "kvmu_start"]
+    for gi in sorted({0, int(np.argmax(sizes))}):  # the first recorded frame and the one with most clusters
+        grp = [r for r, f in zip(rows, frame_of) if f == groups[gi]]  # rows of one frame share the clusters
+        res, agg = simulate_wtu(grp, RQ, WTUParams(), aggregate=True)
+        sel = np.stack([r.selected for r in res])
+        want = resv_ref.wicsum_select_ref(np.stack([w for w, _ in grp]), grp[0][1], RATIO)
+        assert (sel == want).all()
+        assert (agg == want.any(0)).all()
+        assert agg.astype(np.int64).tolist() == tr[pre + "kvmu_selected"][st[gi]:st[gi + 1]].tolist()  # software
 
 
 def test_kvmu_matches_reference():

@@ -19,10 +19,13 @@ needs_tools = pytest.mark.skipif(bool(_missing), reason=f"{_missing} not install
 
 @needs_tools
 def test_verify_smoke_all_blocks(tmp_path):
-    s = verify.run(tmp_path, size="smoke", synth=False)
+    s = verify.run(tmp_path, size="smoke", synth=False, return_results=True)
+    tr = verify.load_traces()
     for b in verify.BLOCKS:
         e = s["blocks"][b]
         assert e["vectors"] > 0 and e["mismatches"] == 0, b
+        if tr is not None:  # real text AND video-frame vectors went through the bit-exact check
+            assert set(s["_results"][b]["real_source"]) == set(verify.trace_sources(tr)) == {"text", "frame"}, b
         assert e["verilog"]["cycles"] > 0 and e["verilog"]["mismatches"] == 0, b
         assert (tmp_path / f"{b}.v").exists()
     assert s["dre"]["memory_bytes"] == 20608 and s["dre"]["verilog_compiles"]

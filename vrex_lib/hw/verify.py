@@ -6,7 +6,7 @@
 Per block:
 
 1. **Reference check** — the MyHDL model at the paper's sizes runs random vectors (and the recorded real traces
-   of ``data/traces/dre_traces.npz`` when present); every output is compared with the integer reference of
+   of ``data/traces/dre_traces.npz`` when present: text and video-frame tokens); every output is compared with the integer reference of
    :mod:`vrex_lib.hw.fixedpoint` (the same rules as :mod:`vrex_lib.resv`) -> ``vectors``, ``mismatches``.
 2. **Verilog check** — the block is converted (``<block>.v``) and a generated self-checking-style testbench
    replays, cycle by cycle, the inputs the MyHDL run applied (``$readmemh``); every output is written each
@@ -130,23 +130,55 @@ def load_traces(path: Path = TRACE_FILE) -> dict | None:
         return {k: z[k] for k in z.files}
 
 
-def trace_hcu_frames(tr: dict, max_frames: int | None = None) -> list:
+def trace_sources(tr: dict) -> list[str]:
+    """Sources recorded in the trace: ``"text"`` (unprefixed keys) and, in newer files, ``"frame"`` (video frame
+    tokens of the default-profile streaming model, keys prefixed ``frame_``)."""
+    return [str(s) for s in tr["meta_sources"]] if "meta_sources" in tr else ["text"]
+
+
+def _key(tr: dict, source: str, name: str) -> np.ndarray:
+    if source not in ("text", "frame"):
+        raise ValueError(f"trace source {source!r}: choose 'text' or 'frame'")
+    key = name if source == "text" else f"frame_{name}"
+    if key not in tr:
+        raise KeyError(f"{TRACE_FILE} has no {key!r}: regenerate it with `.venv/bin/python data/make_dre_traces.py`")
+    return tr[key]
+
+
+def trace_hcu_frames(tr: dict, max_frames: int | None = None, source: str = "text") -> list:
     """HCU frames of the trace: ``(old codes or None, new codes)`` per recorded (layer, head) frame sequence."""
     frames = []
-    starts = tr["hcu_frame_start"]
+    starts, firsts, codes = (_key(tr, source, k) for k in ("hcu_frame_start", "hcu_frame_first", "hcu_codes"))
     for i in range(len(starts) - 1 if max_frames is None else min(max_frames, len(starts) - 1)):
         a, b = int(starts[i]), int(starts[i + 1])
-        first = bool(tr["hcu_frame_first"][i])
-        new = tr["hcu_codes"][a:b]
-        frames.append((np.zeros(0, dtype=np.int64) if first else None, new))
+        new = codes[a:b]
+        frames.append((np.zeros(0, dtype=np.int64) if bool(firsts[i]) else None, new))
     return frames
 
 
-def trace_wtu_rows(tr: dict, max_rows: int | None = None) -> list:
+def trace_wtu_rows(tr: dict, max_rows: int | None = None, source: str = "text") -> list:
     """WTU rows of the trace: ``(weights, counts)`` as 16-bit integers."""
-    off = tr["wtu_row_start"]
+    off, w, c = (_key(tr, source, k) for k in ("wtu_row_start", "wtu_weights", "wtu_counts"))
     n = len(off) - 1 if max_rows is None else min(max_rows, len(off) - 1)
-    return [(tr["wtu_weights"][off[i]:off[i + 1]], tr["wtu_counts"][off[i]:off[i + 1]]) for i in range(n)]
+    return [(w[off[i]:off[i + 1]], c[off[i]:off[i + 1]]) for i in range(n)]
+
+
+def trace_kvmu_selections(tr: dict, source: str = "text") -> list:
+    """KVMU inputs of the trace: ``(selected, counts)`` per recorded aggregated selection."""
+    st, sel, cnt = (_key(tr, source, k) for k in ("kvmu_start", "kvmu_selected", "kvmu_counts"))
+    return [(sel[a:b], cnt[a:b]) for a, b in zip(st[:-1], st[1:])]
+
+
+def _real(tr: dict | None, fn, cap: int | None) -> tuple[list, list]:
+    """Real vectors of every source (``cap`` of each in smoke) and their source tags."""
+    if tr is None:
+        return [], []
+    vecs, tags = [], []
+    for src in trace_sources(tr):
+        v = fn(tr, source=src)[:cap]
+        vecs += v
+        tags += [src] * len(v)
+    return vecs, tags
 
 
 # ------------------------------------------------------------------------------------ checkers
@@ -299,8 +331,9 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
         synth: bool | None = None, use_traces: bool = True, return_results: bool = False) -> dict:
     """Verify the blocks and write ``out/summary.json`` and the ``.v`` files; returns the summary.
 
-    ``return_results`` adds ``summary["_results"][block] = {"real": [...], "real_inputs": [...]}`` (not written to
-    JSON): the per-vector simulation results of the real-trace vectors, for notebook 04.
+    ``return_results`` adds ``summary["_results"][block] = {"real": [...], "real_inputs": [...], "real_source":
+    [...]}`` (not written to JSON): the per-vector simulation results of the real-trace vectors and their source
+    ("text" or "frame", in that order), for notebook 04.
     """
     if size not in SIZES:
         raise ValueError(f"size={size!r}: choose one of {', '.join(SIZES)}")
@@ -335,9 +368,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 sp = HCUParams(p.code_bits, 4 * p.lanes, p.cur_depth, p.lanes)
                 frames = random_hcu_frames(S["hcu_tokens"], rng, p, th)
                 n_rand = len(frames)
-                real = trace_hcu_frames(tr) if tr is not None else []
-                if size == "smoke":
-                    real = real[:12]
+                real, tags = _real(tr, trace_hcu_frames, 12 if size == "smoke" else None)
                 k = max(1, int(len(frames) * S["replay"]))
                 # the replayed part (random, recorded) first, then the rest and the real traces
                 r1 = check_hcu(frames[:k], th, p, record=rec)
@@ -349,9 +380,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 p = WTUParams.from_core(cfg)
                 sp = WTUParams(16 * p.lanes, p.lanes, p.n_buckets)
                 rows = random_wtu_rows(S["wtu_rows"], rng, p.n_max)
-                real = trace_wtu_rows(tr) if tr is not None else []
-                if size == "smoke":
-                    real = real[:30]
+                real, tags = _real(tr, trace_wtu_rows, 30 if size == "smoke" else None)
                 k = max(1, int(len(rows) * S["replay"]))
                 r1 = check_wtu(rows[:k], ratio, p, record=rec)
                 r2 = check_wtu(rows[k:] + real, ratio, p) if len(rows) > k or real else None
@@ -364,10 +393,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 for _ in range(S["kvmu_sel"]):
                     C = int(rng.integers(1, 64))
                     sels.append((rng.random(C) < rng.random(), rng.integers(0, 6, C)))
-                real = []
-                if tr is not None:
-                    real = [(tr["kvmu_selected"][a:b_], tr["kvmu_counts"][a:b_])
-                            for a, b_ in zip(tr["kvmu_start"][:-1], tr["kvmu_start"][1:])]
+                real, tags = _real(tr, trace_kvmu_selections, None)
                 k = max(1, int(len(sels) * S["replay"]))
                 r1 = check_kvmu(sels[:k], bytes_per_token, record=rec)
                 r2 = check_kvmu(sels[k:] + real, bytes_per_token) if len(sels) > k or real else None
@@ -375,7 +401,8 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 ports_fn, inst_fn = kvmu_ports, kvmu
                 real_vectors = len(real)
             allres = [x for r in parts for x in r["results"]]
-            kept[b] = dict(real=allres[len(allres) - len(real):] if real else [], real_inputs=real)
+            kept[b] = dict(real=allres[len(allres) - len(real):] if real else [], real_inputs=real,
+                           real_source=tags)
             cyc = sum(r["cycles"] for r in parts)
             secs = sum(r["sim_seconds"] for r in parts)
             actions: dict = {}
