@@ -1,7 +1,7 @@
-"""Simulation helpers shared by the block testbenches: an I/O recorder for the Verilog replay (verify.py)."""
+"""Simulation helpers shared by the block testbenches: clock, reset, and an I/O recorder for the Verilog replay."""
 from __future__ import annotations
 
-from myhdl import block, instance
+from myhdl import always, block, delay, instance
 
 
 @block
@@ -20,3 +20,21 @@ def io_monitor(ports: dict, record: list):
             record.append(tuple(int(ports[k]) for k in names))
 
     return monitor
+
+
+@block
+def clock_driver(clk, half_period: int = 5):
+    """A free-running testbench clock with period ``2 * half_period`` time units."""
+
+    @always(delay(half_period))
+    def gen():
+        clk.next = not clk
+
+    return gen
+
+
+def reset_pulse(clk, rst):
+    """Testbench generator step: hold ``rst`` high until the first falling clock edge, then release it."""
+    rst.next = 1
+    yield clk.negedge
+    rst.next = 0

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from myhdl import (ConcatSignal, ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block,
-                   delay, instance, intbv)
+                   instance, intbv)
 
 from ..config import VRexCoreConfig
-from ._sim import io_monitor
+from ._sim import clock_driver, io_monitor, reset_pulse
 from .fixedpoint import dist_bits
 from .memories import ram_1w1r
 
@@ -272,16 +272,12 @@ def simulate_hcu(frames: list[tuple[np.ndarray | None, np.ndarray]], th: int, p:
     def bench():
         dut = hcu(**P, p=p)
 
-        @always(delay(5))
-        def clkgen():
-            P["clk"].next = not P["clk"]
+        clkgen = clock_driver(P["clk"])
 
         @instance
         def tb():
             clk = P["clk"]
-            P["rst"].next = 1
-            yield clk.negedge
-            P["rst"].next = 0
+            yield from reset_pulse(clk, P["rst"])
             ncl = 0
             for old, new in frames:
                 new = np.asarray(new, dtype=np.int64).ravel()

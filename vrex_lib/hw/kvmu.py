@@ -14,9 +14,9 @@ selected tokens.
 from __future__ import annotations
 
 import numpy as np
-from myhdl import ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block, delay, instance, intbv
+from myhdl import ResetSignal, Signal, StopSimulation, always_comb, always_seq, block, instance, intbv
 
-from ._sim import io_monitor
+from ._sim import clock_driver, io_monitor, reset_pulse
 from .fixedpoint import C_BITS
 
 
@@ -144,16 +144,12 @@ def simulate_kvmu(selections: list[tuple[np.ndarray, np.ndarray]], bytes_per_tok
     def bench():
         dut = kvmu(**P)
 
-        @always(delay(5))
-        def clkgen():
-            P["clk"].next = not P["clk"]
+        clkgen = clock_driver(P["clk"])
 
         @instance
         def tb():
             clk = P["clk"]
-            P["rst"].next = 1
-            yield clk.negedge
-            P["rst"].next = 0
+            yield from reset_pulse(clk, P["rst"])
             P["bpt"].next = bytes_per_token
             for sel, cnt in selections:
                 reqs, cycles = [], 0

@@ -29,11 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from myhdl import (ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block, delay, downrange,
-                   instance, intbv)
+from myhdl import (ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block, downrange, instance,
+                   intbv)
 
 from ..config import VRexCoreConfig
-from ._sim import io_monitor
+from ._sim import clock_driver, io_monitor, reset_pulse
 from .fixedpoint import C_BITS, RATIO_FRAC_BITS, W_BITS, acc_bits
 from .memories import ram_1w1r
 
@@ -419,16 +419,12 @@ def simulate_wtu(rows: list[tuple[np.ndarray, np.ndarray]], ratio_q: int, p: WTU
     def bench():
         dut = wtu(**P, p=p, probe=probe)
 
-        @always(delay(5))
-        def clkgen():
-            P["clk"].next = not P["clk"]
+        clkgen = clock_driver(P["clk"])
 
         @instance
         def tb():
             clk = P["clk"]
-            P["rst"].next = 1
-            yield clk.negedge
-            P["rst"].next = 0
+            yield from reset_pulse(clk, P["rst"])
             last_c = None
             for i, (w, c) in enumerate(rows):
                 nn = len(w)
