@@ -2,38 +2,18 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import torch
 
 from ..config import ReSVConfig
+from ..selection import Selection
 from .table import HashClusterTable, single_thread
 from .wicsum import cluster_weights, wicsum_select
 
 
-@dataclass
-class ReSVSelection:
-    """What ReSV selected for one layer and step.
-
-    indices:      per KV head (per query head for granularity 'q_head'), sorted cache positions.
-    n_candidates: positions the selection was made from (table tokens, or ``candidates`` if given).
-    stats:        rows (query rows scored), clusters / clusters_selected (per KV head), prefix_frac (mean
-                  fraction of a row's clusters in its WiCSum prefix), sum_nonpos_rows (raw scores only), ratio.
-    """
-
-    indices: list[torch.Tensor]
-    n_candidates: int
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def n_selected(self) -> list[int]:
-        return [int(i.numel()) for i in self.indices]
-
-    def ratio(self) -> float:
-        """Mean over heads of selected / candidates (1.0 when there is nothing to select from)."""
-        if self.n_candidates == 0 or not self.indices:
-            return 1.0
-        return sum(self.n_selected) / (len(self.indices) * self.n_candidates)
+# ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
+# clusters_selected per KV head, prefix_frac, sum_nonpos_rows for raw scores, ratio).
+ReSVSelection = Selection
 
 
 def cluster_scores(query: torch.Tensor, table: HashClusterTable, head: int, scaling: float) -> torch.Tensor:

@@ -18,38 +18,13 @@ Shapes (batch 1; the runtime loops over batch if ever needed):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 import torch
 
+from ..selection import Selection
+
 Stage = Literal["frame", "text"]
-
-
-@dataclass
-class Selection:
-    """What one (layer, step) selected.
-
-    indices:      per KV head, sorted unique cache positions chosen among ``candidates``.
-    n_candidates: how many positions were selectable (the denominator of the retrieval ratio).
-    stats:        method-specific counters for the hardware/performance models, e.g.
-                  ``rows`` (query rows scored), ``scored`` (keys or clusters scored per head),
-                  ``clusters`` (clusters in the table), ``clusters_selected``.
-    """
-
-    indices: list[torch.Tensor]
-    n_candidates: int
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def n_selected(self) -> list[int]:
-        return [int(i.numel()) for i in self.indices]
-
-    def ratio(self) -> float:
-        """Mean over KV heads of selected / candidates (1.0 when there is nothing to select from)."""
-        if self.n_candidates == 0:
-            return 1.0
-        return sum(self.n_selected) / (len(self.indices) * self.n_candidates)
 
 
 @runtime_checkable
