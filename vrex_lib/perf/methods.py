@@ -1,10 +1,23 @@
 """The KV-retrieval methods as the simulator sees them: what KV prediction costs, where it runs, what it reads,
 what it fetches over PCIe and in which layout.
 
-Methods (paper §VI.A): ``flexgen`` (fetch all offloaded KV), ``infinigen`` (speculative partial-key scoring,
-text generation only), ``infinigen_p`` (the authors' prefill extension: full-key Q·K^T over all keys + top-k on
-the GPU during frame prefill), ``rekv`` (frame-block mean-key scoring), ``resv`` (hash + HCU clustering +
-Q·K_cluster^T + WiCSum; on V-Rex the HCU/WTU run it, on a GPU kernels do). Ablations for Fig. 16:
+Methods (paper §VI.A), each as the software runs on its GPU (docs/DECISIONS.md D22):
+
+* ``flexgen`` -- FlexGen's KV placement (Sheng et al., ICML 2023, §4): the KV cache is split between GPU memory
+  and the offload tier; per layer the offloaded part is streamed to the GPU, overlapped with the previous layer's
+  compute (FlexGen's block schedule), and attention runs on the GPU over all of it. The GPU share is the newest
+  ``recent_capacity`` tokens (the same capacity every method gets). FlexGen's CPU delegation of attention needs
+  the KV in host DRAM next to a host CPU; on the edge the KV is on an SSD, so it does not apply there, and it is
+  not modelled on the server either (stated in docs/PERF_MODEL.md).
+* ``infinigen`` -- speculative partial-key scoring (InfiniGen, OSDI 2024): a partial query projection and a
+  partial Q·K^T over a resident copy of the partial keys, softmax/aggregation kernels and a radix top-k,
+  then a fetch of the selected tokens; text generation only (frame prefill fetches everything).
+* ``infinigen_p`` -- the V-Rex authors' prefill extension: full-key Q·K^T over every key + top-k on the GPU
+  during frame prefill.
+* ``rekv`` -- ReKV's frame-block mean-key scoring and top-k of blocks, fetching whole frames.
+* ``resv`` -- hash + HCU clustering + Q·K_cluster^T + WiCSum; on V-Rex the HCU/WTU run it, on a GPU kernels do.
+
+Each GPU kernel pays the device's launch overhead (:mod:`vrex_lib.perf.constants`). Ablations for Fig. 16:
 ``resv`` on ``agx_orin`` = GPU+ReSV; ``resv_kvpu`` on V-Rex = KVPU without KVMU (clusters scattered in token
 order); ``resv`` on V-Rex = all. ``oaken`` = no offload, 4-bit KV (Fig. 15); ``full`` = no offload, no selection.
 
