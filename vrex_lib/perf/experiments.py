@@ -259,3 +259,45 @@ def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", 
                                  pcie_fetch_mb=r.bytes["pcie_fetch"] / 1e6, oom=r.oom,
                                  vrex_speedup=r.latency_ms / rv.latency_ms, workload_source=r.workload_source))
     return pd.DataFrame(rows)
+
+
+def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> pd.DataFrame:
+    """One input at a time around ``workload``: V-Rex8 per-frame latency at ``kv_len`` (batch 1), its speedup over
+    AGX+FlexGen, and the KVPU-only ablation's speedup. Parameters: the PCIe bandwidth (Table I), the KVMU capacity
+    (docs/DECISIONS.md D6), the SSD granule, the cross-step reuse of retrieved KV and the ReSV selected fraction
+    (workload fields, set uniformly for both stages), and the AGX Orin dense-peak fraction (at the smallest size,
+    where compute matters)."""
+    wl = Workload.resolve(workload)
+    sy = _systems("vrex8", "agx_orin")
+    recs = []
+
+    def point(parameter: str, value, w: Workload, **kw) -> None:
+        rv = simulate(sy["vrex8"], "resv", "frame", kv_len, 1, workload=w, **kw)
+        rb = simulate(sy["agx_orin"], "flexgen", "frame", kv_len, 1, workload=w, **kw)
+        rk = simulate(sy["vrex8"], "resv_kvpu", "frame", kv_len, 1, workload=w, **kw)
+        recs.append(dict(parameter=parameter, value=value, vrex8_ms=rv.latency_ms, fps=rv.fps,
+                         speedup_vs_flexgen=rb.latency_ms / rv.latency_ms,
+                         kvpu_only_speedup=rb.latency_ms / rk.latency_ms, workload_source=rv.workload_source))
+
+    point("baseline", float("nan"), wl)
+    for v in (2e9, 4e9, 8e9, 16e9):
+        point("system_pcie_bw", v, wl, system_pcie_bw=v)
+    for v in (2048, 4096, 8192, 16384):
+        point("recent_capacity", v, wl, recent_capacity=v)
+    for v in (256, 4096):
+        point("system_offload_granule", v, wl, system_offload_granule=v)
+    for v in (0.0, 0.5, 0.8, 0.9):
+        point("reuse (resv, both stages)", v, wl.replace(reuse={**wl.reuse, ("resv", "frame"): v, ("resv", "text"): v}))
+    for v in (0.05, 0.1, 0.2, 0.327):
+        sel = {**wl.selected_frac, ("resv", "frame"): v, ("resv", "text"): v}
+        point("selected_frac (resv, both stages)", v, wl.replace(selected_frac=sel))
+    orin = sy["agx_orin"]
+    small = min(KV_SIZES)
+    rv = simulate(sy["vrex8"], "resv", "frame", small, 1, workload=wl)
+    for frac in (0.5, 1.0):
+        rb = simulate(orin, "flexgen", "frame", small, 1, workload=wl,
+                      system_peak_flops=orin.peak_flops / orin.notes["dense_fraction"] * frac)
+        recs.append(dict(parameter=f"orin dense_fraction (at {small})", value=frac, vrex8_ms=rv.latency_ms, fps=rv.fps,
+                         speedup_vs_flexgen=rb.latency_ms / rv.latency_ms, kvpu_only_speedup=float("nan"),
+                         workload_source=rv.workload_source))
+    return pd.DataFrame(recs)

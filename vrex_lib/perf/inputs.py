@@ -284,7 +284,8 @@ class Workload:
         prov = dict(self.provenance)
         for k in changes:
             if k not in ("provenance", "name"):
-                prov[k] = Provenance("user", "Workload.replace", f"was {self.provenance.get(k, '?')}")
+                was = self.provenance.get(k)
+                prov[k] = Provenance("user", "Workload.replace", f"was {was.label() if was else '?'}")
         return dataclasses.replace(self, provenance=prov, **changes)
 
     # ---- lookups -----------------------------------------------------------------------------------------
@@ -309,6 +310,9 @@ class Workload:
         """The label results carry: the workload's name, the selected-fraction provenance and every
         extrapolation that was used (``used``: {field: policy})."""
         s = f"{self.name}: {self.provenance['selected_frac'].label()}"
+        user = sorted(k for k, v in self.provenance.items() if v.kind == "user" and k != "selected_frac")
+        if user and self.name != "user":
+            s += "; user-set " + ", ".join(user)
         if used:
             s += "; extrapolated " + ", ".join(f"{k} '{v}'" for k, v in sorted(used.items()))
         return s
