@@ -143,6 +143,14 @@ def measured_workload(path: str | Path, extrapolation: str = "hold") -> tuple[Wo
         return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
                       f"--out {p}` (the paper-stated column is not a substitute)")
     w = Workload.from_measurement(p, extrapolation=extrapolation)
+    from .methods import METHODS
+
+    need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
+                   if s.ratio_key and s.predictor(st) != "none"})
+    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac]
+    if missing:
+        return None, (f"NOT RUN: {p} has no selected fraction for {', '.join(missing)}; measure those methods "
+                      f"(`python -m vrex_lib.workload measure --methods resv,infinigen,infinigen_p,rekv`)")
     return w, w.source()
 
 
