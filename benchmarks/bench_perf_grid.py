@@ -1,7 +1,7 @@
 """Benchmark: simulate the whole Fig. 13 grid (edge b1/b4, server b1/b8; 5 methods; 1K-40K; frame + text) under
 the paper-stated workload -- 200 points.
 
-Target (issue 11): < 1 s on the 2-core machine. Prints the grid size, the time, and last
+Target: < 1 s on the 2-core machine. Prints the grid size, the time, and last
 ``fig13_grid_seconds=<s> target_ratio=<s / 1 s>`` (ratio < 1 meets the target).
 
     PYTHONPATH=$PWD VREX_THREADS=1 .venv/bin/python benchmarks/bench_perf_grid.py
