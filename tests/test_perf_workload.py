@@ -50,7 +50,8 @@ def test_from_measurement_reads_contract_a_and_labels_extrapolation():
     with pytest.raises(KeyError, match="measure that method"):
         w.selected("rekv", "frame", 1000)
     # The scenario the file does not carry keeps the paper's, labelled.
-    assert w.provenance["frames"].kind == "paper-stated" and "not in workload_tiny.json" in w.provenance["frames"].detail
+    frames = w.provenance["frames"]
+    assert frames.kind == "paper-stated" and "not in workload_tiny.json" in frames.detail
 
 
 def test_loglog_fit_extrapolation():

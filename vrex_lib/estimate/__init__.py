@@ -38,6 +38,7 @@ def action_energy_pj(component: str, action: str, arith: str = "horowitz") -> fl
     return part(component, arith).energy_pj
 
 
-__all__ = ["Activity", "CorePowerModel", "DRE_BLOCKS", "Library", "MicroArch", "PCIE_W_PER_LANE", "TABLE3_BLOCKS", "action_energy_pj",
+__all__ = ["Activity", "CorePowerModel", "DRE_BLOCKS", "Library", "MicroArch", "PCIE_W_PER_LANE", "TABLE3_BLOCKS",
+           "action_energy_pj",
            "block_table", "chip_area_mm2", "core_area_mm2", "core_breakdown", "dram_pj_per_bit", "dre_share", "part",
            "pcie_power_w", "ssd_power_w"]
