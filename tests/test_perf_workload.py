@@ -232,3 +232,19 @@ def test_implied_rows_by_hand():
     need = (LLAMA3_8B.weight_bytes + SIGLIP_L384.weight_bytes + 1000 * 131072) / 0.121
     assert imp.loc[1000, "dram_util"] == pytest.approx(need / 204.8e9, rel=1e-9)
     assert imp.loc[40000, "implied_flexgen_ms"] == pytest.approx(254 * 7.3)
+
+
+def test_fig4_claims_from_frames():
+    import pandas as pd
+
+    from vrex_lib.perf import compare as CMP
+
+    f4a = pd.DataFrame(dict(minutes=[1, 5], params_gb=[17.0, 17.0], kv_gb=[3.0, 15.0]))
+    f4b = pd.DataFrame(dict(kv_len=[80000], prefill_share=[80.0], retrieval_share_of_prefill=[70.0],
+                            workload_source=["paper"]))
+    f4c = dict(ops_retrieval_pct=20.0, lat_prediction_pct=40.0, lat_fetch_pct=30.0, lat_llm_pct=30.0)
+    c = CMP.fig4_claims(f4a, f4b, f4c)
+    assert c["fig4a.minutes_to_32gb"][0] == pytest.approx((32 - 17) / 3.0)
+    assert c["fig4c.lat_retrieval_text_pct"][0] == 70.0 and c["fig4b.prefill_share_80k"] == (80.0, "paper")
+    with pytest.raises(ValueError, match="80000"):
+        CMP.fig4_claims(f4a, f4b.assign(kv_len=[40000]), f4c)

@@ -40,6 +40,24 @@ def run_experiments(workload: Workload, kv_sizes=E.KV_SIZES, **overrides) -> dic
                 f18=E.fig18(workload=workload, kv_len=max(kv_sizes), **overrides), kv_sizes=tuple(kv_sizes))
 
 
+def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str, tuple[float, str]]:
+    """{paper key: (value, note)} for Fig. 4 from :func:`experiments.fig4a` / ``fig4b`` (must include 80K) /
+    ``fig4c``. Minutes to 32 GB: the parameters plus the KV growth rate of the table's first rows."""
+    if 80000 not in set(f4b.kv_len):
+        raise ValueError("fig4_claims: fig4b must include kv_len 80000 (the paper's Fig. 4(b) point)")
+    rate_gb_per_min = f4a.kv_gb.iloc[1] / f4a.minutes.iloc[1]
+    r80 = f4b[f4b.kv_len == 80000].iloc[0]
+    return {"fig4a.kv_gb_per_min": (f4a.kv_gb.iloc[0] / f4a.minutes.iloc[0], ""),
+            "fig4a.minutes_to_32gb": ((32 - f4a.params_gb.iloc[0]) / rate_gb_per_min, "32 GB edge memory"),
+            "fig4b.prefill_share_80k": (r80.prefill_share, r80.workload_source),
+            "fig4b.retrieval_share_of_prefill_80k": (r80.retrieval_share_of_prefill, r80.workload_source),
+            "fig4c.ops_retrieval_pct": (f4c["ops_retrieval_pct"], ""),
+            "fig4c.lat_prediction_pct": (f4c["lat_prediction_pct"], ""),
+            "fig4c.lat_fetch_pct": (f4c["lat_fetch_pct"], ""),
+            "fig4c.lat_llm_pct": (f4c["lat_llm_pct"], ""),
+            "fig4c.lat_retrieval_text_pct": (f4c["lat_prediction_pct"] + f4c["lat_fetch_pct"], "prediction + fetch")}
+
+
 def _sp_at(sp: pd.DataFrame, plat: str, b: int, st: str) -> pd.DataFrame:
     return sp[(sp.platform == plat) & (sp.batch == b) & (sp.stage == st)].set_index("kv_len")
 
