@@ -248,3 +248,13 @@ def test_fig4_claims_from_frames():
     assert c["fig4c.lat_retrieval_text_pct"][0] == 70.0 and c["fig4b.prefill_share_80k"] == (80.0, "paper")
     with pytest.raises(ValueError, match="80000"):
         CMP.fig4_claims(f4a, f4b.assign(kv_len=[40000]), f4c)
+
+
+def test_workload_is_immutable():
+    w = Workload.paper()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.frames = 3
+    with pytest.raises(TypeError):
+        w.selected_frac[("resv", "frame")] = Curve.constant(0.1)
+    w2 = w.replace(frames=3)
+    assert w.frames == 26 and w2.frames == 3 and w2.provenance["frames"].kind == "user"
