@@ -277,3 +277,38 @@ def paper_points() -> dict[str, pd.DataFrame]:
             "fig13.edge.b1.text.tpot": pd.DataFrame(dict(kv_len=[min(kv), max(kv)],
                                                          latency_ms=[paper.value("fig13.edge.b1.tpot_vrex8_min"),
                                                                      paper.value("fig13.edge.b1.tpot_vrex8_max")]))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vrex_lib.perf.compare [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
+    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
+    Table I, core power) under the paper-stated workload, or a measured one."""
+    import argparse
+
+    from ..estimate.core import CorePowerModel
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.compare", description=main.__doc__)
+    ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
+    ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
+    a = ap.parse_args(argv)
+    wl = (Workload.paper() if a.workload == "paper"
+          else Workload.from_measurement(a.workload, extrapolation=a.extrapolation))
+    res = run_experiments(wl)
+    cl = claim_values(res)
+    print(f"workload: {workload_label(res)}")
+    for k, (v, note) in cl.items():
+        if k.startswith(("fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.fps", "fig13.edge.b1.tpot", "headline.",
+                         "fig13.edge.b1.frame.speedup", "fig14.speedup_max")):
+            print(f"{k:42s} ours {v:9.3f}   paper {paper.value(k):9.3f}   {note}")
+    _, pt = system_power_rows(res["grid"])
+    for r in pt.itertuples():
+        print(f"system power {r.system}: peak {r.peak_total_w:.1f} W, per-point average {r.avg_min_w:.1f}-"
+              f"{r.avg_max_w:.1f} W (mean {r.avg_mean_w:.1f}); Table I {r.table1_w:.2f} W")
+    m = CorePowerModel.of()
+    print(f"core power: {m.power_w():.3f} W at 0 % activity (leakage {m.leakage_w:.3f} + clock {m.clock_w:.3f}), "
+          f"{m.peak_w:.3f} W at 100 %; Table III {paper.value('table3.power_mw.total') / 1e3:.3f} W")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
