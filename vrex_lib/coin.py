@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _io
 from .config import REPO_ROOT
 
 TASKS: tuple[str, ...] = ("step", "next", "task", "procedure", "taskprocedure")
@@ -236,12 +236,7 @@ class SkipLog:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["video_id", "stage", "action", "reason"])
         w.writerows(self.entries)
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, p)
+        p = _io.write_text(path, buf.getvalue())
         return p
 
 

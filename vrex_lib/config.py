@@ -159,6 +159,22 @@ def results_dir(override: str | os.PathLike | None = None) -> Path:
     return d
 
 
+_ARG_STYLE = {"style": "cli"}
+
+
+def use_notebook_arg_names(on: bool = True) -> None:
+    """Make :func:`arg_name` name notebook parameters (called by ``vrex_lib.notebook.setup``)."""
+    _ARG_STYLE["style"] = "notebook" if on else "cli"
+
+
+def arg_name(flag: str) -> str:
+    """How an error message should name an input: the CLI flag ``--vision-path``, or inside a notebook run by
+    papermill / Jupyter the parameter the user actually set, ``VISION_PATH``."""
+    if _ARG_STYLE["style"] == "notebook" and flag.startswith("--"):
+        return "the notebook parameter " + flag[2:].replace("-", "_").upper()
+    return flag
+
+
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch so a rerun gives the same tables."""
     random.seed(seed)

@@ -99,32 +99,125 @@ def shard_path(out: str | os.PathLike, shard_index: int, num_shards: int) -> Pat
     return out.with_name(f"{out.stem}.shard{shard_index}of{num_shards}{out.suffix}")
 
 
+def run_file(results: str | os.PathLike) -> Path:
+    """The run sidecar of a results file: ``<stem>.run.json`` (configuration, shard, skipped samples)."""
+    p = Path(results)
+    return p.with_name(p.stem + ".run.json")
+
+
+def skips_file(results: str | os.PathLike) -> Path:
+    """The human-readable skip log of a results file: ``<stem>.skips.csv`` (:class:`vrex_lib.coin.SkipLog`)."""
+    p = Path(results)
+    return p.with_name(p.stem + ".skips.csv")
+
+
+def _read_run(path: Path) -> dict | None:
+    rp = run_file(path)
+    if not rp.exists():
+        return None
+    try:
+        run = json.loads(rp.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{rp}: unreadable run record ({err}); delete it together with {path.name} and rerun "
+                         "that shard") from None
+    if not isinstance(run, dict) or "config_key" not in run:
+        raise ValueError(f"{rp}: not a vrex run record (no config_key); delete it and rerun that shard")
+    return run
+
+
 def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, require_complete: bool = True) -> Path:
-    """Merge shard files into ``out`` ordered by sample index (duplicates by sample_id dropped), atomically.
+    """Merge shard files of ONE run into ``out`` ordered by sample index, atomically; returns ``out``.
 
-    With ``require_complete`` every index 0..n_total-1 that is not listed in a shard's skip file must be present.
+    Refused (ValueError naming the files): a path that does not exist or is not a results file; shards of
+    different runs (task, method, profile or configuration key differ -- e.g. a ``step`` and a ``next`` shard);
+    two different samples at one index. With ``require_complete`` every index 0..n_total-1 must be present or
+    listed as skipped in its shard's ``<stem>.run.json`` (a missing video or an undecodable span); the
+    ``clamp`` notes of the skip log never excuse a missing sample. Next to ``out`` the merged
+    ``<stem>.run.json`` and ``<stem>.skips.csv`` are written, so the merged file resumes and merges like a
+    single-shard run.
     """
-    from .report import atomic_write_text
+    from . import _io
 
-    recs: dict[str, dict] = {}
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("merge: no shard files given; pass the shard JSONL files after --out")
+    out = Path(out)
     for p in paths:
-        for r in read_jsonl(p):
-            recs.setdefault(r["sample_id"], r)
+        if not p.exists():
+            raise FileNotFoundError(f"merge: {p} does not exist; pass the shard files the runs wrote "
+                                    "(<out stem>.shard<k>of<K>.jsonl)")
+        if not p.is_file():
+            raise ValueError(f"merge: {p} is not a file; pass the shard JSONL files themselves")
+    recs: dict[str, dict] = {}
+    by_index: dict[int, tuple[str, Path]] = {}
+    origin: dict[str, Path] = {}
+    runs: list[tuple[Path, dict]] = []
+    seen: dict[str, tuple[object, Path]] = {}
+
+    def agree(field_name: str, value, p: Path) -> None:
+        if field_name not in seen:
+            seen[field_name] = (value, p)
+            return
+        v0, p0 = seen[field_name]
+        if v0 != value:
+            raise ValueError(f"merge: {p0} holds {field_name} {v0!r} but {p} holds {field_name} {value!r}: these are "
+                             "shards of different runs; merge only the shards of one task/method/configuration")
+
+    for p in paths:
+        rows = read_jsonl(p)
+        run = _read_run(p)
+        if not rows and run is None:
+            raise ValueError(f"merge: {p} holds no results and has no {run_file(p).name}: not a finished shard "
+                             "(run or resume it first)")
+        if run is not None:
+            runs.append((p, run))
+            for f in ("task", "method", "profile", "config_key"):
+                agree(f, run.get(f), p)
+        for r in rows:
+            for f in ("task", "method", "profile", "config_key"):
+                agree(f, r.get(f), p)
+            sid, idx = r["sample_id"], int(r["index"])
+            if sid in recs:
+                if int(recs[sid]["index"]) != idx:
+                    raise ValueError(f"merge: sample {sid} is index {recs[sid]['index']} in {origin[sid]} but {idx} "
+                                     f"in {p}: shards of different sample lists")
+                continue
+            if idx in by_index:
+                raise ValueError(f"merge: index {idx} is sample {by_index[idx][0]} in {by_index[idx][1]} but {sid} "
+                                 f"in {p}: shards of different sample lists (split, --max-samples or COIN.json)")
+            recs[sid], origin[sid], by_index[idx] = r, p, (sid, p)
     rows = sorted(recs.values(), key=lambda r: r["index"])
-    if require_complete and rows:
-        n_total = max(r["n_total"] for r in rows)
-        skipped = set()
-        for p in paths:
-            sk = Path(p).with_name(Path(p).stem + ".skips.csv")
-            if sk.exists():
-                skipped |= {ln.split(",")[0] for ln in sk.read_text().splitlines()[1:]}
-        have = {r["index"] for r in rows}
-        missing = [i for i in range(n_total) if i not in have]
-        if len(missing) > 0 and not skipped:
-            raise ValueError(f"merge: {len(missing)} of {n_total} samples missing (e.g. index {missing[0]}); "
-                             "finish or resume the shard runs first, or pass --allow-partial")
-    atomic_write_text(Path(out), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return Path(out)
+    n_totals = {int(r["n_total"]) for r in rows} | {int(run["n_total"]) for _, run in runs if "n_total" in run}
+    n_total = max(n_totals) if n_totals else 0
+    skipped: dict[int, dict] = {}
+    for _, run in runs:
+        for s in run.get("skipped", []):
+            if int(s["index"]) not in by_index:
+                skipped.setdefault(int(s["index"]), s)
+    missing = [i for i in range(n_total) if i not in by_index and i not in skipped]
+    if missing:
+        msg = (f"merge: {len(missing)} of {n_total} samples missing: neither in the shards nor listed as skipped "
+               f"(indices {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''})")
+        if require_complete:
+            raise ValueError(msg + "; finish or resume the shard runs that hold them (shard k of K holds indices "
+                             "k, k+K, ...), or pass --allow-partial to merge what is there")
+        print(f"warning: {msg}; merged anyway (--allow-partial)", file=sys.stderr)
+    if not rows and not skipped:
+        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results")
+    _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if runs:
+        base = dict(runs[0][1])
+        base.update(shard_index=0, num_shards=1, n_total=n_total, merged_from=[str(p) for p, _ in runs],
+                    skipped=[skipped[i] for i in sorted(skipped)], complete=not missing)
+        _io.write_json(run_file(out), base)
+    skip_lines: list[str] = []
+    for p in paths:
+        sk = skips_file(p)
+        if sk.exists():
+            body = sk.read_text().splitlines()
+            skip_lines += [ln for ln in body[1:] if ln not in skip_lines]
+    _io.write_text(skips_file(out), "\n".join(["video_id,stage,action,reason", *skip_lines]) + "\n")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- runner
@@ -135,9 +228,68 @@ def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int
         num_shards = int(os.environ.get("WORLD_SIZE", 1))
         shard_index = int(os.environ.get("RANK", 0)) if shard_index is None else shard_index
     shard_index = 0 if shard_index is None else shard_index
+    if num_shards < 1:
+        raise ValueError(f"--num-shards must be >= 1 (the number of parallel runs), got {num_shards}"
+                         + (" from $WORLD_SIZE" if "WORLD_SIZE" in os.environ else ""))
     if not 0 <= shard_index < num_shards:
-        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards})")
+        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards}) for --num-shards {num_shards}")
     return num_shards, shard_index
+
+
+def model_identity(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None) -> str:
+    """What decides the model's outputs, known before any weight loads (the name ``build_model`` gives it)."""
+    if model is not None:
+        return str(getattr(model, "name", type(model).__name__))
+    if profile == "smoke":
+        return "tiny-llama"
+    if profile == "default":
+        return Path(llm_path).name if llm_path else "SmolLM2-135M-Instruct"
+    return "videollm-online-8b:" + ":".join(str(Path(p).expanduser().resolve()) for p in
+                                             (llm_path, vision_path, connector_path) if p)
+
+
+def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: str, split: str,
+               data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
+               runtime_cfg: RuntimeConfig, seed: int) -> dict:
+    """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
+
+    The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(data_file, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model,
+               split=split, data_file=str(data_file), data_sha256=h.hexdigest(), max_new_tokens=max_new_tokens,
+               max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed)
+    keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
+    cfg["config_key"] = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cfg
+
+
+def check_resume(out_path: Path, cfg: dict) -> list[dict]:
+    """The rows of ``out_path`` that this configuration may resume from; a ValueError if they are another run's."""
+    rows = read_jsonl(out_path)
+    if not rows:
+        return rows
+    keys = {r.get("config_key") for r in rows}
+    if keys == {cfg["config_key"]}:
+        return rows
+    old = _read_run(out_path) or {}
+    if not old and len(keys) == 1:  # no run record: compare what the rows carry
+        r0 = rows[0]
+        old = dict(task=r0.get("task"), method=r0.get("method"), method_kwargs=r0.get("method_kwargs"),
+                   profile=r0.get("profile"), runtime_config=r0.get("runtime_config"), seed=r0.get("seed"))
+    diff = [f"{k}: {old.get(k)!r} there, {cfg[k]!r} now" for k in cfg
+            if k not in ("config_key", "data_file") and k in old and old.get(k) != cfg[k]]
+    why = ("; ".join(diff) if diff and len(keys) == 1 else
+           "its rows come from several configurations" if len(keys) > 1 else
+           "its rows carry no configuration key (an older run)" if keys == {None} else
+           "written under another configuration")
+    raise ValueError(f"{out_path}: holds {len(rows)} results of another run ({why}); resuming would report them as "
+                     "this run's. Delete or move that file (and its .run.json/.skips.csv), or pass another --out.")
 
 
 def _device_for_rank(profile: str) -> str | None:
@@ -261,21 +413,36 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     from .retrieval import POLICIES, make_policy
     from .runtime import ContextTooLarge, build_model
 
+    from . import _io, video
+
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
     if method not in POLICIES:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(POLICIES)}")
     if task not in coin.TASKS:
         raise ValueError(f"unknown task {task!r}: choose one of {', '.join(coin.TASKS)}")
+    _check_profile_args(profile, coin_root=coin_root, vision_path=vision_path, connector_path=connector_path,
+                        llm_path=llm_path)
+    for flag, v in (("--max-samples", max_samples), ("--max-frames", max_frames),
+                    ("--max-new-tokens", max_new_tokens)):
+        if v is not None and v < 1:
+            raise ValueError(f"{flag} must be >= 1, got {v}")
     num_shards, shard_index = shard_from_env(num_shards, shard_index)
     out_path = shard_path(out, shard_index, num_shards)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    if out_path.exists() and not out_path.is_file():
+        raise ValueError(f"--out {out_path} is a folder; pass a results file, e.g. {out_path}/{task}.jsonl")
+    _io.check_writable_dir(out_path.parent, "--out")
+    for f in (out_path, run_file(out_path), skips_file(out_path)):
+        if f.exists() and not os.access(f, os.W_OK):
+            raise PermissionError(f"--out: {f} exists and is not writable; fix its permissions or pass another --out")
+    if trace_dir is not None:
+        _io.check_writable_dir(trace_dir, "--trace-dir")
     runtime_cfg = runtime_cfg or RuntimeConfig()
     max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
     if max_samples is None:
         max_samples = pcfg.max_samples_per_task
 
-    # --- inputs first: annotations, samples, videos, paths, memory; only then weights -------------------------
+    # --- inputs first: annotations, samples, videos, paths, memory, earlier results; only then weights ---------
     js, videos_dir = coin.dataset_paths(profile, coin_root)
     skips = coin.SkipLog()
     ann = coin.load_annotations(js, skips)
@@ -284,9 +451,21 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         samples = samples[:max_samples]
     n_total = len(samples)
     if n_total == 0:
-        raise ValueError(f"{js}: no {task!r} samples in split {split!r}")
+        raise ValueError(f"{js}: no {task!r} samples in split {split!r} (check --split: 'training' or 'testing')")
     mine = [(i, s) for i, s in enumerate(samples) if i % num_shards == shard_index]
     available = {s.sample_id for s in coin.filter_available([s for _, s in mine], videos_dir, skips)}
+    why = {e[0]: e[3] for e in skips.entries if e[1] == "video file"}
+    skipped = [dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="video file",
+                    reason=why.get(s.video_id, f"no video file in {videos_dir}"))
+               for i, s in mine if s.sample_id not in available]
+    if mine and not available:
+        raise FileNotFoundError(f"none of the {len(mine)} videos of this shard is in {videos_dir} "
+                                f"(e.g. {mine[0][1].video_id}.mp4): check --coin-root / the videos folder")
+    cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile,
+                     model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
+                     data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
+                     seed=pcfg.seed)
+    done = {r["sample_id"] for r in check_resume(out_path, cfg)}
     if profile == "full" and model is None:
         from .runtime import validate_full_paths
 
@@ -297,14 +476,20 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         cand = Path(out).parent.parent / "full" / Path(out).name
         reference = cand if method != "full" and cand.exists() else None
     if reference:
+        if not Path(reference).is_file():
+            raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
+                                    "file of this task, or 'none'")
         ref = {r["sample_id"]: r for r in read_jsonl(reference)}
+    run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
+                      indices=len(mine), skipped=skipped, complete=False)
+    _io.write_json(run_file(out_path), run_record)
 
     if model is None:
         model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
                             device=_device_for_rank(profile), seed=pcfg.seed)
     _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
 
-    done = {r["sample_id"] for r in read_jsonl(out_path, repair=True)}
+    read_jsonl(out_path, repair=True)  # cut a torn last line before appending
     todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
     policy = make_policy(method, **(method_kwargs or {}))
     it = todo
@@ -313,8 +498,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
 
         it = tqdm(todo, desc=f"{method}/{task} shard {shard_index}/{num_shards}", unit="sample",
                   initial=len(done), total=len(done) + len(todo))
-    from . import video
-
+    n_written = 0
     for i, s in it:
         try:
             rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
@@ -323,14 +507,40 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                                   seed=pcfg.seed)
         except (video.VideoDecodeError, video.VideoSpanError) as err:
             skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
+            skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode", reason=str(err)))
             continue
         except ContextTooLarge:
             raise
+        rec["config_key"] = cfg["config_key"]
         append_jsonl(out_path, rec)
-    skip_file = skips.write(out_path.with_name(out_path.stem + ".skips.csv"))
+        n_written += 1
+    skip_file = skips.write(skips_file(out_path))
+    _io.write_json(run_file(out_path), dict(run_record, skipped=skipped, complete=True))
     if len(skips):
         print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
+    if mine and not done and n_written == 0:
+        raise NoSamplesEvaluated(f"{out_path}: every one of the {len(mine)} samples of this shard was skipped, "
+                                 f"nothing was evaluated; the reasons are in {skip_file} (first: "
+                                 f"{skipped[0]['reason'] if skipped else '?'})")
     return out_path
+
+
+class NoSamplesEvaluated(RuntimeError):
+    """Every sample of a run was skipped (unreadable videos): an empty results file would look like success."""
+
+
+def _check_profile_args(profile: str, **paths) -> None:
+    """Flags a profile does not use are an error, never silently ignored."""
+    from .config import arg_name
+
+    used = {"smoke": (), "default": ("llm_path",), "full": ("coin_root", "llm_path", "vision_path",
+                                                            "connector_path")}[profile]
+    extra = [k for k, v in paths.items() if v and k not in used]
+    if extra:
+        names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
+        raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
+                         f"{profile} profile evaluates its own fixture ({'data/coin_tiny' if profile == 'smoke' else 'data/coin_mini'}) "
+                         f"with its own model. Drop {names}, or select the full profile.")
 
 
 def _shape_from_config(cfg: dict):
@@ -414,11 +624,27 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; bad input ends with one line naming the file or flag (exit 2), never a traceback.
+
+    Set VREX_DEBUG=1 to see the traceback instead.
+    """
+    try:
+        return _main(argv)
+    except (ValueError, OSError, NoSamplesEvaluated) as err:
+        if os.environ.get("VREX_DEBUG"):
+            raise
+        print(f"python -m vrex_lib.eval: error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "merge":
-        mp = argparse.ArgumentParser(prog="python -m vrex_lib.eval merge")
+        mp = argparse.ArgumentParser(prog="python -m vrex_lib.eval merge",
+                                     description="Merge the shard files of one run into one results file")
         mp.add_argument("--out", required=True)
-        mp.add_argument("--allow-partial", action="store_true")
+        mp.add_argument("--allow-partial", action="store_true",
+                        help="merge even if samples are missing (warned on stderr)")
         mp.add_argument("shards", nargs="+")
         a = mp.parse_args(argv[1:])
         print(merge_shards(a.shards, a.out, require_complete=not a.allow_partial))
@@ -429,12 +655,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         kwargs = json.loads(a.method_kwargs)
     except json.JSONDecodeError as err:
-        raise SystemExit(f"--method-kwargs is not valid JSON ({err}); e.g. '{{\"ratio\": 0.3}}'") from None
-    if a.threads:
+        raise ValueError(f"--method-kwargs is not valid JSON ({err}); e.g. '{{\"ratio\": 0.3}}'") from None
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"--method-kwargs must be a JSON object, got {a.method_kwargs!r}; e.g. '{{\"ratio\": 0.3}}'")
+    if a.threads is not None:
+        if a.threads < 1:
+            raise ValueError(f"--threads must be >= 1, got {a.threads}")
         import torch
 
         torch.set_num_threads(a.threads)
+    for flag, v, lo in (("--kv-capacity", a.kv_capacity, 1), ("--recent-frames", a.recent_frames, 1)):
+        if v < lo:
+            raise ValueError(f"{flag} must be >= {lo}, got {v}")
     cfg = RuntimeConfig(kv_capacity=a.kv_capacity, recent_frames=a.recent_frames)
+    try:
+        from .retrieval import make_policy
+
+        make_policy(a.method, **kwargs) if a.method in _policy_names() else None
+    except TypeError as err:
+        raise ValueError(f"--method-kwargs {a.method_kwargs} do not fit method {a.method!r}: {err}") from None
     path = run_eval(a.task, a.method, a.profile, a.out, coin_root=a.coin_root, split=a.split,
                     max_samples=a.max_samples, max_frames=a.max_frames, num_shards=a.num_shards,
                     shard_index=a.shard_index, max_new_tokens=a.max_new_tokens, method_kwargs=kwargs,
@@ -449,6 +688,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{path}: {len(rows)} samples, COIN Top-1 {acc:.1f}%, retrieval ratio frame "
               f"{np.mean(rf) if rf else float('nan'):.3f} text {np.mean(rt) if rt else float('nan'):.3f}")
     return 0
+
+
+def _policy_names() -> tuple[str, ...]:
+    from .retrieval import POLICIES
+
+    return tuple(POLICIES)
 
 
 if __name__ == "__main__":

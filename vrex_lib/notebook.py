@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ProfileConfig, profile_config, results_dir, seed_everything
+from .config import ProfileConfig, profile_config, results_dir, seed_everything, use_notebook_arg_names
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class Context:
 
 
 def setup(profile: str, results: str | None = None, seed: int | None = None) -> Context:
+    use_notebook_arg_names()  # error messages name PROFILE, VISION_PATH, ... rather than CLI flags
     cfg = profile_config(profile)
     out = results_dir(results or None)
     # Later report.* calls default to this folder too.

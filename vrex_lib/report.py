@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from . import paper
+from . import _io, paper
 from .config import results_dir
 
 COLUMNS = ["claim", "quantity", "unit", "paper", "reproduced", "rel_error", "tolerance", "verdict", "where",
@@ -80,23 +79,9 @@ def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(recs, columns=COLUMNS)
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text so that readers see either the old file or the whole new one."""
-    p = Path(path)
-    _atomic_write_bytes(p, text.encode())
-    return p
+    """Write text so that readers see either the old file or the whole new one (mode from the umask)."""
+    return _io.write_text(path, text)
 
 
 def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: str, title: str = "",
@@ -107,7 +92,7 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
     if missing:
         raise ValueError(f"table {table_id}: missing columns {missing}")
     base = results_dir(out) / "tables"
-    _atomic_write_bytes(base / f"{table_id}.csv", df[COLUMNS].to_csv(index=False).encode())
+    _io.write_bytes(base / f"{table_id}.csv", df[COLUMNS].to_csv(index=False).encode())
     atomic_write_text(base / f"{table_id}.title", title or table_id)
     return df
 
@@ -124,14 +109,14 @@ def write_figure(fig_id: str, fig, out: str | os.PathLike | None = None, dpi: in
     # Fixed metadata keeps the PNG byte-identical across reruns.
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     path = results_dir(out) / "figures" / f"{fig_id}.png"
-    _atomic_write_bytes(path, buf.getvalue())
+    _io.write_bytes(path, buf.getvalue())
     return path
 
 
 def write_frame(name: str, df: pd.DataFrame, out: str | os.PathLike | None = None) -> Path:
     """Save a raw (non-comparison) data table to ``results/data/<name>.csv`` for later notebooks."""
     path = results_dir(out) / "data" / f"{name}.csv"
-    _atomic_write_bytes(path, df.to_csv(index=False).encode())
+    _io.write_bytes(path, df.to_csv(index=False).encode())
     return path
 
 
