@@ -202,8 +202,9 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
             raise ValueError(msg + "; finish or resume the shard runs that hold them (shard k of K holds indices "
                              "k, k+K, ...), or pass --allow-partial to merge what is there")
         print(f"warning: {msg}; merged anyway (--allow-partial)", file=sys.stderr)
-    if not rows and not skipped:
-        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results")
+    if not rows:
+        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
+                         + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
     _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     if runs:
         base = dict(runs[0][1])
@@ -446,7 +447,10 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     js, videos_dir = coin.dataset_paths(profile, coin_root)
     skips = coin.SkipLog()
     ann = coin.load_annotations(js, skips)
-    samples = coin.build_task(ann, task, split)
+    try:
+        samples = coin.build_task(ann, task, split)
+    except ValueError as err:
+        raise ValueError(f"--split {split!r}: {err}") from None
     if max_samples is not None:
         samples = samples[:max_samples]
     n_total = len(samples)
@@ -490,6 +494,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
 
     read_jsonl(out_path, repair=True)  # cut a torn last line before appending
+    open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
     todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
     policy = make_policy(method, **(method_kwargs or {}))
     it = todo
@@ -519,6 +524,9 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     if len(skips):
         print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
     if mine and not done and n_written == 0:
+        if num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
+            print(f"warning: {out_path}: every sample of this shard was skipped (see {skip_file})", file=sys.stderr)
+            return out_path
         raise NoSamplesEvaluated(f"{out_path}: every one of the {len(mine)} samples of this shard was skipped, "
                                  f"nothing was evaluated; the reasons are in {skip_file} (first: "
                                  f"{skipped[0]['reason'] if skipped else '?'})")
