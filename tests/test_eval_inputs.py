@@ -242,10 +242,12 @@ def test_results_respect_the_umask(tiny, tmp_path):
     old = os.umask(0o027)
     try:
         out = ev.run_eval("step", "full", "smoke", tmp_path / "u" / "step.jsonl", model=tiny, max_samples=1,
-                          num_shards=1, **KW)
+                          num_shards=1, trace_dir=tmp_path / "u" / "traces", **KW)
         merged = ev.merge_shards([out], tmp_path / "u" / "merged.jsonl")
+        traces = list((tmp_path / "u" / "traces").glob("*.npz"))
+        assert traces
         for p in (out, ev.skips_file(out), ev.run_file(out), merged, ev.skips_file(merged),
-                  ev.run_file(merged)):
+                  ev.run_file(merged), *traces):
             assert stat.S_IMODE(p.stat().st_mode) == 0o640, p
     finally:
         os.umask(old)
