@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import _io, paper
-from .config import results_dir
+from .config import REPO_ROOT, results_dir
 
 COLUMNS = ["claim", "quantity", "unit", "paper", "reproduced", "rel_error", "tolerance", "verdict", "where",
            "profile", "note"]
@@ -138,13 +139,65 @@ def _fmt(x) -> str:
     return str(x)
 
 
-def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str] | None = None) -> Path:
-    """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict."""
+_WRITE_TABLE = re.compile(r"""write_table\(\s*["']([A-Za-z0-9_.-]+)["']""")
+
+
+def expected_tables(notebook_dir: str | os.PathLike | None = None) -> dict[str, list[str]]:
+    """Notebook file name -> the comparison table ids its code writes (``write_table("<id>", ...)`` calls).
+
+    Read from the notebooks themselves, so a notebook that gains a table is expected to produce it; a table id
+    computed at run time is not listed (it cannot be known without running the notebook).
+    """
+    import json
+
+    nb_dir = Path(notebook_dir) if notebook_dir else REPO_ROOT / "notebooks"
+    out: dict[str, list[str]] = {}
+    for nb in sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
+        try:
+            cells = json.loads(nb.read_text()).get("cells", [])
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{nb}: not a readable notebook ({err})") from None
+        src = "\n".join("".join(c.get("source", "")) for c in cells if c.get("cell_type") == "code")
+        out[nb.name] = list(dict.fromkeys(_WRITE_TABLE.findall(src)))
+    return out
+
+
+def missing_tables(out: str | os.PathLike | None = None,
+                   notebook_dir: str | os.PathLike | None = None) -> dict[str, list[str]]:
+    """Notebook -> the tables it writes that are absent (or empty) under ``results/tables`` (only notebooks
+    with something missing are listed)."""
+    base = results_dir(out) / "tables"
+    miss: dict[str, list[str]] = {}
+    for nb, ids in expected_tables(notebook_dir).items():
+        gone = [t for t in ids if not (base / f"{t}.csv").is_file() or (base / f"{t}.csv").stat().st_size == 0]
+        if gone:
+            miss[nb] = gone
+    return miss
+
+
+def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str] | None = None, *,
+                 notebook_dir: str | os.PathLike | None = None) -> Path:
+    """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict.
+
+    The report opens with the notebooks whose tables are absent (see :func:`missing_tables`) and those whose
+    last run failed (``results/executed/<nb>.FAILED.ipynb``), so a partial results folder never reads as a
+    complete one.
+    """
     base = results_dir(out)
     tables = sorted((base / "tables").glob("*.csv"))
     lines = ["# vrex reproduction report", "",
              f"Built by `vrex_lib.report.build_report` (`make report`) from the {len(tables)} comparison tables in "
              "`results/tables/`; figures are in `results/figures/`, executed notebooks in `results/executed/`.", ""]
+    miss = missing_tables(base, notebook_dir)
+    failed = sorted(p.name.replace(".FAILED.ipynb", ".ipynb") for p in (base / "executed").glob("*.FAILED.ipynb"))
+    if miss or failed:
+        lines += ["## Incomplete: tables missing", "",
+                  "These notebooks have not (successfully) written their tables; their claims are absent from this "
+                  "report. Run `make reproduce` (it reruns only what is missing or out of date).", ""]
+        lines += [f"- `notebooks/{nb}`: {', '.join(f'`{t}`' for t in ids)} absent" for nb, ids in miss.items()]
+        lines += [f"- `notebooks/{nb}`: last run FAILED (see `results/executed/{nb[:-6]}.FAILED.ipynb`)"
+                  for nb in failed]
+        lines.append("")
     summary: dict[str, int] = {}
     body: list[str] = []
     profiles: set[str] = set()
@@ -167,7 +220,8 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
                  "`smoke` = tiny random models (CI); `default` = real SmolLM2-135M + random vision tower on "
                  "the real-footage COIN fixture, CPU; `full` = VideoLLM-online 8B on the user's COIN, GPU.")
     lines.append("")
-    lines.append("Verdicts: " + ", ".join(f"{k}: {v}" for k, v in sorted(summary.items())) + ".")
+    lines.append("Verdicts: " + (", ".join(f"{k}: {v}" for k, v in sorted(summary.items())) or "none (no tables)")
+                 + ".")
     lines.append("")
     if claims:
         lines += ["| headline claim | verdict |", "|---|---|"] + [f"| {k} | {v} |" for k, v in claims.items()] + [""]
@@ -177,13 +231,32 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write REPORT.md; exit 1 (after writing it) when a notebook's tables are missing, unless --allow-missing."""
     import argparse
+    import sys
 
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.report", description="Rebuild results/REPORT.md")
     ap.add_argument("--results", default=None, help="results folder (default: ./results)")
+    ap.add_argument("--notebooks", default=None, help="notebook folder (default: <repo>/notebooks)")
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="exit 0 even when some notebooks' tables are absent (they are still listed)")
     args = ap.parse_args(argv)
-    path = build_report(args.results)
+    if args.results and Path(args.results).exists() and not Path(args.results).is_dir():
+        print(f"python -m vrex_lib.report: error: --results {args.results} is not a folder", file=sys.stderr)
+        return 2
+    path = build_report(args.results, notebook_dir=args.notebooks)
     print(f"wrote {path}")
+    miss = missing_tables(args.results, args.notebooks)
+    failed = sorted((path.parent / "executed").glob("*.FAILED.ipynb"))
+    if miss or failed:
+        print(f"report: INCOMPLETE -- {path} lacks the tables of {len(miss)} notebook(s):", file=sys.stderr)
+        for nb, ids in miss.items():
+            print(f"  notebooks/{nb}: {', '.join(ids)}", file=sys.stderr)
+        for f in failed:
+            print(f"  {f}: the last run of this notebook failed", file=sys.stderr)
+        print("  run `make reproduce` to produce them" + ("" if args.allow_missing else
+              " (or `python -m vrex_lib.report --allow-missing` to accept a partial report)"), file=sys.stderr)
+        return 0 if args.allow_missing else 1
     return 0
 
 
