@@ -6,7 +6,7 @@ calls ``llm.set_attn_implementation("vrex")``. The session passes its per-step c
 as the keyword ``vrex_step`` (transformers forwards unknown keywords down to the attention function). Without
 it the function is exactly transformers' SDPA attention, so a plain ``llm(...)`` call is unaffected.
 
-Per layer ℓ and forward step (digest §10e; the contract of :mod:`vrex_lib.retrieval.base`):
+Per layer ℓ and forward step (docs/DECISIONS.md D5; the contract of :mod:`vrex_lib.retrieval.base`):
 
 1. ``policy.observe(ℓ, new_keys [Hkv, N, D], start, stage, frame_id)`` with the step's post-RoPE keys;
 2. if ℓ >= ``dense_layers`` and there are candidates, ``sel = policy.select(ℓ, query [Hq, N, D],

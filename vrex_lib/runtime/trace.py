@@ -1,4 +1,5 @@
-"""The retrieval trace: what one streamed sample leaves for the hardware and performance models (DESIGN.md).
+"""The retrieval trace: what one streamed sample leaves for the hardware and performance models
+(vrex_lib.hw, vrex_lib.perf).
 
 Per forward step (system prompt, each frame, the question, each generated token) and per (layer, KV head):
 tokens in cache, candidates, selected, tokens attended, tokens read from each tier and their bytes, whether the
