@@ -29,8 +29,12 @@ def umask_mode(base: int = 0o666) -> int:
 def write_bytes(path: str | os.PathLike, data: bytes, *, fsync: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename); returns the path."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as err:
+        raise type(err)(err.errno, f"cannot write {p}: {err.strerror or err} in {p.parent}; choose a writable "
+                        "folder or fix its permissions") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -47,7 +51,7 @@ def write_bytes(path: str | os.PathLike, data: bytes, *, fsync: bool = True) -> 
 
 def write_text(path: str | os.PathLike, text: str, *, fsync: bool = True) -> Path:
     """Write UTF-8 ``text`` atomically (see :func:`write_bytes`)."""
-    return write_bytes(path, text.encode("utf-8"), fsync=fsync)
+    return write_bytes(path, text.encode(), fsync=fsync)  # str.encode: UTF-8
 
 
 def _json_default(o: Any):

@@ -226,8 +226,8 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
 def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int, int]:
     """(num_shards, shard_index): explicit arguments win, else torchrun's WORLD_SIZE/RANK, else (1, 0)."""
     if num_shards is None:
-        num_shards = int(os.environ.get("WORLD_SIZE", 1))
-        shard_index = int(os.environ.get("RANK", 0)) if shard_index is None else shard_index
+        num_shards = _env_int("WORLD_SIZE", 1)
+        shard_index = _env_int("RANK", 0) if shard_index is None else shard_index
     shard_index = 0 if shard_index is None else shard_index
     if num_shards < 1:
         raise ValueError(f"--num-shards must be >= 1 (the number of parallel runs), got {num_shards}"
@@ -235,6 +235,15 @@ def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int
     if not 0 <= shard_index < num_shards:
         raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards}) for --num-shards {num_shards}")
     return num_shards, shard_index
+
+
+def _env_int(name: str, default: int) -> int:
+    v = os.environ.get(name, str(default))
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"${name}={v!r} is not an integer (set by torchrun); unset it or pass --num-shards and "
+                         "--shard-index") from None
 
 
 def model_identity(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None) -> str:
@@ -444,7 +453,15 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         max_samples = pcfg.max_samples_per_task
 
     # --- inputs first: annotations, samples, videos, paths, memory, earlier results; only then weights ---------
-    js, videos_dir = coin.dataset_paths(profile, coin_root)
+    from .config import arg_name
+
+    if profile == "full" and not coin_root:
+        raise ValueError(f"the full profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
+                         "videos/<youtube_id>.mp4")
+    try:
+        js, videos_dir = coin.dataset_paths(profile, coin_root)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if profile == 'full' else ''}{err}") from None
     skips = coin.SkipLog()
     ann = coin.load_annotations(js, skips)
     try:
