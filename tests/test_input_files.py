@@ -156,3 +156,32 @@ def test_report_and_trace_files_follow_the_umask(tmp_path):
             assert stat.S_IMODE(p.stat().st_mode) == 0o640, p
     finally:
         os.umask(old)
+
+
+def test_damaged_tables_are_listed_not_a_traceback(tmp_path, capsys):
+    from vrex_lib import report
+
+    report.write_table("good", [report.info_row("c", "q", "u", 1.0)], profile="smoke", out=tmp_path)
+    (tmp_path / "tables" / "empty.csv").write_text("")
+    (tmp_path / "tables" / "other.csv").write_text("a,b\n1,2\n")
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    assert report.main(["--results", str(tmp_path), "--notebooks", str(nbs)]) == 1
+    err = capsys.readouterr().err
+    assert "empty.csv: unreadable" in err and "other.csv: not a comparison table" in err
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "`results/tables/empty.csv`: unreadable" in text and "| c | q |" in text
+    assert report.main(["--results", str(tmp_path), "--notebooks", str(tmp_path / "nope")]) == 2
+    assert "notebook folder" in capsys.readouterr().err
+
+
+def test_notebook_setup_checks_the_results_folder_first(tmp_path):
+    from vrex_lib import notebook
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    try:
+        with pytest.raises(PermissionError, match="the notebook parameter RESULTS_DIR: cannot write in"):
+            notebook.setup("smoke", str(blocker / "results"))
+    finally:
+        use_notebook_arg_names(False)

@@ -151,6 +151,8 @@ def expected_tables(notebook_dir: str | os.PathLike | None = None) -> dict[str, 
     import json
 
     nb_dir = Path(notebook_dir) if notebook_dir else REPO_ROOT / "notebooks"
+    if not nb_dir.is_dir():
+        raise FileNotFoundError(f"notebook folder {nb_dir} not found (--notebooks / NOTEBOOK_DIR)")
     out: dict[str, list[str]] = {}
     for nb in sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
         try:
@@ -175,6 +177,30 @@ def missing_tables(out: str | os.PathLike | None = None,
     return miss
 
 
+def _load_table(path: Path) -> pd.DataFrame | str:
+    """A comparison table, or why it cannot be used (empty, not CSV, columns missing)."""
+    try:
+        df = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as err:  # EmptyDataError is a ValueError
+        return f"unreadable ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+    gone = [c for c in COLUMNS if c not in df.columns]
+    if gone:
+        return f"not a comparison table (columns {gone} missing)"
+    if df.empty:
+        return "no rows"
+    return df
+
+
+def damaged_tables(out: str | os.PathLike | None = None) -> dict[str, str]:
+    """``results/tables/<id>.csv`` -> why it cannot be reported (only damaged tables are listed)."""
+    bad = {}
+    for t in sorted((results_dir(out) / "tables").glob("*.csv")):
+        got = _load_table(t)
+        if isinstance(got, str):
+            bad[t.name] = got
+    return bad
+
+
 def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str] | None = None, *,
                  notebook_dir: str | os.PathLike | None = None) -> Path:
     """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict.
@@ -190,19 +216,24 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
              "`results/tables/`; figures are in `results/figures/`, executed notebooks in `results/executed/`.", ""]
     miss = missing_tables(base, notebook_dir)
     failed = sorted(p.name.replace(".FAILED.ipynb", ".ipynb") for p in (base / "executed").glob("*.FAILED.ipynb"))
-    if miss or failed:
+    damaged = damaged_tables(base)
+    if miss or failed or damaged:
         lines += ["## Incomplete: tables missing", "",
                   "These notebooks have not (successfully) written their tables; their claims are absent from this "
                   "report. Run `make reproduce` (it reruns only what is missing or out of date).", ""]
         lines += [f"- `notebooks/{nb}`: {', '.join(f'`{t}`' for t in ids)} absent" for nb, ids in miss.items()]
         lines += [f"- `notebooks/{nb}`: last run FAILED (see `results/executed/{nb[:-6]}.FAILED.ipynb`)"
                   for nb in failed]
+        lines += [f"- `results/tables/{name}`: {why}; rerun the notebook that writes it" for name, why in
+                  damaged.items()]
         lines.append("")
     summary: dict[str, int] = {}
     body: list[str] = []
     profiles: set[str] = set()
     for t in tables:
-        df = pd.read_csv(t)
+        df = _load_table(t)
+        if isinstance(df, str):
+            continue  # listed above as damaged
         title_file = t.with_suffix(".title")
         title = title_file.read_text().strip() if title_file.exists() else t.stem
         profiles.update(str(p) for p in df["profile"].dropna().unique())
@@ -244,16 +275,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.results and Path(args.results).exists() and not Path(args.results).is_dir():
         print(f"python -m vrex_lib.report: error: --results {args.results} is not a folder", file=sys.stderr)
         return 2
-    path = build_report(args.results, notebook_dir=args.notebooks)
+    try:
+        path = build_report(args.results, notebook_dir=args.notebooks)
+    except OSError as err:
+        print(f"python -m vrex_lib.report: error: {err}", file=sys.stderr)
+        return 2
     print(f"wrote {path}")
     miss = missing_tables(args.results, args.notebooks)
     failed = sorted((path.parent / "executed").glob("*.FAILED.ipynb"))
-    if miss or failed:
+    damaged = damaged_tables(args.results)
+    if miss or failed or damaged:
         print(f"report: INCOMPLETE -- {path} lacks the tables of {len(miss)} notebook(s):", file=sys.stderr)
         for nb, ids in miss.items():
             print(f"  notebooks/{nb}: {', '.join(ids)}", file=sys.stderr)
         for f in failed:
             print(f"  {f}: the last run of this notebook failed", file=sys.stderr)
+        for name, why in damaged.items():
+            print(f"  {path.parent / 'tables' / name}: {why}", file=sys.stderr)
         print("  run `make reproduce` to produce them" + ("" if args.allow_missing else
               " (or `python -m vrex_lib.report --allow-missing` to accept a partial report)"), file=sys.stderr)
         return 0 if args.allow_missing else 1
