@@ -20,8 +20,14 @@ agreement with the ``full`` method's line for the same sample when a reference f
 (ref_first_token_agree, ref_frame_argmax_agree, ref_answer_match, ref_prefix_tokens), timing_s (decode, vision,
 prefill, answer, total) and the configuration (method kwargs, runtime config, seed).
 
-Videos that fail to decode are skipped and listed in ``<out stem>.skips.csv``; a sample whose KV cache would not
-fit raises before any sample runs.
+Next to each results file: ``<stem>.run.json`` (the run's configuration and its hash ``config_key``, the shard,
+n_total, and the samples skipped with the reason) and ``<stem>.skips.csv`` (the human-readable skip log, including
+the annotation ``clamp`` notes). Every line carries ``config_key``: resuming a file written under another
+configuration (method, kwargs, profile, model, task, split, annotation-file hash, ...) is an error naming the
+file, and ``merge`` accepts only the shards of one run, complete up to the samples their run.json lists as skipped
+(docs/DECISIONS.md D70). Videos that are missing or fail to decode are skipped and listed; a run in which every
+sample was skipped exits non-zero (D75). Every flag and path, the output folder's writability and each sample's KV
+size are checked before the model is built. Bad input ends the CLI with one line naming the flag or file (exit 2).
 """
 from __future__ import annotations
 
