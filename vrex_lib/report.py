@@ -122,10 +122,13 @@ def write_frame(name: str, df: pd.DataFrame, out: str | os.PathLike | None = Non
 
 
 def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Every comparison table under ``results/tables`` stacked, with a ``table`` column naming its file."""
+    """Every comparison table under ``results/tables`` stacked, with a ``table`` column naming its file (damaged
+    tables are left out; :func:`damaged_tables` lists them)."""
     frames = []
     for t in sorted((results_dir(out) / "tables").glob("*.csv")):
-        df = pd.read_csv(t)
+        df = _load_table(t)
+        if isinstance(df, str):
+            continue  # damaged: listed by build_report / damaged_tables
         df.insert(0, "table", t.stem)
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", *COLUMNS])
