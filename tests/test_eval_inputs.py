@@ -251,3 +251,16 @@ def test_results_respect_the_umask(tiny, tmp_path):
             assert stat.S_IMODE(p.stat().st_mode) == 0o640, p
     finally:
         os.umask(old)
+
+
+def test_two_runs_on_one_results_file_cannot_interleave(tiny, tmp_path):
+    import fcntl
+
+    out = tmp_path / "e" / "step.jsonl"
+    out.parent.mkdir()
+    with open(out, "a") as held:  # another evaluation is appending to this file
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ValueError, match="another evaluation is writing this file"):
+            ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)
+    ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)  # released: runs
+    assert len(ev.read_jsonl(out)) == 1

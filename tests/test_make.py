@@ -19,7 +19,8 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (REPO / ".ve
 
 NB = {
     "cells": [
-        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": [],
+        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+         "outputs": [],
          "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'X = "1"\n']},
         {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
          "source": ["from pathlib import Path\n",

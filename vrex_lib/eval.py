@@ -32,6 +32,7 @@ size are checked before the model is built. Bad input ends the CLI with one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -492,68 +493,84 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                      model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
                      seed=pcfg.seed)
-    done = {r["sample_id"] for r in check_resume(out_path, cfg)}
-    if profile == "full" and model is None:
-        from .runtime import validate_full_paths
+    with _exclusive(out_path):  # a second run on this file now would append duplicate lines
+        done = {r["sample_id"] for r in check_resume(out_path, cfg)}
+        if profile == "full" and model is None:
+            from .runtime import validate_full_paths
 
-        shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
-        _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg)  # before loading 16 GB of weights
-    ref = {}
-    if reference == "auto":
-        cand = Path(out).parent.parent / "full" / Path(out).name
-        reference = cand if method != "full" and cand.exists() else None
-    if reference:
-        if not Path(reference).is_file():
-            raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
-                                    "file of this task, or 'none'")
-        ref = {r["sample_id"]: r for r in read_jsonl(reference)}
-    run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
-                      indices=len(mine), skipped=skipped, complete=False)
-    _io.write_json(run_file(out_path), run_record)
+            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
+            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg)  # before loading 16 GB of weights
+        ref = {}
+        if reference == "auto":
+            cand = Path(out).parent.parent / "full" / Path(out).name
+            reference = cand if method != "full" and cand.exists() else None
+        if reference:
+            if not Path(reference).is_file():
+                raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
+                                        "file of this task, or 'none'")
+            ref = {r["sample_id"]: r for r in read_jsonl(reference)}
+        run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
+                          indices=len(mine), skipped=skipped, complete=False)
+        _io.write_json(run_file(out_path), run_record)
 
-    if model is None:
-        model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
-                            device=_device_for_rank(profile), seed=pcfg.seed)
-    _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
+        if model is None:
+            model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
+                                device=_device_for_rank(profile), seed=pcfg.seed)
+        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
 
-    read_jsonl(out_path, repair=True)  # cut a torn last line before appending
-    open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
-    todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
-    policy = make_policy(method, **(method_kwargs or {}))
-    it = todo
-    if progress:
-        from tqdm.auto import tqdm
+        read_jsonl(out_path, repair=True)  # cut a torn last line before appending
+        open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
+        todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
+        policy = make_policy(method, **(method_kwargs or {}))
+        it = todo
+        if progress:
+            from tqdm.auto import tqdm
 
-        it = tqdm(todo, desc=f"{method}/{task} shard {shard_index}/{num_shards}", unit="sample",
-                  initial=len(done), total=len(done) + len(todo))
-    n_written = 0
-    for i, s in it:
+            it = tqdm(todo, desc=f"{method}/{task} shard {shard_index}/{num_shards}", unit="sample",
+                      initial=len(done), total=len(done) + len(todo))
+        n_written = 0
+        for i, s in it:
+            try:
+                rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
+                                      runtime_cfg=runtime_cfg, max_new_tokens=max_new_tokens, max_frames=max_frames,
+                                      reference=ref.get(s.sample_id), trace_dir=trace_dir, method_kwargs=method_kwargs,
+                                      seed=pcfg.seed)
+            except (video.VideoDecodeError, video.VideoSpanError) as err:
+                skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
+                skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
+                                    reason=str(err)))
+                continue
+            except ContextTooLarge:
+                raise
+            rec["config_key"] = cfg["config_key"]
+            append_jsonl(out_path, rec)
+            n_written += 1
+        skip_file = skips.write(skips_file(out_path))
+        _io.write_json(run_file(out_path), dict(run_record, skipped=skipped, complete=True))
+        if len(skips):
+            print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
+        if mine and not done and n_written == 0:
+            if num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
+                print(f"warning: {out_path}: every sample of this shard was skipped (see {skip_file})", file=sys.stderr)
+                return out_path
+            raise NoSamplesEvaluated(f"{out_path}: every one of the {len(mine)} samples of this shard was skipped, "
+                                     f"nothing was evaluated; the reasons are in {skip_file} (first: "
+                                     f"{skipped[0]['reason'] if skipped else '?'})")
+        return out_path
+
+
+@contextlib.contextmanager
+def _exclusive(out_path: Path):
+    """Hold an exclusive lock on the results file for the whole run; refuse if another run holds it."""
+    import fcntl
+
+    with open(out_path, "a") as f:
         try:
-            rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
-                                  runtime_cfg=runtime_cfg, max_new_tokens=max_new_tokens, max_frames=max_frames,
-                                  reference=ref.get(s.sample_id), trace_dir=trace_dir, method_kwargs=method_kwargs,
-                                  seed=pcfg.seed)
-        except (video.VideoDecodeError, video.VideoSpanError) as err:
-            skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
-            skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode", reason=str(err)))
-            continue
-        except ContextTooLarge:
-            raise
-        rec["config_key"] = cfg["config_key"]
-        append_jsonl(out_path, rec)
-        n_written += 1
-    skip_file = skips.write(skips_file(out_path))
-    _io.write_json(run_file(out_path), dict(run_record, skipped=skipped, complete=True))
-    if len(skips):
-        print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
-    if mine and not done and n_written == 0:
-        if num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
-            print(f"warning: {out_path}: every sample of this shard was skipped (see {skip_file})", file=sys.stderr)
-            return out_path
-        raise NoSamplesEvaluated(f"{out_path}: every one of the {len(mine)} samples of this shard was skipped, "
-                                 f"nothing was evaluated; the reasons are in {skip_file} (first: "
-                                 f"{skipped[0]['reason'] if skipped else '?'})")
-    return out_path
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{out_path}: another evaluation is writing this file now; wait for it to finish or "
+                             "pass another --out") from None
+        yield
 
 
 class NoSamplesEvaluated(RuntimeError):
@@ -569,9 +586,10 @@ def _check_profile_args(profile: str, **paths) -> None:
     extra = [k for k, v in paths.items() if v and k not in used]
     if extra:
         names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
+        fixture = "data/coin_tiny" if profile == "smoke" else "data/coin_mini"
         raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
-                         f"{profile} profile evaluates its own fixture ({'data/coin_tiny' if profile == 'smoke' else 'data/coin_mini'}) "
-                         f"with its own model. Drop {names}, or select the full profile.")
+                         f"{profile} profile evaluates its own fixture ({fixture}) with its own model. Drop {names}, "
+                         "or select the full profile.")
 
 
 def _shape_from_config(cfg: dict):
