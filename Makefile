@@ -78,6 +78,7 @@ check-profile:
 
 $(PARAMS_STAMP): export VREX_PARAMS = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
 $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
+	@$(PYTHON) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@mkdir -p $(@D); printf '%s\n' "$$VREX_PARAMS" > $@.new; \
 	if cmp -s $@.new $@; then rm -f $@.new; else \
 	  if [ -f $@ ]; then echo "reproduce: notebook parameters changed to '$$VREX_PARAMS': every notebook reruns"; fi; \

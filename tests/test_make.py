@@ -79,6 +79,10 @@ def test_reproduce_reruns_on_parameters_refuses_bad_profile_and_report_lists_mis
     r = make("reproduce", "PROFILE=bogus", tmp=tmp_path, nbdir=nbdir)
     assert r.returncode != 0 and "PROFILE=bogus is not a profile" in r.stderr
     assert (stamp.read_text(), stamp.stat().st_mtime_ns) == before
+    # so is a parameter no notebook declares (papermill would only warn and run without it)
+    r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p COIN_ROTO /data", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "COIN_ROTO" in r.stderr and "PROFILE, RESULTS_DIR, X" in r.stderr
+    assert (stamp.read_text(), stamp.stat().st_mtime_ns) == before and len(_runs(tmp_path)) == 2
     # ...so going back to the last parameters reruns nothing
     r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p X 2", tmp=tmp_path, nbdir=nbdir)
     assert r.returncode == 0 and len(_runs(tmp_path)) == 2
