@@ -185,3 +185,17 @@ def test_notebook_setup_checks_the_results_folder_first(tmp_path):
             notebook.setup("smoke", str(blocker / "results"))
     finally:
         use_notebook_arg_names(False)
+
+
+def test_tables_of_several_profiles_are_flagged(tmp_path, capsys):
+    from vrex_lib import report
+
+    report.write_table("a", [report.info_row("c", "q", "u", 1.0)], profile="default", out=tmp_path)
+    report.write_table("b", [report.info_row("c", "q", "u", 1.0)], profile="smoke", out=tmp_path)
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    assert report.main(["--results", str(tmp_path), "--notebooks", str(nbs)]) == 1
+    assert "profile smoke produced b" in capsys.readouterr().err
+    assert "tables from several profiles (default: a; smoke: b)" in (tmp_path / "REPORT.md").read_text()
+    (tmp_path / "tables" / "b.csv").unlink()
+    assert report.main(["--results", str(tmp_path), "--notebooks", str(nbs)]) == 0

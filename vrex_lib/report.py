@@ -204,6 +204,19 @@ def damaged_tables(out: str | os.PathLike | None = None) -> dict[str, str]:
     return bad
 
 
+def mixed_profiles(out: str | os.PathLike | None = None) -> dict[str, list[str]]:
+    """Profile -> the tables it produced, when the tables come from more than one profile (else {}): a table
+    left over from an earlier run under another profile would otherwise be reported beside this run's."""
+    by: dict[str, list[str]] = {}
+    for t in sorted((results_dir(out) / "tables").glob("*.csv")):
+        df = _load_table(t)
+        if isinstance(df, str):
+            continue
+        for p in sorted(str(x) for x in df["profile"].dropna().unique()):
+            by.setdefault(p, []).append(t.stem)
+    return by if len(by) > 1 else {}
+
+
 def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str] | None = None, *,
                  notebook_dir: str | os.PathLike | None = None) -> Path:
     """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict.
@@ -220,7 +233,8 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     miss = missing_tables(base, notebook_dir)
     failed = sorted(p.name.replace(".FAILED.ipynb", ".ipynb") for p in (base / "executed").glob("*.FAILED.ipynb"))
     damaged = damaged_tables(base)
-    if miss or failed or damaged:
+    mixed = mixed_profiles(base)
+    if miss or failed or damaged or mixed:
         lines += ["## Incomplete: tables missing", "",
                   "These notebooks have not (successfully) written their tables; their claims are absent from this "
                   "report. Run `make reproduce` (it reruns only what is missing or out of date).", ""]
@@ -229,6 +243,10 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
                   for nb in failed]
         lines += [f"- `results/tables/{name}`: {why}; rerun the notebook that writes it" for name, why in
                   damaged.items()]
+        if mixed:
+            lines.append("- tables from several profiles (" + "; ".join(f"{p}: {', '.join(ts)}" for p, ts in
+                                                                      mixed.items())
+                         + "): tables of an earlier run are mixed in; rerun `make reproduce` into a clean RESULTS")
         lines.append("")
     summary: dict[str, int] = {}
     body: list[str] = []
@@ -287,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     miss = missing_tables(args.results, args.notebooks)
     failed = sorted((path.parent / "executed").glob("*.FAILED.ipynb"))
     damaged = damaged_tables(args.results)
-    if miss or failed or damaged:
+    mixed = mixed_profiles(args.results)
+    if miss or failed or damaged or mixed:
         print(f"report: INCOMPLETE -- {path} lacks the tables of {len(miss)} notebook(s):", file=sys.stderr)
         for nb, ids in miss.items():
             print(f"  notebooks/{nb}: {', '.join(ids)}", file=sys.stderr)
@@ -295,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {f}: the last run of this notebook failed", file=sys.stderr)
         for name, why in damaged.items():
             print(f"  {path.parent / 'tables' / name}: {why}", file=sys.stderr)
+        for p, ts in mixed.items():
+            print(f"  profile {p} produced {', '.join(ts)} (tables of several profiles are mixed)", file=sys.stderr)
         print("  run `make reproduce` to produce them" + ("" if args.allow_missing else
               " (or `python -m vrex_lib.report --allow-missing` to accept a partial report)"), file=sys.stderr)
         return 0 if args.allow_missing else 1
