@@ -264,3 +264,14 @@ def test_two_runs_on_one_results_file_cannot_interleave(tiny, tmp_path):
             ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)
     ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)  # released: runs
     assert len(ev.read_jsonl(out)) == 1
+
+
+def test_reference_of_another_task_or_method_is_an_error(tiny, tmp_path):
+    nxt = ev.run_eval("next", "full", "smoke", tmp_path / "full" / "next.jsonl", model=tiny, max_samples=1, **KW)
+    with pytest.raises(ValueError, match=r"--reference .*'full' results of task 'next'.*task 'step'"):
+        ev.run_eval("step", "resv", "smoke", tmp_path / "resv" / "step.jsonl", model=tiny, max_samples=1,
+                    max_new_tokens=2, progress=False, reference=nxt)
+    rv = ev.run_eval("next", "resv", "smoke", tmp_path / "resv" / "next.jsonl", model=tiny, max_samples=1, **KW)
+    with pytest.raises(ValueError, match=r"holds 'resv' results"):
+        ev.run_eval("next", "flexgen", "smoke", tmp_path / "flexgen" / "next.jsonl", model=tiny, max_samples=1,
+                    max_new_tokens=2, progress=False, reference=rv)

@@ -46,7 +46,9 @@ def nbdir(tmp_path) -> Path:
 def make(*args, tmp, nbdir, **kw):
     env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1"}
     env.pop("MAKEFLAGS", None)
-    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={tmp / 'res'}",
+    # -o: never remake the venv or the fixture from inside a test, even if their inputs look newer
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-o", ".venv/.ok", "-o",
+                           "data/coin_mini/COIN.json", f"RESULTS={tmp / 'res'}",
                            f"NOTEBOOK_DIR={nbdir}", *args], capture_output=True, text=True, env=env, timeout=300,
                           **kw)
 

@@ -509,6 +509,13 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                 raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
                                         "file of this task, or 'none'")
             ref = {r["sample_id"]: r for r in read_jsonl(reference)}
+            wrong = ({(r.get("task"), r.get("method"), r.get("profile")) for r in ref.values()}
+                     - {(task, "full", profile)})
+            if wrong:
+                t, m, p = sorted(wrong, key=str)[0]
+                raise ValueError(f"--reference {reference} holds {m!r} results of task {t!r} ({p} profile); the "
+                                 f"reference must be the 'full' method's results of task {task!r} in the {profile} "
+                                 "profile, or 'none'")
         run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
                           indices=len(mine), skipped=skipped, complete=False)
         _io.write_json(run_file(out_path), run_record)
