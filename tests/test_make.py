@@ -14,8 +14,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (REPO / ".venv" / ".ok").exists(),
-                                reason="needs make and the built .venv")
+def _built() -> bool:
+    """The venv and fixture are up to date for make (else a test would run `make setup`, i.e. pip install)."""
+    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
+    if not ok.exists() or not coin.exists():
+        return False
+    deps = ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml")
+    return (all((REPO / d).stat().st_mtime <= ok.stat().st_mtime for d in deps if (REPO / d).exists())
+            and (REPO / "data" / "make_coin_mini.py").stat().st_mtime <= coin.stat().st_mtime)
+
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None or not _built(),
+                                reason="needs make and an up-to-date .venv and data/coin_mini (make setup)")
 
 NB = {
     "cells": [
@@ -46,9 +56,7 @@ def nbdir(tmp_path) -> Path:
 def make(*args, tmp, nbdir, **kw):
     env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1"}
     env.pop("MAKEFLAGS", None)
-    # -o: never remake the venv or the fixture from inside a test, even if their inputs look newer
-    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "-o", ".venv/.ok", "-o",
-                           "data/coin_mini/COIN.json", f"RESULTS={tmp / 'res'}",
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={tmp / 'res'}",
                            f"NOTEBOOK_DIR={nbdir}", *args], capture_output=True, text=True, env=env, timeout=300,
                           **kw)
 
