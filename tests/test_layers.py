@@ -13,9 +13,11 @@ REPO = PKG.parent
 
 
 def _diagram(text: str) -> list[tuple[str, ...]]:
-    block = re.search(r"```\n(report, notebook.*?)```", text, re.S)
+    block = re.search(r"```\n(notebook, envcheck.*?)```", text, re.S)
     assert block, "no layer diagram block found"
-    return [tuple(n.strip() for n in ln.split("  ")[0].split(",")) for ln in block.group(1).splitlines() if ln]
+    # a layer's line: "name, name, ...  description"; a continuation line starts with spaces
+    return [tuple(n.strip() for n in ln.split("  ")[0].split(",")) for ln in block.group(1).splitlines()
+            if ln and not ln.startswith(" ")]
 
 
 def _imports(path: Path) -> set[str]:

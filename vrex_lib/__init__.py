@@ -4,8 +4,10 @@ Library layers, top to bottom (a module imports only from its own layer or the l
 tests/test_layers.py against every import, and the README shows the same diagram):
 
 ```
-report, notebook, envcheck          tables/figures/REPORT.md; notebook set-up; what this machine can run
-perf, estimate                      performance simulator; energy/area estimator (cited constants)
+notebook, envcheck, dse, stream     notebook set-up; what this machine can run; design-space exploration
+perf, estimate, contract_adapter, report
+                                    performance simulator; energy/area estimator (cited constants);
+                                    paper-vs-reproduced tables, figures and REPORT.md
 accuracy, eval, workload, streams   measurement runners: COIN evaluation, accuracy study, workload file
 hw                                  MyHDL DRE (HCU, WTU, KVMU), timing, Verilog/yosys verification
 runtime, retrieval                  streaming video LLM + hierarchical KV store; one policy per method
@@ -18,8 +20,8 @@ __version__ = "0.1.0"
 
 #: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("report", "notebook", "envcheck"),
-    ("perf", "estimate"),
+    ("notebook", "envcheck", "dse", "stream"),
+    ("perf", "estimate", "contract_adapter", "report"),
     ("accuracy", "eval", "workload", "streams"),
     ("hw",),
     ("runtime", "retrieval"),
