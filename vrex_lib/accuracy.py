@@ -40,12 +40,15 @@ def method_dir(root: str | Path, method: str, tag: str | None = None) -> Path:
 def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: str | Path, *, model,
               max_samples: int | None, runtime_cfg: RuntimeConfig | None = None, coin_root: str | None = None,
               method_kwargs: dict[str, dict] | None = None, tag: str | None = None, fresh: bool = True,
-              max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False) -> None:
+              max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False,
+              prompt_layout: str = "coin") -> None:
     """Run every method × task (``full`` first: it is everyone's reference) into ``root``.
 
     ``fresh`` deletes the method's previous results first (else eval resumes and skips done samples).
     ``tag`` names a variant directory ``<method>@<tag>``; its reference is still ``root/full``.
-    ``max_frames`` keeps only the last frames before the question (a CPU budget knob; same for every method).
+    ``max_frames`` keeps only the last frames before the question (a CPU budget knob, frames policy 'clamp'; same
+    for every method); None applies eval's default (Live1+'s 1,200-frame limit, VideoLLM-online's policy).
+    ``prompt_layout``: 'coin' (question before the frames, as the checkpoint was trained) or 'live'.
     """
     from .eval import run_eval
 
@@ -59,7 +62,8 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
             run_eval(t, m, profile, d / f"{t}.jsonl", coin_root=coin_root, max_samples=max_samples,
                      runtime_cfg=runtime_cfg, method_kwargs=(method_kwargs or {}).get(m),
                      reference=ref if m != "full" and ref.exists() else None, trace_dir=d / "traces" / t,
-                     model=model, max_new_tokens=max_new_tokens, max_frames=max_frames, progress=progress)
+                     model=model, max_new_tokens=max_new_tokens, progress=progress, prompt_layout=prompt_layout,
+                     **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
 
 
 def trace_path(root: str | Path, method: str, task: str, sample_id: str, tag: str | None = None) -> Path:

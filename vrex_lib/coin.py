@@ -250,8 +250,8 @@ class SkipLog:
         by: dict[tuple[str, str], int] = {}
         for _, stage, action, _ in self.entries:
             by[(stage, action)] = by.get((stage, action), 0) + 1
-        return "; ".join(f"{n} {action}ped at {stage}" if action == "skip" else f"{n} {action}ed at {stage}"
-                         for (stage, action), n in sorted(by.items()))
+        verb = {"skip": "skipped", "clamp": "clamped", "cut": "cut (no frames)", "short": "short (fewer frames)"}
+        return "; ".join(f"{n} {verb.get(action, action)} at {stage}" for (stage, action), n in sorted(by.items()))
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write the log atomically as CSV (header even when empty, so 'nothing skipped' is visible)."""
