@@ -12,7 +12,7 @@ TASKS = ("step",)
 # The smoke model has 2 layers, all dense under InfiniGen's reference rule (layers 0-1), and ReKV's reference mode
 # does not retrieve while encoding frames: run the modes that exercise frame-stage retrieval through the runtime
 # (the reference modes run through the runtime in tests/test_baselines.py).
-MODES = {"rekv": {"mode": "frame"}, "infinigen_p": {"mode": "oracle"}}
+MODES = {"rekv": {"mode": "frame", "topk_blocks": 1}, "infinigen_p": {"mode": "oracle"}}  # 1 block: < 4 frames
 
 
 @pytest.fixture(scope="module")
