@@ -252,3 +252,49 @@ def test_coin_prompt_layout_order_and_trace(tiny):
     live.add_frame_embeds(torch.zeros(10, tiny.hidden_size), 0.0)
     live.ask("Q?", max_new_tokens=1)
     assert live.trace().meta["prompt_layout"] == "live"
+
+
+# ------------------------------------------------------------------------------------------------ ratio (D7)
+
+
+def _trace():
+    import numpy as np
+
+    from vrex_lib.runtime.trace import RetrievalTrace
+
+    # 2 steps (frame stage), 2 layers (layer 0 dense: not applied), 1 KV head
+    arrays = dict(kind=np.array(["frame", "frame"]), stage=np.array(["frame", "frame"]),
+                  n_candidates=np.array([10, 30]), n_cache=np.array([40, 80]),
+                  applied=np.array([[False, True], [False, True]]),
+                  selected=np.array([[[10], [5]], [[30], [3]]]), attended=np.array([[[40], [35]], [[80], [53]]]))
+    return RetrievalTrace({}, arrays)
+
+
+def test_ratio_definitions_hand_computed():
+    from vrex_lib.retrieval.ratio import ratio_table, retrieval_ratio
+
+    tr = _trace()
+    assert retrieval_ratio(tr, "frame") == pytest.approx(8 / 40)               # (5 + 3) / (10 + 30), layer 1 only
+    assert retrieval_ratio(tr, "frame", "selected/candidates (step mean)") == pytest.approx((0.5 + 0.1) / 2)
+    assert retrieval_ratio(tr, "frame", "attended/all") == pytest.approx((40 + 35 + 80 + 53) / (2 * 40 + 2 * 80))
+    assert ratio_table([tr, tr], "frame")["selected/candidates"] == pytest.approx(0.2)
+    assert tr.retrieval_ratio("frame") == pytest.approx(retrieval_ratio(tr, "frame"))  # the trace's own = D7
+    with pytest.raises(ValueError, match="unknown retrieval-ratio definition"):
+        retrieval_ratio(tr, "frame", "mean")
+
+
+def test_wicsum_over_candidates_only_equals_resv_when_all_are_candidates():
+    pol, ref = make_policy("resv_candwics"), make_policy("resv")
+    g = torch.Generator().manual_seed(5)
+    keys = torch.randn(HKV, 60, D, generator=g)
+    for p in (pol, ref):
+        p.reset(1, HKV, D)
+        for f in range(6):
+            p.observe(0, keys[:, f * TOK:(f + 1) * TOK], f * TOK, "frame", f)
+    q = torch.randn(HQ, 2, D, generator=g)
+    every = torch.arange(0, 60)
+    a, b = pol.select(0, q, keys, every, "frame"), ref.select(0, q, keys, every, "frame")
+    assert all(torch.equal(x, y) for x, y in zip(a.indices, b.indices))
+    part = torch.arange(0, 30)
+    c = pol.select(0, q, keys, part, "frame")
+    assert all(set(i.tolist()) <= set(part.tolist()) for i in c.indices)
