@@ -26,7 +26,7 @@ import pandas as pd
 
 from .config import RuntimeConfig
 
-#: Every method notebook 03 runs: Table II rows + FlexGen + the Fig. 19 ablation.
+#: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
 STUDY_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv", "resv_noclust")
 #: Policy stats summed per sample into prediction-cost columns.
 COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
@@ -121,7 +121,7 @@ FIDELITY_COLS = {"ref_answer_match": "answer_match", "ref_first_token_agree": "f
 
 def summarize(df: pd.DataFrame, by: Sequence[str] = ("method", "task")) -> pd.DataFrame:
     """Means per group of retrieval ratios, fidelity proxies, COIN accuracy (``correct``) and cost columns."""
-    cols = ["ratio_frame", "ratio_text", "correct", *FIDELITY_COLS, "timing_total_s"]
+    cols = ["ratio_frame", "ratio_text", "correct", "correct_strict", *FIDELITY_COLS, "timing_total_s"]
     cols += [c for c in df.columns if any(c.startswith(k + "_") for k in COST_STATS)]
     cols = [c for c in dict.fromkeys(cols) if c in df.columns]
     g = df.groupby(list(by), sort=False)[cols].mean()
