@@ -298,3 +298,80 @@ def test_wicsum_over_candidates_only_equals_resv_when_all_are_candidates():
     part = torch.arange(0, 30)
     c = pol.select(0, q, keys, part, "frame")
     assert all(set(i.tolist()) <= set(part.tolist()) for i in c.indices)
+
+
+# ------------------------------------------------------------------------------------------------ eval: frames, layout
+
+
+def test_frames_action_rules():
+    from vrex_lib.eval import frames_action
+
+    assert frames_action(1200, 1200, "videollm-online") == "keep"
+    assert frames_action(1201, 1200, "videollm-online") == "cut"
+    assert frames_action(1201, 1200, "skip") == "skip" and frames_action(1201, 1200, "clamp") == "clamp"
+    assert frames_action(10**6, None, "videollm-online") == "keep"
+    with pytest.raises(ValueError, match="unknown frames policy 'drop'"):
+        frames_action(1, 1, "drop")
+
+
+def _coin_copy(tmp_path, edit):
+    import json
+    import shutil
+
+    from vrex_lib.config import REPO_ROOT
+
+    root = tmp_path / "coin"
+    shutil.copytree(REPO_ROOT / "data" / "coin_tiny", root)
+    js = json.loads((root / "COIN.json").read_text())
+    edit(js["database"])
+    (root / "COIN.json").write_text(json.dumps(js))
+    return root
+
+
+def test_eval_cut_skip_and_short_video_are_logged(tiny, tmp_path):
+    import csv
+
+    from vrex_lib import eval as ev
+
+    def short(db):  # tinyC's file is 12 s long: claim 30 s and a last step reaching 20 s
+        db["tinyC-plane1"]["duration"] = 30.0
+        db["tinyC-plane1"]["annotation"][2]["segment"] = [8.5, 20.0]
+
+    root = _coin_copy(tmp_path, short)
+    kw = dict(model=tiny, coin_root=str(root), max_new_tokens=2, progress=False, reference=None)
+    out = ev.run_eval("step", "full", "full", tmp_path / "cut" / "step.jsonl", max_frames=7, **kw)
+    rows = {r["sample_id"]: r for r in ev.read_jsonl(out)}
+    assert len(rows) == 7  # every sample still counts (VideoLLM-online's max_frames_clip)
+    cut = [r for r in rows.values() if r["frames_action"] == "cut"]
+    assert cut and all(r["n_frames"] == 0 and r["n_frames_expected"] > 7 for r in cut)
+    assert all(r["prompt_layout"] == "coin" for r in rows.values())
+    log = list(csv.DictReader(open(out.with_name("step.skips.csv"))))
+    assert sum(e["action"] == "cut" for e in log) == len(cut)
+    # the short video (default max_frames 1,200): its last step expects 24 frames (8.5 s .. 20 s), the file has 8
+    # -> run on 8, logged with the counts
+    full = ev.run_eval("step", "full", "full", tmp_path / "all" / "step.jsonl", **kw)
+    r = {x["sample_id"]: x for x in ev.read_jsonl(full)}["step/tinyC-plane1/2"]
+    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (8, 24)
+    log_all = list(csv.DictReader(open(full.with_name("step.skips.csv"))))
+    assert [e["video_id"] for e in log_all if e["action"] == "short"] == ["tinyC-plane1"]
+    assert "8 of 24 annotated frames" in [e for e in log_all if e["action"] == "short"][0]["reason"]
+    out2 = ev.run_eval("step", "full", "full", tmp_path / "skip" / "step.jsonl", max_frames=7, frames_policy="skip",
+                       **kw)
+    assert len(ev.read_jsonl(out2)) == 7 - len(cut)
+    log2 = list(csv.DictReader(open(out2.with_name("step.skips.csv"))))
+    assert sum(e["action"] == "skip" and e["stage"] == "max_frames" for e in log2) == len(cut)
+
+
+def test_eval_prompt_layout_and_metric_columns(tiny, tmp_path):
+    from vrex_lib import eval as ev
+
+    kw = dict(model=tiny, max_samples=1, max_new_tokens=2, progress=False, reference=None)
+    coin_rec = ev.read_jsonl(ev.run_eval("procedure", "full", "smoke", tmp_path / "c" / "p.jsonl", **kw))[0]
+    live_rec = ev.read_jsonl(ev.run_eval("procedure", "full", "smoke", tmp_path / "l" / "p.jsonl",
+                                         prompt_layout="live", **kw))[0]
+    assert coin_rec["prompt_layout"] == "coin" and live_rec["prompt_layout"] == "live"
+    assert {"correct", "correct_strict"} <= set(coin_rec)
+    # same frames, different token order: the cache lengths agree, the frame-step predictions need not
+    assert coin_rec["n_frames"] == live_rec["n_frames"]
+    with pytest.raises(ValueError, match="unknown prompt layout"):
+        ev.run_eval("step", "full", "smoke", tmp_path / "x.jsonl", prompt_layout="chat", **kw)
