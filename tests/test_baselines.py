@@ -375,3 +375,22 @@ def test_eval_prompt_layout_and_metric_columns(tiny, tmp_path):
     assert coin_rec["n_frames"] == live_rec["n_frames"]
     with pytest.raises(ValueError, match="unknown prompt layout"):
         ev.run_eval("step", "full", "smoke", tmp_path / "x.jsonl", prompt_layout="chat", **kw)
+
+
+def test_score_results_pools_procedure_steps_like_the_reference(tiny, tmp_path):
+    import json
+
+    from vrex_lib import coin
+    from vrex_lib import eval as ev
+
+    out = ev.run_eval("procedure", "full", "smoke", tmp_path / "p.jsonl", model=tiny, max_samples=2,
+                      max_new_tokens=1, progress=False, reference=None)
+    rows = ev.read_jsonl(out)
+    samples = {s.sample_id: s for s in coin.build_task(coin.load_annotations(coin.dataset_paths("smoke")[0]),
+                                                       "procedure", "testing")}
+    # first sample answers its first two steps in the checkpoint's format, the second one line only
+    a, b = (samples[r["sample_id"]] for r in rows)
+    preds = ["\n".join(f"{k + 1}. {x}" for k, x in enumerate(a.targets[:2])), b.targets[0]]
+    out.write_text("".join(json.dumps(dict(r, prediction=p)) + "\n" for r, p in zip(rows, preds)))
+    c, t = coin.score_counts("procedure", preds, [a, b])
+    assert t == 3 and ev.score_results(out, "smoke") == pytest.approx(100 * c / t)

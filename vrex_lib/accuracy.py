@@ -129,6 +129,16 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ("method", "task")) -> pd.Da
     return g.rename(columns=FIDELITY_COLS).reset_index()
 
 
+def coin_accuracy(root: str | Path, method: str, task: str, profile: str, coin_root: str | None = None,
+                  metric: str = "videollm-online", tag: str | None = None) -> float:
+    """COIN Top-1 (%) of one method × task over all its samples pooled, exactly as VideoLLM-online computes it
+    (``metric='videollm-online'``; procedure tasks weight each counted step, unlike the per-sample mean of
+    ``summarize``'s ``correct``) or with the strict variant."""
+    from .eval import score_results
+
+    return score_results(method_dir(root, method, tag) / f"{task}.jsonl", profile, coin_root, metric=metric)
+
+
 def retrieval_ratio_frame(summary: pd.DataFrame, profile: str) -> pd.DataFrame:
     """Long table for the performance simulator: method, task, stage, retrieval_ratio [0-1], profile."""
     recs = []

@@ -431,20 +431,24 @@ def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_poli
 
 
 def score_results(path: str | os.PathLike, profile: str, coin_root: str | None = None,
-                  split: str = "testing") -> float:
-    """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` (procedure tasks weighted by steps)."""
+                  split: str = "testing", metric: str = "videollm-online") -> float:
+    """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` over all its samples pooled (procedure
+    tasks: Σ correct / Σ counted steps, as VideoLLM-online's compute_metrics), samples and vocabulary built as
+    the run built them (the split's videos whose files exist)."""
     from . import coin
 
     rows = read_jsonl(path)
     if not rows:
         raise ValueError(f"{path}: no results to score")
     task = rows[0]["task"]
-    js, _ = coin.dataset_paths(profile, coin_root)
-    by_id = {s.sample_id: s for s in coin.build_task(coin.load_annotations(js), task, split)}
+    js, videos_dir = coin.dataset_paths(profile, coin_root)
+    ann = coin.load_annotations(js, coin.SkipLog())
+    samples = coin.build_task(ann, task, split, available=coin.available_ids(ann, videos_dir, None, split))
+    by_id = {s.sample_id: s for s in samples}
     missing = [r["sample_id"] for r in rows if r["sample_id"] not in by_id]
     if missing:
         raise ValueError(f"{path}: sample {missing[0]} is not in {js} ({split}); wrong profile or --coin-root?")
-    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows])
+    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows], metric=metric)
 
 
 def load_results(path: str | os.PathLike):
