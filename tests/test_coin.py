@@ -414,3 +414,9 @@ def test_vocabulary_follows_split_and_available_videos(tiny):
     only_c = coin.build_task(tiny, "step", "testing", available={"tinyC-plane1"})
     assert {s.video_id for s in only_c} == {"tinyC-plane1"}
     assert only_c[0].vocab == ("crop and fold paper", "fold the wings", "throw the airplane")
+
+
+def test_span_frames_truncate_like_the_reference():
+    # end clamped to a duration off the 2 fps grid: int(12.3456 * 2) = 24 (round would give 25)
+    assert coin.span_frame_range(10.0, 20.0, 12.3456) == range(20, 25)
+    assert coin.span_frame_range(4.0, 7.3, 16.5) == range(8, 16)

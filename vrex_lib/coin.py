@@ -146,15 +146,18 @@ def normalize(text: str) -> str:
 
 
 def ceil_time_by_fps(t: float, fps: float, min_time: float, max_time: float) -> float:
-    """Snap ``t`` up to the ``fps`` frame grid, clamped to [min_time, max_time] (VideoLLM-online's rule)."""
-    return min(max(math.ceil(t * fps - 1e-9) / fps, min_time), max_time)
+    """Snap ``t`` up to the ``fps`` frame grid, clamped to [min_time, max_time] (VideoLLM-online's
+    ``ceil_time_by_fps``, data/utils.py; no tolerance, so the float products agree with it bit for bit)."""
+    return min(max(math.ceil(t * fps) / fps, min_time), max_time)
 
 
 def span_frame_range(start: float, end: float, duration: float, fps: float = FRAME_FPS) -> range:
-    """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds."""
+    """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds:
+    ``int(start_time·fps) .. int(end_time·fps)`` inclusive, truncating as the COIN benchmarks do (a span clamped
+    to a duration off the frame grid ends at the last whole frame)."""
     s = ceil_time_by_fps(start, fps, 0.0, duration)
     e = ceil_time_by_fps(end, fps, 0.0, duration)
-    return range(int(round(s * fps)), int(round(e * fps)) + 1)
+    return range(int(s * fps), int(e * fps) + 1)
 
 
 @dataclass(frozen=True, slots=True)
