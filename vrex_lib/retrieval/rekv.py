@@ -44,6 +44,8 @@ RETRIEVE_SIZE = 64  # Becomebright/ReKV load_model(topk=64): frames retrieved pe
 
 class ReKV:
     name = "rekv"
+    #: The default (reference) mode retrieves only for questions; ``mode='frame'``/``'legacy'`` instances set True.
+    retrieves_at_frame = False
 
     def __init__(self, mode: str = "question", topk_blocks: int | None = None, ratio: float = 0.5):
         if mode not in REKV_MODES:
