@@ -275,3 +275,19 @@ def test_reference_of_another_task_or_method_is_an_error(tiny, tmp_path):
     with pytest.raises(ValueError, match=r"holds 'resv' results"):
         ev.run_eval("next", "flexgen", "smoke", tmp_path / "flexgen" / "next.jsonl", model=tiny, max_samples=1,
                     max_new_tokens=2, progress=False, reference=rv)
+
+
+def test_samples_left_out_by_frames_policy_skip_are_logged_skips_for_merge(tiny, tmp_path):
+    out = tmp_path / "s" / "step.jsonl"
+    parts = [ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=4, max_frames=7, frames_policy="skip",
+                         num_shards=2, shard_index=i, **KW) for i in range(2)]
+    runs = [json.loads(ev.run_file(p).read_text()) for p in parts]
+    left_out = [s for r in runs for s in r["skipped"] if s["stage"] == "max_frames"]
+    assert left_out, "the fixture has spans longer than 7 frames"
+    merged = ev.merge_shards(parts, out)
+    n = len(ev.read_jsonl(merged))
+    assert n + len(left_out) == runs[0]["n_total"]
+    # another frames policy is another configuration: no resume across it
+    with pytest.raises(ValueError, match="frames_policy"):
+        ev.run_eval("step", "full", "smoke", parts[0], model=tiny, max_samples=4, max_frames=7,
+                    frames_policy="clamp", num_shards=1, **KW)

@@ -6,8 +6,9 @@
         --coin-root ~/coin --llm-path ... --vision-path ... --connector-path ... --out results/eval/full/resv/step.jsonl
     python -m vrex_lib.eval merge --out results/eval/full/resv/step.jsonl results/eval/full/resv/step.shard*.jsonl
 
-Each sample is streamed through :class:`~vrex_lib.runtime.StreamingSession` (frames at 2 fps, one prefill per
-frame, the question, a greedy answer) and appended as one JSON line (write + flush + fsync). A restarted run
+Each sample is streamed through :class:`~vrex_lib.runtime.StreamingSession` in the COIN prompt layout the
+checkpoint was trained with (``prompt_layout="coin"``: the question, then the frames at 2 fps, one prefill per
+frame, then a greedy answer; ``"live"`` asks after the frames) and appended as one JSON line (write + flush + fsync). A restarted run
 skips the sample ids already in the file; a torn last line (interrupted write) is dropped first. Under torchrun
 (``RANK``/``WORLD_SIZE`` set) each rank takes shard ``RANK`` of ``WORLD_SIZE``; shard k holds samples k, k+K, ...
 and writes ``<out stem>.shard<k>of<K>.jsonl``; ``merge`` orders the shards' lines by sample index.
@@ -18,7 +19,13 @@ candidates over layers where the policy ran), host_bytes_frame / host_bytes_text
 offload tier), first_token, frame_argmax (the next-token argmax after every frame step), answer_ids, the
 agreement with the ``full`` method's line for the same sample when a reference file is available
 (ref_first_token_agree, ref_frame_argmax_agree, ref_answer_match, ref_prefix_tokens), timing_s (decode, vision,
-prefill, answer, total) and the configuration (method kwargs, runtime config, seed).
+prefill, answer, total), the configuration (method kwargs, runtime config, seed), ``prompt_layout``,
+``n_frames_expected`` (frames of the annotated span) and ``frames_action`` (how ``max_frames`` applied).
+
+Spans longer than ``max_frames`` (default: Live1+'s ``max_num_frames`` = 1,200) follow ``frames_policy``
+(:data:`vrex_lib.coin.FRAMES_POLICIES`; default 'videollm-online': the stream is cut and the question answered
+without frames, as ``StreamMixIn.max_frames_clip`` does); each such sample and each video shorter than its
+annotated span is listed in the skip file with its counts.
 
 Next to each results file: ``<stem>.run.json`` (the run's configuration and its hash ``config_key``, the shard,
 n_total, and the samples skipped with the reason) and ``<stem>.skips.csv`` (the human-readable skip log, including
@@ -267,7 +274,8 @@ def model_identity(profile: str, model=None, llm_path=None, vision_path=None, co
 
 def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: str, split: str,
                data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
-               runtime_cfg: RuntimeConfig, seed: int) -> dict:
+               runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
+               frames_policy: str = "videollm-online") -> dict:
     """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
 
     The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file.
@@ -280,7 +288,8 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
             h.update(blk)
     cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model,
                split=split, data_file=str(data_file), data_sha256=h.hexdigest(), max_new_tokens=max_new_tokens,
-               max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed)
+               max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed, prompt_layout=prompt_layout,
+               frames_policy=frames_policy)
     keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
     cfg["config_key"] = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return cfg
@@ -323,6 +332,7 @@ _FRAME_CACHE_MAX = 64
 
 
 def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None):
+    # max_frames here is a clamp (keep the last N); 0 frames (a cut stream) never reaches this function.
     """Decoded + vision-encoded frames of a span, cached per (model, file, span): every method sees the same
     frame tokens, and notebook 03 runs six methods over the same samples."""
     import torch
@@ -348,25 +358,64 @@ def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int |
     return _FRAME_CACHE[key]
 
 
+PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
+
+
+def frames_action(n_frames: int, max_frames: int | None, frames_policy: str) -> str:
+    """What ``max_frames`` does to a span of ``n_frames``: 'keep', 'clamp' (last ``max_frames`` frames),
+    'cut' (no frames: VideoLLM-online's ``max_frames_clip`` drops the whole stream) or 'skip' (sample not run)."""
+    from .coin import FRAMES_POLICIES
+
+    if frames_policy not in FRAMES_POLICIES:
+        raise ValueError(f"unknown frames policy {frames_policy!r}: choose one of {', '.join(FRAMES_POLICIES)}")
+    if max_frames is None or n_frames <= max_frames:
+        return "keep"
+    return {"videollm-online": "cut", "skip": "skip", "clamp": "clamp"}[frames_policy]
+
+
 def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
                     profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
                     reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
-                    method_kwargs: dict | None = None, seed: int = 0) -> dict:
-    """Stream one COIN sample; returns its JSON record (see the module docstring)."""
+                    method_kwargs: dict | None = None, seed: int = 0, prompt_layout: str = "coin",
+                    frames_policy: str = "videollm-online") -> dict:
+    """Stream one COIN sample; returns its JSON record (see the module docstring).
+
+    ``prompt_layout`` 'coin': system, user prompt, frames, ``]\\nAssistant:`` and the answer as decoded
+    (VideoLLM-online's COIN benchmarks); 'live': frames, then the question (streaming use), answer stripped.
+    """
     from . import coin
     from .runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession
 
+    if prompt_layout not in PROMPT_LAYOUTS:
+        raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
     t_start = time.perf_counter()
     path = coin.video_path(videos_dir, sample.video_id)
-    emb, ts, t_decode, t_vision = _frame_embeds(model, path, sample.start, sample.end, max_frames)
+    n_expected = sample.num_frames()
+    action = frames_action(n_expected, max_frames, frames_policy)
+    if action == "skip":
+        raise ValueError(f"sample {sample.sample_id}: {n_expected} frames > max_frames {max_frames} under "
+                         "frames_policy 'skip'; run_eval leaves such samples out")
+    if action == "cut":
+        import torch
+
+        emb, ts, t_decode, t_vision = torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
+    else:
+        emb, ts, t_decode, t_vision = _frame_embeds(model, path, sample.start, sample.end,
+                                                    max_frames if action == "clamp" else None)
     sess = StreamingSession(model, policy, runtime_cfg)
     sess.add_system_prompt(system_prompt or DEFAULT_SYSTEM_PROMPT)
+    if prompt_layout == "coin":
+        sess.add_user_prompt(sample.prompt)
     t0 = time.perf_counter()
     for i in range(emb.shape[0]):
         sess.add_frame_embeds(emb[i], float(ts[i]))
     t1 = time.perf_counter()
-    stops = () if sample.task in coin.PROCEDURE_TASKS else ("\n",)
-    pred = sess.ask(sample.prompt, max_new_tokens=max_new_tokens, stop_strings=stops)
+    if prompt_layout == "coin":
+        # VideoLLM-online decodes to EOS (or max_new_tokens) with no stop string and scores the text as decoded.
+        pred = sess.answer(max_new_tokens=max_new_tokens)
+    else:
+        stops = () if sample.task in coin.PROCEDURE_TASKS else ("\n",)
+        pred = sess.ask(sample.prompt, max_new_tokens=max_new_tokens, stop_strings=stops)
     t2 = time.perf_counter()
     tr = sess.trace()
     frame_steps = tr.step_mask("frame")
@@ -383,6 +432,8 @@ def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir:
         frame_argmax=[int(x) for x in tr["argmax"][frame_steps]],
         answer_ids=[int(x) for x in ans["ids"]],
         method_kwargs=method_kwargs or {}, runtime_config=repr(runtime_cfg), seed=seed,
+        prompt_layout=prompt_layout, n_frames_expected=n_expected, frames_action=action,
+        correct_strict=coin.score(sample.task, [pred], [sample], metric="strict"),
     )
     rec.update(reference_agreement(rec, reference))
     if trace_dir is not None:
@@ -414,13 +465,18 @@ def reference_agreement(rec: dict, ref: dict | None) -> dict:
 
 
 def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, coin_root: str | None = None,
-             split: str = "testing", max_samples: int | None = None, max_frames: int | None = None,
+             split: str = "testing", max_samples: int | None = None, max_frames: int | None = 1200,
              num_shards: int | None = None, shard_index: int | None = None, max_new_tokens: int | None = None,
              method_kwargs: dict | None = None, runtime_cfg: RuntimeConfig | None = None,
              reference: str | os.PathLike | None = "auto", trace_dir: str | os.PathLike | None = None,
              model=None, llm_path: str | None = None, vision_path: str | None = None,
-             connector_path: str | None = None, progress: bool = True) -> Path:
+             connector_path: str | None = None, progress: bool = True, prompt_layout: str = "coin",
+             frames_policy: str = "videollm-online") -> Path:
     """Run (or resume) one method on one COIN task; returns the JSONL path of this shard.
+
+    Samples are built from the split's videos whose files exist (VideoLLM-online's ``video_uid in metadata``), so
+    sample counts and the metric's vocabulary match the reference. ``max_frames`` (default Live1+'s 1,200) and
+    ``frames_policy`` decide long spans (:func:`frames_action`); ``prompt_layout`` 'coin' (default) or 'live'.
 
     ``model``: a prebuilt :class:`~vrex_lib.runtime.StreamingVideoLLM` to reuse (else built from the profile and
     paths, after every input has been checked). ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when
@@ -471,14 +527,21 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if profile == 'full' else ''}{err}") from None
     skips = coin.SkipLog()
     ann = coin.load_annotations(js, skips)
+    if prompt_layout not in PROMPT_LAYOUTS:
+        raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
+    frames_action(0, max_frames, frames_policy)  # validates the policy name before any work
     try:
-        samples = coin.build_task(ann, task, split)
+        samples = coin.build_task(ann, task, split, available=coin.available_ids(ann, videos_dir, skips, split))
     except ValueError as err:
         raise ValueError(f"--split {split!r}: {err}") from None
     if max_samples is not None:
         samples = samples[:max_samples]
     n_total = len(samples)
     if n_total == 0:
+        gone = sum(1 for e in skips.entries if e[1] == "video file")
+        if gone:
+            raise FileNotFoundError(f"no {task!r} sample can run: none of the {gone} videos of split {split!r} is in "
+                                    f"{videos_dir} (see {js}); check --coin-root / the videos folder")
         raise ValueError(f"{js}: no {task!r} samples in split {split!r} (check --split: 'training' or 'testing')")
     mine = [(i, s) for i, s in enumerate(samples) if i % num_shards == shard_index]
     available = {s.sample_id for s in coin.filter_available([s for _, s in mine], videos_dir, skips)}
@@ -492,14 +555,14 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile,
                      model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
-                     seed=pcfg.seed)
+                     seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
         done = {r["sample_id"] for r in check_resume(out_path, cfg)}
         if profile == "full" and model is None:
             from .runtime import validate_full_paths
 
             shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
-            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg)  # before loading 16 GB of weights
+            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
         ref = {}
         if reference == "auto":
             cand = Path(out).parent.parent / "full" / Path(out).name
@@ -516,6 +579,19 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                 raise ValueError(f"--reference {reference} holds {m!r} results of task {t!r} ({p} profile); the "
                                  f"reference must be the 'full' method's results of task {task!r} in the {profile} "
                                  "profile, or 'none'")
+        # Samples max_frames/frames_policy leaves out are skipped samples of this run (merge accepts them).
+        todo = []
+        for i, s in mine:
+            act = frames_action(s.num_frames(), max_frames, frames_policy)
+            if act != "keep" and s.sample_id not in done:
+                skips.add(s.video_id, "max_frames", f"{s.sample_id}: {s.num_frames()} frames > max_frames "
+                          f"{max_frames} (frames_policy {frames_policy!r})", action=act)
+            if act == "skip":
+                skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="max_frames",
+                                    reason=f"{s.num_frames()} frames > max_frames {max_frames} (frames_policy "
+                                    "'skip')"))
+            elif s.sample_id not in done and s.sample_id in available:
+                todo.append((i, s))
         run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
                           indices=len(mine), skipped=skipped, complete=False)
         _io.write_json(run_file(out_path), run_record)
@@ -523,11 +599,10 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         if model is None:
             model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
                                 device=_device_for_rank(profile), seed=pcfg.seed)
-        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg)
+        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)
 
         read_jsonl(out_path, repair=True)  # cut a torn last line before appending
         open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
-        todo = [(i, s) for i, s in mine if s.sample_id not in done and s.sample_id in available]
         policy = make_policy(method, **(method_kwargs or {}))
         it = todo
         if progress:
@@ -541,7 +616,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                 rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
                                       runtime_cfg=runtime_cfg, max_new_tokens=max_new_tokens, max_frames=max_frames,
                                       reference=ref.get(s.sample_id), trace_dir=trace_dir, method_kwargs=method_kwargs,
-                                      seed=pcfg.seed)
+                                      seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
             except (video.VideoDecodeError, video.VideoSpanError) as err:
                 skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
                 skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
@@ -549,6 +624,12 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                 continue
             except ContextTooLarge:
                 raise
+            if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
+                # The file ends before the annotated span: the sample runs on the frames that exist
+                # (VideoLLM-online clamps spans to the decoded duration too) but never silently (D59).
+                skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
+                          f"{rec['n_frames_expected']} annotated frames decoded (video shorter than its annotation)",
+                          action="short")
             rec["config_key"] = cfg["config_key"]
             append_jsonl(out_path, rec)
             n_written += 1
@@ -614,31 +695,38 @@ def _shape_from_config(cfg: dict):
         config=types.SimpleNamespace(max_position_embeddings=int(cfg.get("max_position_embeddings", 1 << 30))))
 
 
-def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg) -> None:
+def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy: str = "clamp") -> None:
     """Every sample of this shard must fit (positions and KV memory) -- checked before the first one runs."""
     from .runtime import check_context, tokens_for
 
     for _, s in mine:
-        nf = s.num_frames() if max_frames is None else min(s.num_frames(), max_frames)
+        act = frames_action(s.num_frames(), max_frames, frames_policy)
+        if act == "skip":
+            continue
+        nf = {"keep": s.num_frames(), "clamp": max_frames, "cut": 0}[act]
         check_context(model, tokens_for(nf, max_new_tokens=max_new_tokens), runtime_cfg,
                       what=f"sample {s.sample_id} ({nf} frames)")
 
 
 def score_results(path: str | os.PathLike, profile: str, coin_root: str | None = None,
-                  split: str = "testing") -> float:
-    """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` (procedure tasks weighted by steps)."""
+                  split: str = "testing", metric: str = "videollm-online") -> float:
+    """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` over all its samples pooled (procedure
+    tasks: Σ correct / Σ counted steps, as VideoLLM-online's compute_metrics), samples and vocabulary built as
+    the run built them (the split's videos whose files exist)."""
     from . import coin
 
     rows = read_jsonl(path)
     if not rows:
         raise ValueError(f"{path}: no results to score")
     task = rows[0]["task"]
-    js, _ = coin.dataset_paths(profile, coin_root)
-    by_id = {s.sample_id: s for s in coin.build_task(coin.load_annotations(js), task, split)}
+    js, videos_dir = coin.dataset_paths(profile, coin_root)
+    ann = coin.load_annotations(js, coin.SkipLog())
+    samples = coin.build_task(ann, task, split, available=coin.available_ids(ann, videos_dir, None, split))
+    by_id = {s.sample_id: s for s in samples}
     missing = [r["sample_id"] for r in rows if r["sample_id"] not in by_id]
     if missing:
         raise ValueError(f"{path}: sample {missing[0]} is not in {js} ({split}); wrong profile or --coin-root?")
-    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows])
+    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows], metric=metric)
 
 
 def load_results(path: str | os.PathLike):
