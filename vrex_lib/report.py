@@ -127,8 +127,8 @@ def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
     frames = []
     for t in sorted((results_dir(out) / "tables").glob("*.csv")):
         df = _load_table(t)
-        if isinstance(df, str):
-            continue  # damaged: listed by build_report / damaged_tables
+        if isinstance(df, str) or not _is_comparison(df):
+            continue  # damaged (listed by build_report / damaged_tables) or an exploration table
         df.insert(0, "table", t.stem)
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", *COLUMNS])
@@ -181,17 +181,19 @@ def missing_tables(out: str | os.PathLike | None = None,
 
 
 def _load_table(path: Path) -> pd.DataFrame | str:
-    """A comparison table, or why it cannot be used (empty, not CSV, columns missing)."""
+    """A table under ``results/tables``, or why it cannot be used (unreadable, not CSV, no rows)."""
     try:
         df = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as err:  # EmptyDataError is a ValueError
         return f"unreadable ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
-    gone = [c for c in COLUMNS if c not in df.columns]
-    if gone:
-        return f"not a comparison table (columns {gone} missing)"
     if df.empty:
         return "no rows"
     return df
+
+
+def _is_comparison(df: pd.DataFrame) -> bool:
+    """A comparison table has every column of :data:`COLUMNS`; other tables (exploration) carry no verdicts."""
+    return all(c in df.columns for c in COLUMNS)
 
 
 def damaged_tables(out: str | os.PathLike | None = None) -> dict[str, str]:
@@ -210,7 +212,7 @@ def mixed_profiles(out: str | os.PathLike | None = None) -> dict[str, list[str]]
     by: dict[str, list[str]] = {}
     for t in sorted((results_dir(out) / "tables").glob("*.csv")):
         df = _load_table(t)
-        if isinstance(df, str):
+        if isinstance(df, str) or "profile" not in df.columns:
             continue
         for p in sorted(str(x) for x in df["profile"].dropna().unique()):
             by.setdefault(p, []).append(t.stem)
@@ -253,8 +255,8 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     profiles: set[str] = set()
     for t in tables:
         df = _load_table(t)
-        if isinstance(df, str):
-            continue  # listed above as damaged
+        if isinstance(df, str) or not _is_comparison(df):
+            continue  # listed above as damaged, or an exploration table (no verdicts)
         title_file = t.with_suffix(".title")
         title = title_file.read_text().strip() if title_file.exists() else t.stem
         profiles.update(str(p) for p in df["profile"].dropna().unique())
