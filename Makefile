@@ -21,6 +21,8 @@ LIB_SRC   := $(shell find vrex_lib -name '*.py' 2>/dev/null)
 # What the notebooks were last run with (PROFILE and PAPERMILL_ARGS): rewritten only when it changes, so a
 # changed parameter reruns every notebook and an unchanged one reruns nothing (docs/DECISIONS.md D71).
 PARAMS_STAMP := $(RESULTS)/.params
+# Rules that must follow a profile change depend on this name (the stamp above records the profile too).
+PROFILE_STAMP := $(PARAMS_STAMP)
 RUN_LOCK  := $(RESULTS)/.lock
 APT_TOOLS := iverilog yosys ffmpeg
 
