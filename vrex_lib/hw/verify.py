@@ -35,7 +35,7 @@ Per block:
 from __future__ import annotations
 
 import json
-import os  # noqa: F401  (kept for code of the DRE verification that probes --out)
+import os
 import shutil
 import subprocess
 import tempfile
