@@ -291,3 +291,22 @@ def test_samples_left_out_by_frames_policy_skip_are_logged_skips_for_merge(tiny,
     with pytest.raises(ValueError, match="frames_policy"):
         ev.run_eval("step", "full", "smoke", parts[0], model=tiny, max_samples=4, max_frames=7,
                     frames_policy="clamp", num_shards=1, **KW)
+
+
+def test_cli_leaves_max_frames_to_run_eval_default(tmp_path, monkeypatch):
+    import inspect
+
+    want = inspect.signature(ev.run_eval).parameters["max_frames"].default
+    seen = {}
+
+    def fake(*a, **k):
+        seen.update(k)
+        return tmp_path / "none.jsonl"
+
+    monkeypatch.setattr(ev, "run_eval", fake)
+    monkeypatch.setattr(ev, "_default", lambda name: want)
+    assert ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert seen["max_frames"] == want
+    assert ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl"),
+                    "--max-frames", "5"]) == 0
+    assert seen["max_frames"] == 5

@@ -752,7 +752,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vision-path", default=None)
     p.add_argument("--connector-path", default=None)
     p.add_argument("--max-samples", type=int, default=None)
-    p.add_argument("--max-frames", type=int, default=None, help="keep at most the last N frames of each span")
+    p.add_argument("--max-frames", type=int, default=None,
+                   help="frames per span before the frames policy applies (default: run_eval's, Live1+'s 1,200)")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--num-shards", type=int, default=None)
     p.add_argument("--shard-index", type=int, default=None)
@@ -819,7 +820,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except TypeError as err:
         raise ValueError(f"--method-kwargs {a.method_kwargs} do not fit method {a.method!r}: {err}") from None
     path = run_eval(a.task, a.method, a.profile, a.out, coin_root=a.coin_root, split=a.split,
-                    max_samples=a.max_samples, max_frames=a.max_frames, num_shards=a.num_shards,
+                    max_samples=a.max_samples, num_shards=a.num_shards,
+                    max_frames=_default("max_frames") if a.max_frames is None else a.max_frames,
                     shard_index=a.shard_index, max_new_tokens=a.max_new_tokens, method_kwargs=kwargs,
                     runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
                     trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
@@ -832,6 +834,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"{path}: {len(rows)} samples, COIN Top-1 {acc:.1f}%, retrieval ratio frame "
               f"{np.mean(rf) if rf else float('nan'):.3f} text {np.mean(rt) if rt else float('nan'):.3f}")
     return 0
+
+
+def _default(name: str):
+    """run_eval's default for a keyword (the CLI leaves unset flags to it)."""
+    import inspect
+
+    return inspect.signature(run_eval).parameters[name].default
 
 
 def _policy_names() -> tuple[str, ...]:
