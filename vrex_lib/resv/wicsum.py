@@ -126,3 +126,32 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
         out &= valid
         n_sel = out.sum(1)
     return (out, n_sel) if return_prefix else out
+
+
+def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
+                n_valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """WiCSum on host arrays, all rows at once: ``w [rows, C]`` (float64 weights, or int64 quantised weights),
+    ``counts [rows, C]`` int64, ``valid [rows, C]`` (False = padding: weight and count 0), ``n_valid [rows]``.
+
+    Returns (selected bool ``[rows, C]``, clusters selected per row ``[rows]``) with exactly the arithmetic of
+    :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index
+    (a stable sort of the negated key), Acc and Sum accumulated in σ order (``np.cumsum`` adds left to right).
+    """
+    rows, C = w.shape
+    integer = w.dtype.kind in "iu"
+    if integer:
+        neg = ~np.where(valid, w, np.iinfo(np.int64).min)  # ~x = -x-1: exact descending, padding last
+    else:
+        neg = -np.where(valid, w, -np.inf)
+    order = np.argsort(neg, axis=1, kind="stable")
+    acc = np.cumsum(np.take_along_axis(w * counts, order, 1), 1)
+    total = acc[:, -1:]
+    if integer:
+        exceed = acc * (1 << RATIO_FRAC_BITS) > ratio_q(ratio) * total
+    else:
+        exceed = acc > float(ratio) * total
+    first = exceed.argmax(1)
+    n_sel = np.where(exceed[np.arange(rows), first], first + 1, n_valid)
+    mask = np.zeros((rows, C), bool)
+    np.put_along_axis(mask, order, np.arange(C)[None, :] < n_sel[:, None], 1)
+    return mask, n_sel
