@@ -14,7 +14,7 @@ import torch
 
 from ..config import ReSVConfig
 from ..selection import Selection
-from .table import HashClusterTable, to_numpy
+from .table import HashClusterTable, single_thread, to_numpy
 from .wicsum import quantize_weights, wicsum_rows
 
 # ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
@@ -50,6 +50,11 @@ def select_tokens(query: torch.Tensor, table: HashClusterTable, ratio: float | N
     head. ``candidates`` (sorted positions) restricts the returned sets and is the ratio's denominator.
     Returned index tensors are on the query's device.
     """
+    with single_thread():
+        return _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits)
+
+
+def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
     cfg = cfg or table.cfg
     ratio = cfg.ratio if ratio is None else float(ratio)
     if query.dim() != 3 or query.shape[-1] != table.head_dim:
