@@ -48,7 +48,7 @@ def quantize_weights(w, bits: int = 16):
 
 
 def cluster_weights(scores: torch.Tensor, score: str = "softmax") -> torch.Tensor:
-    """Scaled scores ``s = q·Key_cluster/√d`` ``[rows, C]`` -> WiCSum weights (digest §10a).
+    """Scaled scores ``s = q·Key_cluster/√d`` ``[rows, C]`` -> WiCSum weights (docs/DECISIONS.md D1).
 
     'softmax': softmax numerators exp(s − max_row s) in (0, 1]; 'raw': the scores themselves.
     """
