@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from ..config import REPO_ROOT
+from ..config import results_dir
 
 
 def _ints(s: str) -> list[int]:
@@ -50,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     elif a.device or a.dtype:
         kw = {k: v for k, v in dict(device=a.device, dtype=a.dtype).items() if v}
-    out = a.out or REPO_ROOT / "results" / "data" / f"workload_{a.profile}.json"
+    out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
+    if os.environ.get("VREX_THREADS"):
+        import torch
+
+        torch.set_num_threads(int(os.environ["VREX_THREADS"]))
     try:
         path = measure(a.profile, [x for x in a.methods.split(",") if x], a.kv, out, long=a.long,
                        fidelity_kv=a.fidelity_kv, model_kwargs=kw, progress=not a.no_progress, force=a.force)

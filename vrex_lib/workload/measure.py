@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig
+from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import POLICIES, make_policy
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
@@ -236,6 +236,12 @@ def _layer_list(a: np.ndarray) -> list:
 
 def summarize(recs: Sequence[StepRecord], model: StreamingVideoLLM, cfg: RuntimeConfig, n_sink: int) -> dict:
     """Checkpoint fields of schema A from the records of one method at one (kv point, stage)."""
+    with warnings.catch_warnings():  # all-NaN slices (dense layers) are expected and become null
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _summarize(recs, model, cfg, n_sink)
+
+
+def _summarize(recs, model, cfg, n_sink) -> dict:
     L, H, dense = model.n_layers, model.n_kv_heads, cfg.dense_layers
     bpth = 2 * model.head_dim * model.kv_bytes_per_elem  # K+V bytes of one token in one KV head
     cons = np.array([r.consulted for r in recs])  # [n, L]
@@ -399,7 +405,7 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
     if fidelity_kv is not None and any(int(p) not in points for p in fidelity_kv):
         raise ValueError(f"workload measure: fidelity points {list(fidelity_kv)} must be among the kv points {points}")
     seed = mp.stream_seed if stream_seed is None else int(stream_seed)
-    out = Path(out) if out else REPO_ROOT / "results" / "data" / f"workload_{profile}.json"
+    out = Path(out) if out else results_dir() / "data" / f"workload_{profile}.json"
 
     if model is None:
         from ..runtime.model import build_model
