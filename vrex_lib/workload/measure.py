@@ -465,8 +465,6 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
         current = {}
 
         def on_phase(point, phase):
-            if current.get("point") is not None and current["point"] != point:
-                pass
             if phase == "frame_warmup":
                 shadow.forget_previous()
                 shadow.records = {m: [] for m in specs}
