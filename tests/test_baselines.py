@@ -394,3 +394,31 @@ def test_score_results_pools_procedure_steps_like_the_reference(tiny, tmp_path):
     out.write_text("".join(json.dumps(dict(r, prediction=p)) + "\n" for r, p in zip(rows, preds)))
     c, t = coin.score_counts("procedure", preds, [a, b])
     assert t == 3 and ev.score_results(out, "smoke") == pytest.approx(100 * c / t)
+
+
+def test_session_binds_members_of_a_composite_policy(tiny):
+    from vrex_lib.runtime import StreamingSession
+
+    class Composite:
+        name, retrieves_at_frame = "composite", True
+
+        def __init__(self):
+            self.policies = {"rekv": make_policy("rekv", mode="frame", topk_blocks=1)}
+
+        def reset(self, *a):
+            for p in self.policies.values():
+                p.reset(*a)
+
+        def observe(self, *a):
+            for p in self.policies.values():
+                p.observe(*a)
+
+        def select(self, *a):
+            return self.policies["rekv"].select(*a)
+
+    comp = Composite()
+    sess = StreamingSession(tiny, comp)
+    sess.add_system_prompt("s")
+    for i in range(3):
+        sess.add_frame_embeds(torch.zeros(10, tiny.hidden_size), float(i))
+    assert comp.policies["rekv"]._inputs is tiny._vrex_attn_inputs

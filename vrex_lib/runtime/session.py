@@ -91,10 +91,13 @@ class StreamingSession:
 
     def __init__(self, model: StreamingVideoLLM, policy=None, cfg: RuntimeConfig | None = None):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
-        if policy is not None and hasattr(policy, "bind"):
-            # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the
-            # model's weights get them here, once per session (vrex_lib.runtime.capture).
-            policy.bind(model)
+        # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
+        # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
+        # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
+        members = [policy] + list(getattr(policy, "policies", {}).values()) if policy is not None else []
+        for p in members:
+            if hasattr(p, "bind"):
+                p.bind(model)
         self.reset()
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
