@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import _io
 from ..config import REPO_ROOT, VRexCoreConfig
 from . import fixedpoint as fx
 from .dre import dre_memory_bytes, make_dre
@@ -446,7 +447,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                           flip_flops=sum((e["synth"] or {}).get("flip_flops", 0)
                                          for e in summary["blocks"].values()),
                           note="DRE = HCU + WTU + KVMU side by side (dre.py); memories of Fig. 10")
-    _atomic_json(out / "summary.json", summary)
+    _io.write_json(out / "summary.json", summary)
     if return_results:
         summary["_results"] = kept
     return summary
@@ -466,13 +467,6 @@ def run_isolated(out: Path, **kw) -> dict:
 
 def _run_with_results(out: Path, **kw) -> dict:
     return run(out, return_results=True, **kw)
-
-
-def _atomic_json(path: Path, obj: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
-    os.replace(tmp, path)
 
 
 def _version(mod: str) -> str:
