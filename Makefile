@@ -15,7 +15,7 @@ NOTEBOOKS := $(sort $(wildcard $(NOTEBOOK_DIR)/[0-9][0-9]_*.ipynb))
 EXECUTED  := $(patsubst $(NOTEBOOK_DIR)/%.ipynb,$(RESULTS)/executed/%.ipynb,$(NOTEBOOKS))
 LIB_SRC   := $(shell find vrex_lib -name '*.py' 2>/dev/null)
 PROFILE_STAMP := $(RESULTS)/.profile.$(PROFILE)
-APT_TOOLS := iverilog yosys ffmpeg
+APT_TOOLS := iverilog verilator yosys ffmpeg
 
 .PHONY: help setup data test smoke reproduce report lab clean bench
 

@@ -31,9 +31,9 @@ import numpy as np
 from ..config import VRexCoreConfig
 from . import fixedpoint as fx
 from . import timing
-from .hcu import HCUParams, hcu_ports
+from .hcu import HCUFrameResult, HCUParams, hcu_ports
 from .kvmu import kvmu_ports, prefetch_requests
-from .wtu import WTUParams, wtu_ports
+from .wtu import WTUParams, WTURowResult, wtu_ports
 
 LOG, WAIT = 1, 2  # stimulus flags (low two bits of each line)
 STROBE = {"hcu": ("res_valid", "done"), "wtu": ("done",), "kvmu": ("req_valid",)}
@@ -43,7 +43,9 @@ OUTPUTS = {
     "wtu": ["sel_rdata", "agg_rdata", "busy", "done", "n_scans"],
     "kvmu": ["req_valid", "req_addr", "req_len", "busy_out"],
 }
-WAIT_LIMIT_CYCLES = 200_000  # a WAIT that sees no ``done`` by then is logged as a timeout (a mismatch)
+# A WAIT that sees no ``done`` within this many times the longest expected cycle count (plus a margin) ends as a
+# timeout: that vector mismatches, and a hung block cannot stall the run.
+WAIT_LIMIT_FACTOR, WAIT_LIMIT_MARGIN = 4, 64
 
 
 class SimulatorMissing(RuntimeError):
@@ -268,7 +270,7 @@ def wtu_walk_ref(weights: np.ndarray, counts: np.ndarray, ratio_q: int, p: WTUPa
 
 # ------------------------------------------------------------------------------------------ testbench
 def testbench_verilog(top: str, ports: dict, outputs: list[str], strobe: tuple[str, ...], done: str | None,
-                      stim: Path, log: Path) -> str:
+                      stim: Path, log: Path, wait_limit: int = 100_000) -> str:
     """A generic stimulus-file testbench for ``top`` (Verilog-2005 + ``$fscanf``; Icarus and Verilator)."""
     w = port_widths(ports)
     ins = [k for k in ports if k != "clk" and k not in outputs]
@@ -289,7 +291,7 @@ def testbench_verilog(top: str, ports: dict, outputs: list[str], strobe: tuple[s
         #5 clk = 1; #5 clk = 0; #1;
         tb_cyc = tb_cyc + 1; tb_n = tb_n + 1;
         if ({strobe_expr}) $fwrite(tb_fo, "%0d %0d %h\\n", tb_line, tb_cyc, {outcat});
-        if ({done} || tb_n >= {WAIT_LIMIT_CYCLES}) tb_go = 0;
+        if ({done} || tb_n >= {int(wait_limit)}) tb_go = 0;
       end
       $fwrite(tb_fo, "w %0d %0d\\n", tb_line, tb_n);
       tb_line = tb_line + 1;
@@ -338,7 +340,7 @@ class SimRun:
 
 
 def simulate(vfile: Path, top: str, ports: dict, block_name: str, stim: Stimulus, work: Path,
-             simulator: str) -> SimRun:
+             simulator: str, wait_limit: int = 100_000) -> SimRun:
     """Write the stimulus and the testbench, compile with ``simulator`` and run; returns the output log."""
     work.mkdir(parents=True, exist_ok=True)
     stim_f, log_f = work / "stim.hex", work / "log.txt"
@@ -346,7 +348,7 @@ def simulate(vfile: Path, top: str, ports: dict, block_name: str, stim: Stimulus
     stim_f.write_text("".join(f"{x:0{ndig}x}\n" for x in stim.lines))
     tb = work / "tb_bulk.v"
     tb.write_text(testbench_verilog(top, ports, OUTPUTS[block_name], STROBE[block_name], DONE[block_name],
-                                    stim_f, log_f))
+                                    stim_f, log_f, wait_limit))
     t0 = time.perf_counter()
     if simulator == "verilator":
         obj = work / "obj"
@@ -404,6 +406,7 @@ def check_hcu_log(run: SimRun, meta: list[dict], p: HCUParams) -> dict:
     ports = hcu_ports(p)
     logs, waits = _by_line(run, ports, OUTPUTS["hcu"])
     tokens = bad = 0
+    results = []
     for m in meta:
         ev = logs.get(m["wait"], [])
         got = [-1] * len(m["ref"])
@@ -419,7 +422,9 @@ def check_hcu_log(run: SimRun, meta: list[dict], p: HCUParams) -> dict:
         frame_ok = ok and ncl == m["n_clusters"] and waits.get(m["wait"]) == m["cycles"]
         tokens += len(got)
         bad += sum(1 for a, b in zip(got, m["ref"]) if not frame_ok or a != b)
-    return dict(vectors=tokens, mismatches=bad)
+        results.append(HCUFrameResult(np.array(got, dtype=np.int64), -1 if ncl is None else ncl,
+                                      waits.get(m["wait"], -1)))
+    return dict(vectors=tokens, mismatches=bad, results=results)
 
 
 def check_wtu_log(run: SimRun, meta: list[dict], p: WTUParams) -> dict:
@@ -429,6 +434,7 @@ def check_wtu_log(run: SimRun, meta: list[dict], p: WTUParams) -> dict:
     logs, waits = _by_line(run, ports, OUTPUTS["wtu"])
     L = p.lanes
     bad = scans_total = 0
+    results = []
     for m in meta:
         ref: WalkRef = m["ref"]
         ok = waits.get(m["wait"]) == ref.cycles
@@ -445,7 +451,8 @@ def check_wtu_log(run: SimRun, meta: list[dict], p: WTUParams) -> dict:
         ok = ok and bool(np.array_equal(sel[:m["n"]], ref.selected))
         bad += int(not ok)
         scans_total += ref.scans
-    return dict(vectors=len(meta), mismatches=bad, scans=scans_total)
+        results.append(WTURowResult(sel[:m["n"]], waits.get(m["wait"], -1), done[0]["n_scans"] if done else -1))
+    return dict(vectors=len(meta), mismatches=bad, scans=scans_total, results=results)
 
 
 def check_kvmu_log(run: SimRun, meta: list[dict]) -> dict:
@@ -453,6 +460,7 @@ def check_kvmu_log(run: SimRun, meta: list[dict]) -> dict:
     ports = kvmu_ports()
     logs, _ = _by_line(run, ports, OUTPUTS["kvmu"])
     bad = 0
+    results = []
     for m in meta:
         a, b = m["lines"]
         got, ok = [], True
@@ -463,14 +471,18 @@ def check_kvmu_log(run: SimRun, meta: list[dict]) -> dict:
                 elif e["req_valid"]:
                     got.append((e["req_addr"], e["req_len"]))
         bad += int(not ok or got != m["ref"])
-    return dict(vectors=len(meta), mismatches=bad)
+        results.append((got, b - a))
+    return dict(vectors=len(meta), mismatches=bad, results=results)
 
 
 def run_block(block_name: str, vectors: list, vfile: Path, work: Path, simulator: str, *, th: int = 0,
               ratio_q: int = 0, bytes_per_token: int = 0, p=None) -> dict:
     """Build the stimulus of ``vectors`` for ``block_name``, simulate ``vfile`` and check every vector.
 
-    Returns ``dict(simulator, vectors, mismatches, cycles, compile_s, run_s, cycles_per_s)``.
+    Returns ``dict(simulator, vectors, mismatches, cycles, compile_s, run_s, cycles_per_s)`` and, under
+    ``"_results"``, one result per input as the Verilog produced it: :class:`~vrex_lib.hw.hcu.HCUFrameResult`
+    per HCU frame, :class:`~vrex_lib.hw.wtu.WTURowResult` per WTU row (selection, cycles, scans; no state
+    trace), ``(requests, cycles)`` per KVMU selection.
     """
     if block_name == "hcu":
         stim, meta = hcu_stimulus(vectors, th, p)
@@ -483,7 +495,10 @@ def run_block(block_name: str, vectors: list, vfile: Path, work: Path, simulator
         ports = kvmu_ports()
     else:
         raise ValueError(f"unknown block {block_name!r}")
-    run = simulate(vfile, block_name, ports, block_name, stim, work, simulator)
+    longest = max([m["cycles"] if block_name == "hcu" else m["ref"].cycles for m in meta] or [0]) \
+        if block_name != "kvmu" else 0
+    run = simulate(vfile, block_name, ports, block_name, stim, work, simulator,
+                   WAIT_LIMIT_FACTOR * longest + WAIT_LIMIT_MARGIN)
     if block_name == "hcu":
         chk = check_hcu_log(run, meta, p)
     elif block_name == "wtu":
@@ -491,4 +506,5 @@ def run_block(block_name: str, vectors: list, vfile: Path, work: Path, simulator
     else:
         chk = check_kvmu_log(run, meta)
     return dict(simulator=simulator, vectors=chk["vectors"], mismatches=chk["mismatches"], cycles=run.cycles,
-                compile_s=run.compile_s, run_s=run.run_s, cycles_per_s=round(run.cycles_per_s, 1))
+                compile_s=run.compile_s, run_s=run.run_s, cycles_per_s=round(run.cycles_per_s, 1),
+                _results=chk["results"])

@@ -1,4 +1,5 @@
-"""Verify the DRE: simulate each block against the reference, convert to Verilog, replay in Icarus, synthesise.
+"""Verify the DRE: simulate each block against the reference, convert to Verilog, replay in Icarus, run the bulk
+vectors on the Verilog (Verilator), synthesise. The method is ``docs/DECISIONS.md D86``; the recipe D87.
 
     python -m vrex_lib.hw verify --out results/hdl [--blocks hcu wtu kvmu] [--size smoke|default]
     vrex_lib.hw.verify.run(Path("results/hdl"), blocks=None, size="default") -> dict
@@ -11,19 +12,31 @@ Per block:
 2. **Verilog check** — the block is converted (``<block>.v``) and a generated self-checking-style testbench
    replays, cycle by cycle, the inputs the MyHDL run applied (``$readmemh``); every output is written each
    cycle and compared with the MyHDL run's outputs -> ``verilog.cycles``, ``verilog.mismatches``.
-3. **Synthesis** — yosys, ONE fixed recipe (:data:`YOSYS_RECIPE`): generic gates AND/NAND/OR/NOR/XOR/XNOR/MUX
+3. **Bulk Verilog check** — ``SIZES[size]["bulk"]`` vectors per block (every recorded real vector, then random
+   ones; 10,000 in ``default``) drive the converted Verilog from a stimulus file under Verilator (Icarus when
+   Verilator is absent, with a printed and recorded warning) and every vector is checked against the reference
+   (:mod:`vrex_lib.hw.bulk`) -> ``bulk``.
+4. **Synthesis** — yosys, ONE fixed recipe (:data:`YOSYS_RECIPE`): generic gates AND/NAND/OR/NOR/XOR/XNOR/MUX
    (+NOT) and flip-flops, memories kept as ``$mem_v2`` cells (not flattened into flip-flops). The logic is at the
    paper's widths and lane counts; the memories are synthesised at reduced depth (``synth_params``) to keep
    yosys fast — their full-size bits are reported analytically in ``memory_bits``.
 
 ``summary.json`` schema (version 1), read by the energy/area estimator:
 
-    {"schema": 1, "size": str, "recipe": str, "tools": {"myhdl", "yosys", "iverilog"},
+    {"schema": 1, "size": str, "recipe": str, "tools": {"myhdl", "yosys", "iverilog", "verilator"},
+     "th_hd": int, "ratio": float, "ratio_q": int,                       # from ReSVConfig unless given
+     "verilog_checks": "run" | "skipped (--no-verilog)",
+     "bulk_simulator": "verilator" | "icarus" | null, "bulk_warning": str | null,
+     "simulator_cycles_per_s": {"myhdl"|"icarus"|"verilator": {<block>: float | null}},
      "blocks": {<name>: {
          "params": {...}, "synth_params": {...},
          "vectors": int, "real_vectors": int, "mismatches": int,          # MyHDL vs reference
          "cycles": int, "sim_cycles_per_s": float,                       # cycles of the checked vectors
-         "verilog": {"file": str, "cycles": int, "mismatches": int} | null,
+         "verilog": {"file": str, "cycles": int, "mismatches": int, "run_s": float,
+                     "cycles_per_s": float} | null,                       # Icarus replay of the MyHDL run
+         "bulk": {"simulator": str, "vectors": int, "real_vectors": int, "random_vectors": int,
+                  "mismatches": int, "cycles": int, "compile_s": float, "run_s": float,
+                  "cycles_per_s": float} | null,
          "synth": {"cells": int, "cells_by_type": {type: n}, "flip_flops": int, "memories": int,
                    "memory_bits_synth": int, "seconds": float} | null,
          "cells_by_type": {...}, "flip_flops": int,                       # = synth.*, when synthesised
@@ -64,9 +77,14 @@ YOSYS_RECIPE = ("read_verilog {v}; hierarchy -top {top}; proc; flatten; opt_expr
 # Problem sizes per run size: (random HCU tokens, random WTU rows, random KVMU selections, Verilog-replay share)
 # ``bulk``: vectors per block (HCU tokens, WTU rows, KVMU selections) checked on the converted Verilog by
 # :mod:`vrex_lib.hw.bulk` -- every recorded real vector plus random ones up to this count (docs/DECISIONS.md D86).
-SIZES = {"smoke": dict(hcu_tokens=64, wtu_rows=24, kvmu_sel=40, replay=1.0, synth=False, bulk=400),
-         "default": dict(hcu_tokens=640, wtu_rows=240, kvmu_sel=400, replay=0.25, synth=True, bulk=10_000),
-         "full": dict(hcu_tokens=10240, wtu_rows=10000, kvmu_sel=10000, replay=0.05, synth=True, bulk=100_000)}
+# ``real_cap``: recorded real vectors per source in the MyHDL check (HCU frames, WTU rows; None = all); the bulk
+# check always takes every recorded one (``real_cap`` too in smoke).
+SIZES = {"smoke": dict(hcu_tokens=64, wtu_rows=24, kvmu_sel=40, replay=1.0, synth=False, bulk=400,
+                       real_cap=(12, 30)),
+         "default": dict(hcu_tokens=640, wtu_rows=240, kvmu_sel=400, replay=0.25, synth=True, bulk=10_000,
+                         real_cap=(40, 60)),
+         "full": dict(hcu_tokens=10240, wtu_rows=10000, kvmu_sel=10000, replay=0.05, synth=True, bulk=100_000,
+                      real_cap=(None, None))}
 
 
 def tools_available() -> dict[str, str | None]:
@@ -370,8 +388,9 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     recorded in ``summary["bulk_warning"]`` and printed.
 
     ``return_results`` adds ``summary["_results"][block] = {"real": [...], "real_inputs": [...], "real_source":
-    [...]}`` (not written to JSON): the per-vector simulation results of the real-trace vectors and their source
-    ("text" or "frame", in that order), for notebook 04.
+    [...], "simulator": str}`` (not written to JSON): the per-vector simulation results of the real-trace vectors
+    and their source ("text" or "frame", in that order), for notebook 04 — from the bulk Verilog run (every
+    recorded vector) when it ran, else from the MyHDL run.
     """
     if size not in SIZES:
         raise ValueError(f"size={size!r}: choose one of {', '.join(SIZES)}")
@@ -427,7 +446,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 sp = HCUParams(p.code_bits, 4 * p.lanes, p.cur_depth, p.lanes)
                 frames = random_hcu_frames(S["hcu_tokens"], rng, p, th)
                 n_rand = len(frames)
-                real, tags = _real(tr, trace_hcu_frames, 12 if size == "smoke" else None)
+                real, tags = _real(tr, trace_hcu_frames, S["real_cap"][0])
                 k = max(1, int(len(frames) * S["replay"]))
                 # the replayed part (random, recorded) first, then the rest and the real traces
                 r1 = check_hcu(frames[:k], th, p, record=rec)
@@ -435,7 +454,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = hcu_ports, hcu
                 real_vectors = sum(len(n) for _, n in real)
-                bulk_real, _ = _real(tr, trace_hcu_frames, 12 if size == "smoke" else None)
+                bulk_real, bulk_tags = _real(tr, trace_hcu_frames, S["real_cap"][0] if size == "smoke" else None)
                 n_real = sum(len(n) for _, n in bulk_real)
                 bulk_vecs = bulk_real + random_hcu_frames(max(0, S["bulk"] - n_real), brng, p, th)
                 bulk_kw = dict(th=th, p=p)
@@ -443,14 +462,14 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 p = WTUParams.from_core(cfg)
                 sp = WTUParams(16 * p.lanes, p.lanes, p.n_buckets)
                 rows = random_wtu_rows(S["wtu_rows"], rng, p.n_max)
-                real, tags = _real(tr, trace_wtu_rows, 30 if size == "smoke" else None)
+                real, tags = _real(tr, trace_wtu_rows, S["real_cap"][1])
                 k = max(1, int(len(rows) * S["replay"]))
                 r1 = check_wtu(rows[:k], ratio, p, record=rec)
                 r2 = check_wtu(rows[k:] + real, ratio, p) if len(rows) > k or real else None
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = wtu_ports, wtu
                 real_vectors = len(real)
-                bulk_real, _ = _real(tr, trace_wtu_rows, 30 if size == "smoke" else None)
+                bulk_real, bulk_tags = _real(tr, trace_wtu_rows, S["real_cap"][1] if size == "smoke" else None)
                 n_real = len(bulk_real)
                 bulk_vecs = bulk_real + random_wtu_rows(max(0, S["bulk"] - n_real), brng, p.n_max)
                 bulk_kw = dict(ratio_q=rq, p=p)
@@ -464,13 +483,13 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = kvmu_ports, kvmu
                 real_vectors = len(real)
-                bulk_real, _ = _real(tr, trace_kvmu_selections, None)
+                bulk_real, bulk_tags = _real(tr, trace_kvmu_selections, None)
                 n_real = len(bulk_real)
                 bulk_vecs = bulk_real + random_kvmu_selections(max(0, S["bulk"] - n_real), brng)
                 bulk_kw = dict(bytes_per_token=bytes_per_token)
             allres = [x for r in parts for x in r["results"]]
             kept[b] = dict(real=allres[len(allres) - len(real):] if real else [], real_inputs=real,
-                           real_source=tags)
+                           real_source=tags, simulator="myhdl")
             cyc = sum(r["cycles"] for r in parts)
             secs = sum(r["sim_seconds"] for r in parts)
             actions: dict = {}
@@ -491,7 +510,11 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
             entry["bulk"] = None
             if bulk_sim is not None:
                 bk = bulk.run_block(b, bulk_vecs, vfile, work / "bulk", bulk_sim, **bulk_kw)
+                bres = bk.pop("_results")
                 entry["bulk"] = dict(bk, real_vectors=n_real, random_vectors=bk["vectors"] - n_real)
+                # the notebook's per-vector results of the real traces: all of them, from the Verilog run
+                kept[b] = dict(real=bres[:len(bulk_real)], real_inputs=bulk_real, real_source=bulk_tags,
+                               simulator=bulk_sim)
             if synth and have_yosys:
                 sports = ports_fn(sp) if sp is not None else ports_fn()
                 svfile = _convert(inst_fn, sports, sp, b, work / "synth")
