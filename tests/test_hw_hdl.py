@@ -34,7 +34,7 @@ def test_verify_smoke_all_blocks(tmp_path):
 
 @needs_tools
 def test_synthesis_gives_cell_counts(tmp_path):
-    s = verify.run(tmp_path, blocks=["hcu", "kvmu"], size="smoke", synth=True, use_traces=False)
+    s = verify.run(tmp_path, blocks=["hcu", "kvmu"], size="smoke", synth=True, use_traces=False, simulator="icarus")
     for b in ("hcu", "kvmu"):
         sy = s["blocks"][b]["synth"]
         assert sy["cells"] > 100 and sy["flip_flops"] > 0
