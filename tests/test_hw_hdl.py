@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from vrex_lib.config import ReSVConfig
 from vrex_lib.hw import bulk, verify
 from vrex_lib.hw.kvmu import kvmu, kvmu_ports
 
@@ -28,7 +29,16 @@ def test_verify_smoke_all_blocks(tmp_path):
             assert set(s["_results"][b]["real_source"]) == set(verify.trace_sources(tr)) == {"text", "frame"}, b
         assert e["verilog"]["cycles"] > 0 and e["verilog"]["mismatches"] == 0, b
         assert (tmp_path / f"{b}.v").exists()
+        bk = e["bulk"]  # every recorded real vector of the smoke cap plus random ones up to the size's count
+        assert bk["mismatches"] == 0 and bk["vectors"] >= verify.SIZES["smoke"]["bulk"], b
+        assert bk["real_vectors"] + bk["random_vectors"] == bk["vectors"] and bk["real_vectors"] > 0, b
+        assert bk["simulator"] == s["bulk_simulator"] == ("verilator" if shutil.which("verilator") else "icarus")
+        assert len(s["_results"][b]["real"]) == len(s["_results"][b]["real_inputs"]), b
+        speeds = s["simulator_cycles_per_s"]
+        assert speeds["myhdl"][b] > 0 and speeds["icarus"][b] > 0, b
     assert s["dre"]["memory_bytes"] == 20608 and s["dre"]["verilog_compiles"]
+    rc = ReSVConfig()  # th / ratio come from the one ReSV configuration
+    assert (s["th_hd"], s["ratio"], s["verilog_checks"]) == (rc.th_hp, rc.ratio, "run")
     assert json.loads((tmp_path / "summary.json").read_text())["schema"] == verify.SCHEMA
 
 
@@ -78,7 +88,7 @@ def _bulk_case(block, tmp_path):
     if block == "wtu":
         p = WTUParams(n_max=256)
         return (verify._convert(wtu, wtu_ports(p), p, "wtu", tmp_path / "v"),
-                verify.random_wtu_rows(60, rng, 256), dict(ratio_q=fx.quantize_ratio(0.3), p=p))
+                verify.random_wtu_rows(40, rng, 256), dict(ratio_q=fx.quantize_ratio(0.3), p=p))
     return (verify._convert(kvmu, kvmu_ports(), None, "kvmu", tmp_path / "v"),
             verify.random_kvmu_selections(120, rng), dict(bytes_per_token=64))
 
