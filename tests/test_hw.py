@@ -84,7 +84,7 @@ def _check_wtu(rows, ratio=RATIO, p=WTUParams()):
         sc = r.state_cycles
         cfg = VRexCoreConfig(n_wtu_w=p.lanes)
         assert r.cycles == timing.wtu_row_cycles(len(w), r.scans, sc.get("RES_G", 0), sc.get("RES_L", 0), cfg)
-        assert r.cycles <= timing.wtu_cycles(1, len(w), r.scans, cfg, resolve=None)  # resolve upper bound  # default resolve = its upper bound
+        assert r.cycles <= timing.wtu_cycles(1, len(w), r.scans, cfg, resolve=None)  # resolve at its upper bound
     return res
 
 

@@ -6,9 +6,10 @@ vectors on the Verilog (Verilator), synthesise. The method is ``docs/DECISIONS.m
 
 Per block:
 
-1. **Reference check** — the MyHDL model at the paper's sizes runs random vectors (and the recorded real traces
-   of ``data/traces/dre_traces.npz`` when present: text and video-frame tokens); every output is compared with the integer reference of
-   :mod:`vrex_lib.hw.fixedpoint` (the same rules as :mod:`vrex_lib.resv`) -> ``vectors``, ``mismatches``.
+1. **Reference check** — the MyHDL model at the paper's sizes runs random vectors and part of the recorded real
+   traces of ``data/traces/dre_traces.npz`` (text and video-frame tokens, ``SIZES[size]["real_cap"]`` per source);
+   every output is compared with the integer reference of :mod:`vrex_lib.hw.fixedpoint` (the same rules as
+   :mod:`vrex_lib.resv`) -> ``vectors``, ``real_vectors``, ``mismatches``.
 2. **Verilog check** — the block is converted (``<block>.v``) and a generated self-checking-style testbench
    replays, cycle by cycle, the inputs the MyHDL run applied (``$readmemh``); every output is written each
    cycle and compared with the MyHDL run's outputs -> ``verilog.cycles``, ``verilog.mismatches``.
