@@ -24,7 +24,7 @@ PARAMS_STAMP := $(RESULTS)/.params
 # Rules that must follow a profile change depend on this name (the stamp above records the profile too).
 PROFILE_STAMP := $(PARAMS_STAMP)
 RUN_LOCK  := $(RESULTS)/.lock
-APT_TOOLS := iverilog yosys ffmpeg
+APT_TOOLS := iverilog verilator yosys ffmpeg
 
 .PHONY: help setup data test smoke reproduce _reproduce check-profile report lab clean bench FORCE
 
