@@ -112,6 +112,25 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
     return df
 
 
+def write_wide_table(table_id: str, df: pd.DataFrame, *, profile: str, title: str = "",
+                     out: str | os.PathLike | None = None) -> Path:
+    """Write an exploration table (one row per design point, any columns) to ``results/tables/<table_id>.csv``
+    atomically, with its title sidecar. It has no paper column, so :func:`collect_tables` leaves it out of the
+    verdict counts and :func:`build_report` lists it in its own section. ``profile`` fills a missing column."""
+    if "profile" not in df.columns:
+        df = df.assign(profile=profile)
+    base = results_dir(out) / "tables"
+    path = base / f"{table_id}.csv"
+    _atomic_write_bytes(path, df.to_csv(index=False).encode())
+    atomic_write_text(base / f"{table_id}.title", title or table_id)
+    return path
+
+
+def is_comparison(df: pd.DataFrame) -> bool:
+    """A comparison table has every column of :data:`COLUMNS`; anything else is an exploration table."""
+    return all(c in df.columns for c in COLUMNS)
+
+
 def read_table(table_id: str, out: str | os.PathLike | None = None) -> pd.DataFrame:
     return pd.read_csv(results_dir(out) / "tables" / f"{table_id}.csv")
 
@@ -140,6 +159,8 @@ def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
     frames = []
     for t in sorted((results_dir(out) / "tables").glob("*.csv")):
         df = pd.read_csv(t)
+        if not is_comparison(df):
+            continue  # an exploration table (write_wide_table): no claims to count
         df.insert(0, "table", t.stem)
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", *COLUMNS])
@@ -163,10 +184,14 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     summary: dict[str, int] = {}
     body: list[str] = []
     profiles: set[str] = set()
+    explore: list[str] = []
     for t in tables:
         df = pd.read_csv(t)
         title_file = t.with_suffix(".title")
         title = title_file.read_text().strip() if title_file.exists() else t.stem
+        if not is_comparison(df):
+            explore += _wide_section(t, df, title)
+            continue
         profiles.update(str(p) for p in df["profile"].dropna().unique())
         prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) or "?"
         body += [f"## {title}", "", f"`results/tables/{t.name}` — produced by profile **{prof}**", "",
@@ -186,9 +211,27 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     lines.append("")
     if claims:
         lines += ["| headline claim | verdict |", "|---|---|"] + [f"| {k} | {v} |" for k, v in claims.items()] + [""]
+    if explore:
+        body += ["# Exploration beyond the paper", "", "Tables with no printed counterpart (no verdicts).", ""] + explore
     path = base / "REPORT.md"
     atomic_write_text(path, "\n".join(lines + body) + "\n")
     return path
+
+
+def _wide_section(path: Path, df: pd.DataFrame, title: str) -> list[str]:
+    """Markdown for an exploration table: its size and, when it marks them, the paper's and the Pareto rows."""
+    prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) if "profile" in df else "?"
+    out = [f"## {title}", "", f"`results/tables/{path.name}` — {len(df)} rows, profile **{prof or '?'}**", ""]
+    flags = [c for c in ("is_paper", "pareto_latency", "pareto_area") if c in df.columns]
+    if flags:
+        keep = df[df[flags].fillna(False).astype(bool).any(axis=1)]
+        cols = [c for c in df.columns if c not in ("profile", "model", "workload_source", *flags)][:14]
+        out += ["| " + " | ".join(cols + flags) + " |", "|" + "---|" * (len(cols) + len(flags))]
+        for r in keep.itertuples(index=False):
+            d = r._asdict()
+            out.append("| " + " | ".join(_fmt(d[c]) for c in cols + flags) + " |")
+        out.append("")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
