@@ -102,7 +102,7 @@ def sweep_spec(profile: str) -> SweepSpec:
                                                         "mini04-plantt.mp4", "mini06-makerj.mp4"))
     if profile == "smoke":
         return SweepSpec("smoke", n_hp=(16,), th_hp=(), ratio=(0.9,), kv_capacity=(256, 4096),
-                         n_hcu_w=(8, 16), n_wtu_w=(8, 16), n_buckets=(8, 16),
+                         n_hcu_w=(8, 16), n_wtu_w=(8, 16), n_buckets=(2,),
                          fixture_video="data/coin_tiny/videos/tinyA-ssd01.mp4",
                          long_videos=("data/coin_tiny/videos/tinyA-ssd01.mp4", "data/coin_tiny/videos/tinyC-plane1.mp4"),
                          fixture_frames=4, long_frames=8, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=4,
@@ -110,14 +110,14 @@ def sweep_spec(profile: str) -> SweepSpec:
     if profile == "default":
         return SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
                          kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
-                         n_buckets=(4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=12,
+                         n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=12,
                          long_frames=48, long_points=("resv@nhp32_th7_r0.3", "resv@nhp32_th7_r0.1",
                                                       "resv@nhp32_th7_r0.9"),
                          max_new_tokens=12, kv_len_sim=20_000, wtu_rows=40)
     if profile == "full":
         return SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                          kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64),
-                         n_wtu_w=(4, 8, 32, 64), n_buckets=(4, 8, 32, 64), fixture_video=mini[0], long_videos=mini,
+                         n_wtu_w=(4, 8, 32, 64), n_buckets=(2, 4, 8, 32, 64), fixture_video=mini[0], long_videos=mini,
                          fixture_frames=60, long_frames=240, long_points="all", max_new_tokens=32,
                          kv_len_sim=40_000, wtu_rows=400)
     raise ValueError(f"unknown profile {profile!r}: choose smoke, default or full")
