@@ -1,7 +1,7 @@
 """Design-space exploration around the paper's V-Rex point (notebook 08).
 
 The paper fixes N_hp = 32, Th_hp = 7, Th_r-wics = 0.3 (§VI.E), a 16-lane HCU and WTU (§VI.F, Table I) and a
-KVMU window (docs/DECISIONS.md D?: 4,096 tokens, ``RuntimeConfig.kv_capacity``). This module varies them one at a
+KVMU window (docs/DECISIONS.md D6: 4,096 tokens, ``RuntimeConfig.kv_capacity``). This module varies them one at a
 time around that point and reports, per point:
 
 * fidelity proxies measured on the runtime: greedy-answer agreement with ``full`` attention (teacher forcing on

@@ -151,7 +151,10 @@ HEADER = (f"{'frame':>5} {'t s':>6} {'kv':>6} {'wall ms':>8} {'V-Rex8 ms':>9} {'
 
 
 def _fmt(x: float, spec: str) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+    """``format(x, spec)``, or a '-' of the same width for a value that was not measured (None/NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return format("-", spec.split(".")[0])
+    return format(x, spec)
 
 
 def format_row(r: dict) -> str:
