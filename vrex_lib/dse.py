@@ -110,10 +110,9 @@ def sweep_spec(profile: str) -> SweepSpec:
     if profile == "default":
         return SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
                          kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
-                         n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=12,
-                         long_frames=48, long_points=("resv@nhp32_th7_r0.3", "resv@nhp32_th7_r0.1",
-                                                      "resv@nhp32_th7_r0.9"),
-                         max_new_tokens=12, kv_len_sim=20_000, wtu_rows=40)
+                         n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=10,
+                         long_frames=40, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=12,
+                         kv_len_sim=20_000, wtu_rows=12)
     if profile == "full":
         return SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                          kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64),
@@ -357,7 +356,8 @@ def design_space(spec: SweepSpec, fid: dict) -> pd.DataFrame:
         rname = point_name(p)
         m = res.get(rname) or {}
         fx_, lg = m.get("fixture") or {}, m.get("long") or {}
-        wl = lg if lg.get("selected_frac") is not None else fx_  # workload from the longest measured stream
+        # Every point's workload comes from the same stream: the long one only when all points ran on it.
+        wl = lg if spec.long_points == "all" else fx_
         core = VRexCoreConfig(n_hcu_w=int(p["n_hcu_w"]), n_wtu_w=int(p["n_wtu_w"]))
         walk = wtu_walk_stats(p["ratio"], p["n_wtu_w"], p["n_buckets"], spec.wtu_rows)
         tpc = wl.get("tokens_per_cluster") or 32.0
@@ -367,7 +367,7 @@ def design_space(spec: SweepSpec, fid: dict) -> pd.DataFrame:
                    answer_agreement_long=lg.get("answer_agreement"), attn_rel_error_long=lg.get("attn_rel_error"),
                    selected_frac=wl.get("selected_frac"), tokens_per_cluster=wl.get("tokens_per_cluster"),
                    wics_exit_frac=wl.get("wics_exit_frac"), reuse_frac=wl.get("reuse_frac"),
-                   workload_stream="long" if wl is lg and lg else "fixture", measured_kv_len=wl.get("kv_len"),
+                   workload_stream="long" if spec.long_points == "all" else "fixture", measured_kv_len=wl.get("kv_len"),
                    wtu_scans_per_row=walk["scans_per_row"], wtu_rows_simulated=walk["rows"])
         for sysname, n_cores in (("vrex8", 8), ("vrex48", 48)):
             lat, e_mj, src, r = _sim(sysname, spec.kv_len_sim, wl, core, p)
