@@ -1,17 +1,32 @@
 """Cost of the streaming runtime on this machine, all numbers measured in one run.
 
-Streams the same frames + question through (a) a plain transformers forward per step with its own
+Part 1 streams the same frames + question through (a) a plain transformers forward per step with its own
 DynamicCache and SDPA (no runtime), (b) the runtime with no policy (full attention through the registered
 attention function and the KV store), (c) the runtime with each named retrieval policy. Prints seconds per frame
-step and per decode step, and the ratio runtime/plain (the overhead of the hook, the store and the accounting).
+step and per decode step, and ``runtime_overhead_vs_plain`` = runtime/plain (the hook, the store, the accounting).
+
+Part 2 is the ReSV step at long context (issue 12's acceptance check: a ``resv`` frame step costs <= 1.5x the
+no-policy frame step at 1K and 10K cached tokens). A synthetic stream of frame embeddings (no video decode, see
+:func:`synthetic_frame_stream`) is prefilled with full attention, ``--chunk-frames`` frames per forward, up to each
+``--kv`` length; a second session gets a copy of that KV cache and a ``resv`` policy whose HC tables are built
+from the cached keys in arrival order. Then ``--steps`` frame steps (',' + 10 frame tokens, the same embeddings
+for both) alternate between the no-policy session and the ``resv`` session (the order flips every step, so
+drifting machine load hits both alike). Printed per length: median ms per step of each, and
+``resv_step_overhead_vs_plain_<n>k`` = median(resv) / median(no policy); ``resv_step_overhead_vs_plain`` is the
+largest of them. "plain" there is the runtime's no-policy step, the baseline the issue names.
 
     .venv/bin/python benchmarks/bench_runtime.py [--profile default] [--frames 30] [--methods resv rekv]
+        [--kv 1000,10000] [--steps 12] [--skip-stream]
 
-The last line is ``runtime_overhead_vs_plain=<ratio>``.
+Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3 min (dominated by the
+full-attention prefill to 10K tokens). The last line is ``resv_step_overhead_vs_plain=<ratio>``.
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import math
+import os
 import time
 
 import numpy as np
@@ -19,6 +34,7 @@ import torch
 
 from vrex_lib.config import RuntimeConfig
 from vrex_lib.runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession, build_model
+from vrex_lib.runtime.model import FRAME_TOKENS
 
 
 def plain_stream(model, inputs: list[torch.Tensor]) -> tuple[float, list[float]]:
@@ -37,6 +53,95 @@ def plain_stream(model, inputs: list[torch.Tensor]) -> tuple[float, list[float]]
     return sum(times), times
 
 
+def synthetic_frame_stream(model, seed: int = 0, rho: float = 0.98, noise: float = 0.3, cut_every: int = 60):
+    """Endless synthetic frame embeddings ``[10, hidden]`` (no video decode): per token slot an AR(1) process
+    (adjacent frames similar, drifting apart over ~1/(1−ρ) frames) plus per-frame noise, with a scene cut on
+    average every ``cut_every`` frames that jumps to a new scene or back to an earlier one (procedures revisit
+    views); scaled to the RMS of the LLM's text-embedding table, as the profile's frame tokens are."""
+    from vrex_lib.runtime.model import FRAME_TOKENS
+
+    g = torch.Generator().manual_seed(seed)
+    emb_w = model.llm.get_input_embeddings().weight
+    rms = float(emb_w.float().pow(2).mean().sqrt())
+    shape = (FRAME_TOKENS, model.hidden_size)
+    scenes = [torch.randn(shape, generator=g)]
+    m = scenes[0].clone()
+    c = math.sqrt(1.0 - rho * rho)
+    while True:
+        if float(torch.rand((), generator=g)) < 1.0 / cut_every:
+            if len(scenes) > 1 and float(torch.rand((), generator=g)) < 0.5:
+                m = scenes[int(torch.randint(len(scenes), (), generator=g))].clone()  # revisit
+            else:
+                m = torch.randn(shape, generator=g)
+                scenes.append(m.clone())
+        m = rho * m + c * torch.randn(shape, generator=g)
+        yield ((m + noise * torch.randn(shape, generator=g)) * (rms / math.sqrt(1 + noise * noise))).to(model.dtype)
+
+
+def prefill_to(sess, frames, n_tokens: int, chunk_frames: int) -> None:
+    """Stream frames into ``sess`` until it holds >= ``n_tokens``, ``chunk_frames`` frames per forward (the token
+    layout of frame-by-frame streaming: ',' interval token + 10 frame tokens each)."""
+    model = sess.model
+    comma = model.embed_text(model.encode(",")).to(model.dtype)
+    per_frame = FRAME_TOKENS + comma.shape[0]
+    while sess.n_tokens < n_tokens:
+        k = max(1, min(chunk_frames, -(-(n_tokens - sess.n_tokens) // per_frame)))
+        parts = [next(frames)]
+        for _ in range(k - 1):
+            parts += [comma, next(frames)]
+        sess.add_frame_embeds(torch.cat(parts, 0))
+
+
+def clone_with_policy(src, policy, cfg):
+    """A session holding a copy of ``src``'s KV cache, with ``policy`` fed every cached key in arrival order
+    (exactly what observing them step by step gives: clustering is sequential over tokens)."""
+    dst = StreamingSession(src.model, policy, cfg)
+    dst.store = copy.deepcopy(src.store)
+    dst.n_sink, dst.frame_starts, dst._last_role = src.n_sink, list(src.frame_starts), src._last_role
+    for layer in range(src.model.n_layers):
+        keys = dst.store.layers[layer].keys[0]
+        for a in range(0, keys.shape[1], 110):
+            policy.observe(layer, keys[:, a:a + 110], a, "frame", None)
+    return dst
+
+
+def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int, seed: int = 0):
+    """Interleaved no-policy vs ``resv`` frame steps at each cache length (see the module docstring); one
+    full-attention stream is grown through the lengths in increasing order. Yields one dict per length."""
+    from vrex_lib.retrieval import make_policy
+
+    cfg = RuntimeConfig()
+    frames = synthetic_frame_stream(model, seed)
+    plain = StreamingSession(model, None, cfg)
+    plain.add_system_prompt(DEFAULT_SYSTEM_PROMPT)
+    for n_tokens in sorted(kv_points):
+        t0 = time.perf_counter()
+        prefill_to(plain, frames, n_tokens, chunk_frames)
+        t_prefill = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        resv = clone_with_policy(plain, make_policy("resv"), cfg)
+        t_tables = time.perf_counter() - t0
+        n0 = plain.n_tokens
+        times = {"plain": [], "resv": []}
+        for i in range(steps + 1):  # step 0 warms both up (first reuse bookkeeping, buffer growth): not timed
+            e = next(frames)
+            order = (("plain", plain), ("resv", resv)) if i % 2 == 0 else (("resv", resv), ("plain", plain))
+            for name, sess in order:
+                t = time.perf_counter()
+                sess.add_frame_embeds(e)
+                if i:
+                    times[name].append(time.perf_counter() - t)
+        tab = [t for t in resv.policy.tables[model.n_layers // 2:] if t is not None]
+        tr = resv.trace()
+        med_p, med_r = float(np.median(times["plain"])), float(np.median(times["resv"]))
+        yield dict(tokens=n0, target=n_tokens, plain_ms=med_p * 1e3, resv_ms=med_r * 1e3, ratio=med_r / med_p,
+                   plain_mean_ms=float(np.mean(times["plain"])) * 1e3,
+                   resv_mean_ms=float(np.mean(times["resv"])) * 1e3,
+                   clusters_per_head=float(np.mean([t.n_clusters.double().mean() for t in tab])),
+                   tokens_per_cluster=float(np.mean([t.tokens_per_cluster() for t in tab])),
+                   retrieval_ratio=float(tr.retrieval_ratio("frame")), prefill_s=t_prefill, tables_s=t_tables)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="default", choices=("smoke", "default"))
@@ -45,9 +150,39 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--methods", nargs="*", default=["resv", "rekv", "infinigen_p"])
+    ap.add_argument("--kv", default="1000,10000", help="cached-token counts of the interleaved resv step check")
+    ap.add_argument("--steps", type=int, default=12, help="interleaved frame steps per method and length")
+    ap.add_argument("--chunk-frames", type=int, default=40, help="frames per forward of the prefill")
+    ap.add_argument("--skip-stream", action="store_true", help="only part 2 (the resv step check)")
     a = ap.parse_args()
+    try:
+        kv_points = [int(x) for x in a.kv.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"--kv {a.kv!r}: give comma-separated token counts, e.g. --kv 1000,10000") from None
+    if not kv_points or min(kv_points) < 200 or a.steps < 1:
+        raise SystemExit("--kv needs token counts >= 200 and --steps >= 1")
     torch.set_num_threads(a.threads)
     model = build_model(a.profile, dtype=getattr(torch, a.dtype))
+    if not a.skip_stream:
+        stream_part(a, model)
+    print(f"resv step check: {a.steps} interleaved frame steps per length, {a.threads} thread(s), "
+          f"{os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}")
+    ratios = {}
+    for r in resv_step_ratios(model, kv_points, a.steps, a.chunk_frames):
+        ratios[r["target"]] = r["ratio"]
+        print(f"  {r['tokens']:6d} tokens: no policy {r['plain_ms']:7.1f} ms/frame step (mean {r['plain_mean_ms']:.1f}), "
+              f"resv {r['resv_ms']:7.1f} ms (mean {r['resv_mean_ms']:.1f}), ratio {r['ratio']:.3f}; HC table "
+              f"{r['clusters_per_head']:.0f} clusters/head, {r['tokens_per_cluster']:.1f} tokens/cluster (layers >= L/2), "
+              f"frame retrieval ratio {r['retrieval_ratio']:.3f}; prefill {r['prefill_s']:.0f} s, tables "
+              f"{r['tables_s']:.1f} s, load average now {os.getloadavg()[0]:.1f}", flush=True)
+    for n, v in ratios.items():
+        print(f"resv_step_overhead_vs_plain_{n // 1000}k={v:.3f}" if n % 1000 == 0 else
+              f"resv_step_overhead_vs_plain_{n}={v:.3f}")
+    print(f"resv_step_overhead_vs_plain={max(ratios.values()):.3f}")
+
+
+def stream_part(a, model) -> None:
+    """Part 1: whole streams through bare transformers, the runtime without policy and with each method."""
     frames = np.random.default_rng(0).integers(0, 256, (a.frames, 224, 224, 3), dtype=np.uint8)
     emb = model.embed_frames(frames)
 

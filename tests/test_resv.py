@@ -71,8 +71,10 @@ def test_clustering_never_joins_at_distance_ge_th(seed, th, n_hp):
     cfg = ReSVConfig(n_hp=n_hp, th_hp=th)
     tab = HashClusterTable(2, 8, cfg)
     base = torch.randn(2, 4, 8, generator=g)
+    frames = []
     for f in range(6):
         keys = base + 0.5 * torch.randn(2, 4, 8, generator=g)
+        frames.append(keys)
         codes = hash_bits(keys, tab.hyperplanes)
         before = tab.n_clusters.clone()
         a = tab.add_frame(keys)
@@ -85,9 +87,12 @@ def test_clustering_never_joins_at_distance_ge_th(seed, th, n_hp):
                 if founder:  # nothing within th existed before this token
                     assert c >= int(before[h])
     assert tab.counts.sum(1).tolist() == [24, 24]
+    all_keys = torch.cat(frames, 1)  # [2, 24, 8], position p = token p
     for h in range(2):  # Key_cluster is the mean of its members
         for c in range(int(tab.n_clusters[h])):
-            assert tab.members(h, c)
+            members = tab.members(h, c)
+            assert members and int(tab.counts[h, c]) == len(members)
+            torch.testing.assert_close(tab.centroids[h, c], all_keys[h, members].mean(0), rtol=1e-5, atol=1e-5)
 
 
 def _random_stream(seed, Hkv=2, D=8, frames=8, N=5, scale=0.4):
@@ -242,3 +247,182 @@ def test_non_monotonic_positions_still_sorted():
     tab.add_frame(torch.randn(1, 3, 4), torch.tensor([9, 2, 5]))
     assert tab.tokens_of(0, torch.tensor([True])).tolist() == [2, 5, 9]
     assert tab.tokens_of_heads(torch.tensor([[True]]))[0].tolist() == [2, 5, 9]
+
+
+# ------------------------------------------------------------------- the fast path at scale (D50, D51)
+def _rows_ref(w, counts, ratio, n_valid, quant_bits=None):
+    """Reference WiCSum row by row on the unpadded part of each row."""
+    out = np.zeros(w.shape, bool)
+    for i in range(w.shape[0]):
+        c = int(n_valid[i])
+        if c:
+            out[i, :c] = wicsum_select_ref(w[i:i + 1, :c], counts[i, :c], ratio, quant_bits)[0]
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), C=st.integers(33, 400), rows=st.integers(1, 12),
+       ratio=st.sampled_from([0.0, 0.05, 0.3, 0.5, 0.9, 1.0]),
+       kind=st.sampled_from(["softmax", "quant", "int_ties", "float_ties", "dyadic"]))
+def test_wicsum_rows_equals_reference(seed, C, rows, ratio, kind):
+    """The batched WiCSum (bucketed top-of-row pre-selection + whole-row fallback) selects exactly the
+    reference's clusters: float and integer weights, ties, padding, rows that cross the threshold exactly."""
+    from vrex_lib.resv.wicsum import wicsum_rows
+
+    rng = np.random.default_rng(seed)
+    n_valid = rng.integers(0, C + 1, rows)
+    n_valid[0] = C
+    valid = np.arange(C)[None, :] < n_valid[:, None]
+    counts = np.where(valid, rng.integers(1, 60, (rows, C)), 0)
+    if kind == "softmax":
+        s = rng.normal(0, rng.uniform(0.3, 4.0), (rows, C))
+        w = np.exp(s - np.where(valid, s, -np.inf).max(1, keepdims=True))
+    elif kind == "quant":
+        s = rng.normal(0, 2.0, (rows, C))
+        w = quantize_weights(np.exp(s - s.max(1, keepdims=True)))
+    elif kind == "int_ties":
+        w = rng.integers(0, 4, (rows, C))
+    elif kind == "float_ties":
+        w = rng.choice([1.0, 0.5, 0.25, 0.1, 1e-3], (rows, C))
+    else:  # dyadic weights and unit counts: sums are exact, so Acc hits Th_r-wics·Sum exactly
+        w = rng.integers(1, 5, (rows, C)) / 4.0
+        counts = valid.astype(np.int64)
+    w = np.where(valid, w, 0)
+    mask, n_sel = wicsum_rows(w, counts, ratio, valid, n_valid)
+    ref = _rows_ref(w, counts, ratio, n_valid)
+    assert np.array_equal(mask, ref)
+    assert n_sel.tolist() == ref.sum(1).tolist()
+
+
+def test_wicsum_rows_threshold_boundary():
+    """Acc(t) == Th_r-wics·Sum exactly is not an exit (strict >), in float and integer arithmetic."""
+    from vrex_lib.resv.wicsum import wicsum_rows
+
+    C = 40
+    valid = np.ones((2, C), bool)
+    counts = np.ones((2, C), np.int64)
+    for w in (np.full((2, C), 0.5), np.full((2, C), 1024, np.int64)):
+        mask, n_sel = wicsum_rows(w, counts, 0.5, valid, np.full(2, C))
+        assert n_sel.tolist() == [21, 21] and mask[:, :21].all() and not mask[:, 21:].any()
+        assert np.array_equal(mask, _rows_ref(w, counts, 0.5, np.full(2, C)))
+
+
+def _eye_table(n_hp, th, n_heads=2):
+    """Tables whose hash bits are the signs of the key's coordinates (identity hyperplanes): codes by design."""
+    cfg = ReSVConfig(n_hp=n_hp, th_hp=th)
+    H = torch.eye(n_hp)
+    return HashClusterTable(n_heads, n_hp, cfg, hyperplanes=H), HashClusterTableRef(n_heads, n_hp, cfg, hyperplanes=H)
+
+
+def _keys_from_codes(codes: np.ndarray, n_hp: int, rng) -> torch.Tensor:
+    """Keys ``[H, N, n_hp]`` whose sign pattern is ``codes [H, N]`` (magnitudes random, so means differ)."""
+    bits = (codes[..., None] >> np.arange(n_hp)) & 1
+    mag = rng.uniform(0.1, 2.0, bits.shape)
+    return torch.as_tensor(np.where(bits == 1, mag, -mag), dtype=torch.float32)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), th=st.integers(1, 6), n_hp=st.sampled_from([16, 32]),
+       N=st.integers(1, 14))
+def test_clustering_equals_reference_at_the_threshold(seed, th, n_hp, N):
+    """Codes a few bit flips from a handful of centres: distances equal to Th_hp, ties between clusters and
+    in-frame joins are frequent; every assignment, code, count, member list and (bit-exact) mean agrees."""
+    rng = np.random.default_rng(seed)
+    fast, ref = _eye_table(n_hp, th)
+    centres = rng.integers(0, 1 << n_hp, (2, 4))
+    for f in range(12):
+        pick = np.take_along_axis(centres, rng.integers(0, 4, (2, N)), 1)
+        flips = np.zeros((2, N), np.int64)
+        for _ in range(int(rng.integers(0, th + 2))):
+            flips ^= np.int64(1) << rng.integers(0, n_hp, (2, N))
+        keys = _keys_from_codes(pick ^ flips, n_hp, rng)
+        assert fast.add_frame(keys).tolist() == ref.add_frame(keys.numpy())
+    for h in range(2):
+        assert fast.head_codes(h).tolist() == ref.codes[h]
+        assert fast.head_counts(h).tolist() == ref.head_counts(h)
+        assert np.array_equal(fast.head_centroids(h).numpy(), ref.head_centroids(h))
+        assert [fast.members(h, c) for c in range(len(ref.members[h]))] == ref.members[h]
+
+
+def test_clustering_tie_and_in_frame_rules():
+    """Hand-made codes: nearest beats first, ties -> lowest index, an old cluster beats an in-frame one at equal
+    distance, an in-frame cluster wins when strictly nearer, distance == Th_hp opens a new cluster."""
+    rng = np.random.default_rng(0)
+    fast, ref = _eye_table(8, 3, n_heads=1)
+    frames = [[0b0000_0000, 0b1111_0000],  # opens clusters 0 and 1
+              [0b0000_0011,   # d(c0)=2 < 3 -> 0
+               0b0011_0000,   # d(c0)=2, d(c1)=2: tie -> the lower index, 0
+               0b0000_0111,   # d(c0)=3 == Th_hp (strict <), d(c1)=7 -> opens cluster 2 in this frame
+               0b0000_1111,   # d(c0)=4, d(c1)=8, d(c2)=1: the in-frame cluster is strictly nearer -> 2
+               0b1111_0011]]  # d(c0)=6, d(c1)=2, d(c2)=5 -> 1
+    for codes in frames:
+        keys = _keys_from_codes(np.array([codes]), 8, rng)
+        assert fast.add_frame(keys).tolist() == ref.add_frame(keys.numpy())
+    assert fast.assignment.tolist() == [[0, 1, 0, 0, 2, 2, 1]]
+    assert fast.head_codes(0).tolist() == [0b0000_0000, 0b1111_0000, 0b0000_0111]
+
+
+def _stream_both(keys: torch.Tensor, cfg: ReSVConfig, frame_len: int = 11):
+    fast = HashClusterTable(keys.shape[0], keys.shape[2], cfg, layer=2)
+    ref = HashClusterTableRef(keys.shape[0], keys.shape[2], cfg, layer=2)
+    for a in range(0, keys.shape[1], frame_len):
+        k = keys[:, a:a + frame_len]
+        pos = torch.arange(a, a + k.shape[1])
+        assert fast.add_frame(k, pos).tolist() == ref.add_frame(k.numpy(), pos.tolist())
+    return fast, ref
+
+
+def _check_select(q, fast, ref, cfg, quant_bits=None, candidates=None):
+    got = select_tokens(q, fast, cfg=cfg, quant_bits=quant_bits, candidates=candidates)
+    exp = select_tokens_ref(q.numpy(), ref, cfg=cfg, quant_bits=quant_bits)
+    if candidates is not None:
+        cs = set(candidates.tolist())
+        exp = [[p for p in e if p in cs] for e in exp]
+    assert [i.tolist() for i in got.indices] == exp
+    return got
+
+
+@pytest.mark.parametrize("cfg", [ReSVConfig(), ReSVConfig(th_hp=4), ReSVConfig(ratio=0.05),
+                                 ReSVConfig(granularity="layer"), ReSVConfig(hash_mode="concat")],
+                         ids=["default", "th4", "ratio0.05", "layer", "concat"])
+def test_fast_select_equals_reference_on_many_clusters(cfg):
+    """Hundreds of clusters per head (the bucketed WiCSum path), with and without the DRE's 16-bit weights."""
+    from vrex_lib.resv.analysis import drifting_keys
+
+    keys = torch.cat(list(drifting_keys(40, 3, 11, 16, rho=0.9, noise=0.6, seed=4)), 1)  # [3, 440, 16]
+    fast, ref = _stream_both(keys, cfg)
+    assert int(fast.n_clusters.max()) > 64
+    q = torch.randn(9, 11, 16, generator=torch.Generator().manual_seed(5)) * 2
+    for qb in (None, 16):
+        _check_select(q, fast, ref, cfg, qb)
+    _check_select(q, fast, ref, cfg, candidates=torch.arange(30, 400))
+    _check_select(q, fast, ref, cfg, candidates=torch.arange(0, 440, 3))
+
+
+def test_fast_path_equals_reference_on_model_keys(tiny):
+    """Post-RoPE keys and queries of a real (smoke-profile) model forward over 330 tokens."""
+    from vrex_lib.keys import capture_qkv
+
+    ids = torch.randint(3, tiny.llm.config.vocab_size, (330,), generator=torch.Generator().manual_seed(0))
+    rec = capture_qkv(tiny.llm, input_ids=ids, layers=[1])
+    q, k, _ = rec[1]
+    for cfg in (ReSVConfig(), ReSVConfig(th_hp=10)):
+        fast, ref = _stream_both(k, cfg)
+        for qb in (None, 16):
+            _check_select(q[:, -11:].contiguous(), fast, ref, cfg, qb, candidates=torch.arange(4, 319))
+
+
+@pytest.mark.slow
+def test_fast_path_equals_reference_on_smollm2_keys():
+    """The same on SmolLM2-135M (the default profile's LLM), layer 5, over the shipped public-domain text."""
+    from vrex_lib.keys import capture_qkv
+    from vrex_lib.llm_weights import load_smollm2
+    from vrex_lib.resv.analysis import load_text_ids
+
+    model, tok = load_smollm2()
+    ids = load_text_ids(tok, max_tokens=264)
+    q, k, _ = capture_qkv(model, input_ids=ids, layers=[5])[5]
+    cfg = ReSVConfig()
+    fast, ref = _stream_both(k, cfg)
+    for qb in (None, 16):
+        _check_select(q[:, -11:].contiguous(), fast, ref, cfg, qb, candidates=torch.arange(8, 253))

@@ -1,8 +1,10 @@
 """ReSV (paper §IV): hash-bit key clustering + WiCSum thresholding -- the one definition used by the runtime
 policy, the MyHDL DRE model (bit-exact check) and the performance simulator.
 
-Fast torch path (this package) and a plain loop/NumPy reference (:mod:`vrex_lib.resv.reference`,
-functions suffixed ``_ref``) with identical semantics; tests check they agree exactly.
+Fast path (this package: vectorised NumPy on host arrays for the runtime's per-layer steps, torch for the
+standalone ``hash_bits`` / ``hamming`` / ``wicsum_select``; docs/DECISIONS.md D50-D51) and a plain loop/NumPy
+reference (:mod:`vrex_lib.resv.reference`, functions suffixed ``_ref``) with identical semantics; tests check
+they agree exactly (assignments, codes, counts, bit-exact running means, selected tokens).
 
     H = make_hyperplanes(n_hp, dim, seed)               # [n_hp, dim], N(0,1)
     codes = hash_bits(keys, H)                          # int64 [...]; bit i (2**i) set iff key·H[i] > 0
@@ -12,7 +14,7 @@ functions suffixed ``_ref``) with identical semantics; tests check they agree ex
     wicsum_select(weights[rows, C], counts[C], ratio)   # -> bool [rows, C]
     select_tokens(query[Hq, Nq, D], table, ratio, cfg)  # -> ReSVSelection (per-KV-head positions + stats)
 
-Defaults (paper §VI.E and digest §10 a-d) live in :class:`vrex_lib.config.ReSVConfig`: N_hp=32, Th_hp=7
+Defaults (paper §VI.E and docs/DECISIONS.md D1-D4) live in :class:`vrex_lib.config.ReSVConfig`: N_hp=32, Th_hp=7
 (strict <), Th_r-wics=0.3, softmax-numerator weights of q·Key_cluster/√d, per-layer × per-KV-head
 selection, per-KV-head hashing, nearest-cluster join with the founder's code, running-mean Key_cluster.
 

@@ -1,39 +1,102 @@
 """Step 2 of ReSV (paper §IV.B, Fig. 8): Hamming-distance clustering into the hash-cluster (HC) table.
 
 One :class:`HashClusterTable` per layer. Inside it, one independent cluster set per *group*: every KV head
-in ``hash_mode='per_head'`` (digest §10c default), or a single group holding the concatenated per-layer key
-in ``hash_mode='concat'``. Per cluster it keeps the paper's HC-table row: cluster code (hash bits),
+in ``hash_mode='per_head'`` (docs/DECISIONS.md D3 default), or a single group holding the concatenated per-layer
+key in ``hash_mode='concat'``. Per cluster it keeps the paper's HC-table row: cluster code (hash bits),
 ``Key_cluster`` (running mean of the member keys), token count and member token positions.
 
-Clustering rule (digest §10d): tokens are processed in arrival order; a token joins the *nearest* cluster
-if its Hamming distance is < ``th_hp`` (strict), ties -> lowest cluster index; else it opens a new
+Clustering rule (docs/DECISIONS.md D4): tokens are processed in arrival order; a token joins the *nearest*
+cluster if its Hamming distance is < ``th_hp`` (strict), ties -> lowest cluster index; else it opens a new
 cluster (code = its own code, Key_cluster = its key, count 1). Candidates are all clusters of the group,
 including the ones opened earlier in the same frame (temporal + spatial clustering). The cluster code
 stays the founder's (``code_rule='founder'``) or is re-hashed from the running mean (``'mean'``).
+
+How the founder rule is computed without a per-token pass over the table (docs/DECISIONS.md D50): the
+distances of a frame's N new codes to the clusters that existed before the frame do not depend on the order
+(founder codes never change), so they are one vectorised popcount ``[G, N, C0]`` reduced to (min, first argmin)
+per token. The only sequential dependency is on clusters opened earlier *in the same frame*: their indices are
+above every old one, so token t's nearest cluster is the old minimum unless an in-frame cluster is strictly
+nearer (ties keep the lower, i.e. older, index). That is resolved by a loop over the frame's N tokens against
+an N x N in-frame distance matrix. Running-mean updates are applied in rounds (round r = the r-th joiner of
+each cluster in this frame), so each cluster sees its members in arrival order with exactly the reference's
+float32 arithmetic ``c + (k − c)/TC``.
+
+State is kept on the host in NumPy buffers grown by doubling (the HC table is small, and the per-layer ops are
+latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing attributes (``codes``,
+``centroids``, ``counts``, ``n_clusters``, ``positions``, ``assignment``) are zero-copy views of them.
 """
 from __future__ import annotations
 
 import contextlib
 import math
 
+import numpy as np
 import torch
 
 from ..config import ReSVConfig
-from .hashing import hamming, hash_bits, layer_seed, make_hyperplanes
+from .hashing import layer_seed, make_hyperplanes
 
-_FAR = 1 << 20  # distance given to empty table slots: never < th
+_FAR = 255  # distance given to empty table slots (uint8 popcounts are <= 64): never < th (th is capped at 65)
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits of each int64 (all 64, two's complement) -> uint8. ``np.bitwise_count`` counts the bits of the
+    absolute value of a signed integer, hence the unsigned view."""
+    return np.bitwise_count(x.view(np.uint64))
+
+
+def _find_openblas_threads():
+    """(get, set) of the OpenBLAS bundled with NumPy (the wheels' ``scipy_openblas``), or None if not found."""
+    import ctypes
+    import glob
+    import os
+
+    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(libdir, "*openblas*"))):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"), ("openblas", "")):
+            get, set_ = (getattr(lib, f"{prefix}_{n}_num_threads{suffix}", None) for n in ("get", "set"))
+            if get is not None and set_ is not None:
+                return get, set_
+    return None
+
+
+_OPENBLAS = _find_openblas_threads()
 
 
 @contextlib.contextmanager
 def single_thread():
-    """Run tiny, latency-bound tensor ops on one thread: on a busy CPU, waking torch's intra-op pool costs
-    milliseconds per op (measured ~9 ms for a 1600-element min on the shared 2-core box, 4 µs on one thread)."""
+    """Run tiny, latency-bound array ops on one thread, torch's and NumPy's BLAS alike: on a busy CPU, waking a
+    thread pool costs milliseconds per op (measured on the shared 2-core box: ~9 ms for a 1600-element torch
+    min, 60-80 ms for a [33, 64] x [64, 690] NumPy matmul with OpenBLAS's 2 threads, 0.3 ms on one)."""
     n = torch.get_num_threads()
-    torch.set_num_threads(1)
+    nb = int(_OPENBLAS[0]()) if _OPENBLAS is not None else 1
+    if n != 1:
+        torch.set_num_threads(1)
+    if nb != 1:
+        _OPENBLAS[1](1)
     try:
         yield
     finally:
-        torch.set_num_threads(n)
+        if n != 1:
+            torch.set_num_threads(n)
+        if nb != 1:
+            _OPENBLAS[1](nb)
+
+
+def to_numpy(x, dtype) -> np.ndarray:
+    """A tensor or array on any device -> a host NumPy array of ``dtype`` (no copy when already so)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.device.type != "cpu":
+            x = x.cpu()
+        if x.dtype == torch.bfloat16 or x.dtype == torch.float16:
+            x = x.to(torch.float32)
+        x = x.numpy()
+    return np.asarray(x, dtype=dtype)
 
 
 class HashClusterTable:
@@ -44,8 +107,9 @@ class HashClusterTable:
         cfg: :class:`ReSVConfig` (n_hp, th_hp, hash_mode, code_rule, seed).
         layer: layer index; selects the hyperplanes ``make_hyperplanes(n_hp, dim, layer_seed(seed, layer))``.
         hyperplanes: override ``[n_hp, dim]`` (dim = D per head, or Hkv*D in concat mode).
+        device: the device of the returned assignments (the state itself lives in host memory).
 
-    State (G groups, C = max clusters of any group, T tokens added):
+    State (G groups, C = capacity >= max clusters of any group, T tokens added), as torch views:
         codes [G, C] int64, centroids [G, C, Dg] float32, counts [G, C] int64, n_clusters [G],
         positions [T] int64 (cache position of each added token), assignment [G, T] int64.
     """
@@ -67,41 +131,85 @@ class HashClusterTable:
         if tuple(hyperplanes.shape) != (self.cfg.n_hp, self.group_dim):
             raise ValueError(f"hyperplanes shape {tuple(hyperplanes.shape)} != (n_hp, dim) = "
                              f"({self.cfg.n_hp}, {self.group_dim})")
-        self.hyperplanes = hyperplanes.to(self.device, torch.float32)
-        G, cap = self.n_groups, 64
-        self.codes = torch.zeros(G, cap, dtype=torch.int64, device=self.device)
-        self.centroids = torch.zeros(G, cap, self.group_dim, dtype=torch.float32, device=self.device)
-        self.counts = torch.zeros(G, cap, dtype=torch.int64, device=self.device)
-        self.n_clusters = torch.zeros(G, dtype=torch.int64, device=self.device)
-        self.positions = torch.zeros(0, dtype=torch.int64, device=self.device)
-        self.assignment = torch.zeros(G, 0, dtype=torch.int64, device=self.device)
-        self._garange = torch.arange(G, device=self.device)
+        self.hyperplanes = torch.as_tensor(hyperplanes).detach().to("cpu", torch.float32)
+        # float64 projection, as hashing.projection_signs and the reference: signs agree near zero.
+        self._hp64_t = np.ascontiguousarray(self.hyperplanes.numpy().astype(np.float64).T)  # [Dg, n_hp]
+        self._bit_values = np.left_shift(np.uint64(1), np.arange(self.cfg.n_hp, dtype=np.uint64))
+        self._th = min(int(self.cfg.th_hp), 65)  # a distance is <= 64: any th > 64 joins everything alike
+        G, cap, tcap = self.n_groups, 64, 256
+        self._codes = np.zeros((G, cap), np.int64)
+        self._cent = np.zeros((G, cap, self.group_dim), np.float32)
+        self._counts = np.zeros((G, cap), np.int64)
+        self._ncl = np.zeros(G, np.int64)
+        self._pos = np.zeros(tcap, np.int64)
+        self._assign = np.zeros((G, tcap), np.int64)
+        self._n = 0
         self._monotonic = True  # positions strictly increasing so far
+
+    # ------------------------------------------------------------------------------------- torch views
+    @property
+    def codes(self) -> torch.Tensor:
+        return torch.from_numpy(self._codes)
+
+    @property
+    def centroids(self) -> torch.Tensor:
+        return torch.from_numpy(self._cent)
+
+    @property
+    def counts(self) -> torch.Tensor:
+        return torch.from_numpy(self._counts)
+
+    @property
+    def n_clusters(self) -> torch.Tensor:
+        return torch.from_numpy(self._ncl)
+
+    @property
+    def positions(self) -> torch.Tensor:
+        return torch.from_numpy(self._pos[: self._n])
+
+    @property
+    def assignment(self) -> torch.Tensor:
+        return torch.from_numpy(self._assign[:, : self._n])
 
     # ----------------------------------------------------------------------------------------- building
     @property
     def n_tokens(self) -> int:
-        return int(self.positions.numel())
+        return self._n
 
-    def _grow(self, need: int) -> None:
-        cap = self.codes.shape[1]
-        if need <= cap:
-            return
-        new = max(need, 2 * cap)
-        pad = new - cap
-        G = self.n_groups
-        self.codes = torch.cat([self.codes, self.codes.new_zeros(G, pad)], 1)
-        self.counts = torch.cat([self.counts, self.counts.new_zeros(G, pad)], 1)
-        self.centroids = torch.cat([self.centroids, self.centroids.new_zeros(G, pad, self.group_dim)], 1)
+    def _grow(self, need_clusters: int, need_tokens: int) -> None:
+        cap = self._codes.shape[1]
+        if need_clusters > cap:
+            new = max(need_clusters, 2 * cap)
+            G = self.n_groups
+            codes, counts = np.zeros((G, new), np.int64), np.zeros((G, new), np.int64)
+            cent = np.zeros((G, new, self.group_dim), np.float32)
+            codes[:, :cap], counts[:, :cap], cent[:, :cap] = self._codes, self._counts, self._cent
+            self._codes, self._counts, self._cent = codes, counts, cent
+        tcap = self._pos.shape[0]
+        if need_tokens > tcap:
+            new = max(need_tokens, 2 * tcap)
+            pos, assign = np.zeros(new, np.int64), np.zeros((self.n_groups, new), np.int64)
+            pos[: self._n], assign[:, : self._n] = self._pos[: self._n], self._assign[:, : self._n]
+            self._pos, self._assign = pos, assign
 
     def group_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        """``keys [Hkv, N, D]`` -> the vectors that are hashed and clustered, ``[G, N, Dg]``."""
+        """``keys [Hkv, N, D]`` -> the vectors that are hashed and clustered, ``[G, N, Dg]`` (float32, host)."""
         if keys.dim() != 3 or keys.shape[0] != self.n_kv_heads or keys.shape[2] != self.head_dim:
             raise ValueError(f"keys must be [Hkv={self.n_kv_heads}, N, D={self.head_dim}], got {tuple(keys.shape)}")
-        keys = keys.to(self.device, torch.float32)
+        return torch.from_numpy(self._group_keys_np(keys))
+
+    def _group_keys_np(self, keys) -> np.ndarray:
+        x = to_numpy(keys, np.float32)
+        if x.ndim != 3 or x.shape[0] != self.n_kv_heads or x.shape[2] != self.head_dim:
+            raise ValueError(f"keys must be [Hkv={self.n_kv_heads}, N, D={self.head_dim}], got {tuple(x.shape)}")
         if self.concat:
-            return keys.permute(1, 0, 2).reshape(1, keys.shape[1], self.group_dim)
-        return keys
+            return np.ascontiguousarray(x.transpose(1, 0, 2).reshape(1, x.shape[1], self.group_dim))
+        return x
+
+    def _hash(self, x: np.ndarray) -> np.ndarray:
+        """float32 ``[..., Dg]`` -> int64 codes ``[...]`` (bit i = [x·h_i > 0] in float64, bit 63 = sign bit)."""
+        bits = (x.astype(np.float64) @ self._hp64_t) > 0
+        return (bits * self._bit_values).sum(-1, dtype=np.uint64).view(np.int64)
 
     def add_frame(self, keys: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Hash and cluster one frame's post-RoPE keys ``[Hkv, N, D]`` at cache ``positions [N]``.
@@ -112,132 +220,189 @@ class HashClusterTable:
             return self._add_frame(keys, positions)
 
     def _add_frame(self, keys: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
-        x = self.group_keys(keys)
+        x = self._group_keys_np(keys)
         G, N = x.shape[0], x.shape[1]
         if positions is None:
-            positions = torch.arange(self.n_tokens, self.n_tokens + N)
-        positions = torch.as_tensor(positions, dtype=torch.int64, device=self.device).reshape(-1)
-        if positions.numel() != N:
-            raise ValueError(f"{N} keys but {positions.numel()} positions")
-        new_codes = hash_bits(x, self.hyperplanes)  # [G, N]
-        th, nb = self.cfg.th_hp, self.cfg.n_hp
-        n0 = self.n_clusters.clone()
-        self._grow(int(n0.max()) + N)
-        C0 = int(n0.max())
-        founder = self.cfg.code_rule == "founder"
-        cols = torch.arange(C0, device=self.device)
-        if founder:
-            # Distances to the clusters that existed before this frame (their codes do not change).
-            d_old = hamming(new_codes[:, :, None], self.codes[:, None, :C0], nb)  # [G, N, C0]
-            d_old = d_old.masked_fill((cols[None, :] >= n0[:, None])[:, None, :], _FAR)
-            d_new = hamming(new_codes[:, :, None], new_codes[:, None, :], nb)  # [G, N, N]
-            opened = torch.zeros(G, N, dtype=torch.bool, device=self.device)
-        assign = torch.empty(G, N, dtype=torch.int64, device=self.device)
-        g = self._garange
-        for t in range(N):
-            if founder:
-                # Clusters opened earlier in this frame have indices n0 + k, above every old one, so the
-                # first minimum of [old | new-in-frame] is the lowest-index nearest cluster.
-                d = torch.cat([d_old[:, t], d_new[:, t, :t].masked_fill(~opened[:, :t], _FAR)], 1)
-            else:
-                n = int(self.n_clusters.max())
-                d = hamming(new_codes[:, t, None], self.codes[:, :n], nb)
-                d = d.masked_fill(torch.arange(n, device=self.device)[None, :] >= self.n_clusters[:, None], _FAR)
-            if d.shape[1] == 0:  # empty table, first token
-                dmin = torch.full((G,), _FAR, dtype=torch.int64, device=self.device)
-                cid = torch.zeros(G, dtype=torch.int64, device=self.device)
-            else:
-                dmin, cid = d.min(1)  # torch returns the first (lowest-index) minimum
-                if founder and t:
-                    # a column >= C0 is the cluster opened by in-frame token (col - C0)
-                    cid = torch.where(cid < C0, cid, assign[g, (cid - C0).clamp(min=0)])
-            join = dmin < th
-            cid = torch.where(join, cid, self.n_clusters)
-            if not bool(join.all()):
-                fresh = ~join
-                self.codes[g[fresh], cid[fresh]] = new_codes[fresh, t]
-                self.n_clusters += fresh.to(torch.int64)
-                if founder:
-                    opened[:, t] = fresh
-            assign[:, t] = cid
-            # Running mean: a fresh slot has count 0 and centroid 0, so c + (k - c)/1 = k exactly.
-            self.counts[g, cid] += 1
-            c = self.centroids[g, cid]
-            self.centroids[g, cid] = c + (x[:, t] - c) / self.counts[g, cid][:, None].to(torch.float32)
-            if not founder:
-                self.codes[g, cid] = hash_bits(self.centroids[g, cid], self.hyperplanes)
+            pos = np.arange(self._n, self._n + N, dtype=np.int64)
+        else:
+            pos = to_numpy(positions, np.int64).reshape(-1)
+        if pos.shape[0] != N:
+            raise ValueError(f"{N} keys but {pos.shape[0]} positions")
+        self._grow(int(self._ncl.max()) + N, self._n + N)
+        new_codes = self._hash(x)  # [G, N]
+        if self.cfg.code_rule == "founder":
+            assign = self._cluster_founder(x, new_codes)
+        else:
+            assign = self._cluster_mean(x, new_codes)
         if self._monotonic and N:
-            prev_last = int(self.positions[-1]) if self.n_tokens else -1
-            self._monotonic = bool((positions[1:] > positions[:-1]).all()) and int(positions[0]) > prev_last
-        self.positions = torch.cat([self.positions, positions])
-        self.assignment = torch.cat([self.assignment, assign], 1)
-        return assign.expand(self.n_kv_heads, N).clone() if self.concat else assign
+            prev_last = int(self._pos[self._n - 1]) if self._n else -1
+            self._monotonic = bool((pos[1:] > pos[:-1]).all()) and int(pos[0]) > prev_last
+        self._pos[self._n: self._n + N] = pos
+        self._assign[:, self._n: self._n + N] = assign
+        self._n += N
+        out = torch.from_numpy(assign)
+        if self.device.type != "cpu":
+            out = out.to(self.device)
+        return out.expand(self.n_kv_heads, N).clone() if self.concat else out
+
+    def _cluster_founder(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
+        G, N = new_codes.shape
+        th = self._th
+        n0 = self._ncl.copy()
+        C0 = int(n0.max())
+        if C0:
+            d_old = _popcount(new_codes[:, :, None] ^ self._codes[:, None, :C0])  # uint8 [G, N, C0]
+            if int(n0.min()) < C0:
+                d_old[np.broadcast_to(np.arange(C0)[None, None, :] >= n0[:, None, None], d_old.shape)] = _FAR
+            best_c = d_old.argmin(2)  # first minimum = lowest index
+            best_d = np.take_along_axis(d_old, best_c[:, :, None], 2)[:, :, 0]
+            best_c, best_d = best_c.tolist(), best_d.tolist()
+        else:
+            best_c, best_d = [[0] * N for _ in range(G)], [[_FAR] * N for _ in range(G)]
+        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :]).tolist()  # [G, N, N]
+        assign = np.empty((G, N), np.int64)
+        rank = np.empty((G, N), np.int64)  # r: the token is the r-th joiner of its cluster in this frame
+        max_rank = 0
+        fresh_g, fresh_t = [], []
+        for g in range(G):
+            nc = int(n0[g])
+            opened: list[tuple[int, int]] = []  # (founding token, cluster index), increasing index
+            seen: dict[int, int] = {}
+            dn, bd, bc = d_new[g], best_d[g], best_c[g]
+            row_a, row_r = assign[g], rank[g]
+            for t in range(N):
+                d, c = bd[t], bc[t]
+                row = dn[t]
+                for s, cs in opened:  # in-frame clusters: strictly nearer only (ties keep the lower index)
+                    if row[s] < d:
+                        d, c = row[s], cs
+                if d >= th:
+                    c = nc
+                    nc += 1
+                    opened.append((t, c))
+                    fresh_g.append(g)
+                    fresh_t.append(t)
+                r = seen.get(c, 0)
+                seen[c] = r + 1
+                row_a[t], row_r[t] = c, r
+                if r > max_rank:
+                    max_rank = r
+            self._ncl[g] = nc
+        if fresh_g:
+            fg, ft = np.asarray(fresh_g), np.asarray(fresh_t)
+            self._codes[fg, assign[fg, ft]] = new_codes[fg, ft]
+        gg = np.broadcast_to(np.arange(G)[:, None], (G, N))
+        for r in range(max_rank + 1):
+            # each (group, cluster) at most once per round: fancy-index updates do not collide
+            if max_rank:
+                sel = rank == r
+                g_r, c_r, x_r = gg[sel], assign[sel], x[sel]
+            else:
+                g_r, c_r, x_r = gg.ravel(), assign.ravel(), x.reshape(G * N, -1)
+            self._counts[g_r, c_r] += 1
+            c_old = self._cent[g_r, c_r]
+            self._cent[g_r, c_r] = c_old + (x_r - c_old) / self._counts[g_r, c_r].astype(np.float32)[:, None]
+        return assign
+
+    def _cluster_mean(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
+        """``code_rule='mean'``: the cluster code follows the running mean, so every token sees the codes as
+        updated by the previous one -- a plain per-token loop."""
+        G, N = new_codes.shape
+        assign = np.empty((G, N), np.int64)
+        for g in range(G):
+            for t in range(N):
+                n = int(self._ncl[g])
+                if n:
+                    d = _popcount(new_codes[g, t] ^ self._codes[g, :n])
+                    j = int(d.argmin())
+                    if int(d[j]) >= self._th:
+                        j = n
+                else:
+                    j = 0
+                if j == n:
+                    self._ncl[g] = n + 1
+                self._counts[g, j] += 1
+                c = self._cent[g, j]
+                self._cent[g, j] = c + (x[g, t] - c) / np.float32(self._counts[g, j])
+                self._codes[g, j] = self._hash(self._cent[g, j][None])[0]
+                assign[g, t] = j
+        return assign
 
     # ------------------------------------------------------------------------------------------ reading
     def group_of(self, head: int) -> int:
         return 0 if self.concat else int(head)
 
+    def head_centroids_np(self, head: int) -> np.ndarray:
+        """``Key_cluster`` of KV head ``head``, ``[C, D]`` float32 NumPy view (its D-slice in concat mode)."""
+        g = self.group_of(head)
+        c = self._cent[g, : int(self._ncl[g])]
+        if self.concat:
+            return c[:, head * self.head_dim:(head + 1) * self.head_dim]
+        return c
+
     def head_centroids(self, head: int) -> torch.Tensor:
         """``Key_cluster`` of KV head ``head``'s clusters, ``[C, D]`` (its D-slice in concat mode)."""
+        return torch.from_numpy(self.head_centroids_np(head))
+
+    def head_counts_np(self, head: int) -> np.ndarray:
         g = self.group_of(head)
-        c = self.centroids[g, : int(self.n_clusters[g])]
-        if self.concat:
-            return c.view(-1, self.n_kv_heads, self.head_dim)[:, head]
-        return c
+        return self._counts[g, : int(self._ncl[g])]
 
     def padded_heads(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """All KV heads at once, padded to the largest cluster count C: ``Key_cluster [Hkv, C, D]``,
-        counts ``[Hkv, C]`` (0 in padding) and valid ``[Hkv, C]`` -- the batched form used by ``select_tokens``."""
-        C = int(self.n_clusters.max())
-        valid = torch.arange(C, device=self.device)[None, :] < self.n_clusters[:, None]  # [G, C]
+        counts ``[Hkv, C]`` (0 in padding) and valid ``[Hkv, C]``."""
+        C = int(self._ncl.max())
+        valid = torch.from_numpy(np.arange(C)[None, :] < self._ncl[:, None])  # [G, C]
+        cent, counts = torch.from_numpy(self._cent[:, :C]), torch.from_numpy(self._counts[:, :C])
         if self.concat:
-            cent = self.centroids[0, :C].view(C, self.n_kv_heads, self.head_dim).transpose(0, 1)
-            return cent, self.counts[:, :C].expand(self.n_kv_heads, C), valid.expand(self.n_kv_heads, C)
-        return self.centroids[:, :C], self.counts[:, :C], valid
+            cent = cent[0].view(C, self.n_kv_heads, self.head_dim).transpose(0, 1)
+            return cent, counts.expand(self.n_kv_heads, C), valid.expand(self.n_kv_heads, C)
+        return cent, counts, valid
+
+    def token_mask_np(self, head: int, cluster_mask: np.ndarray) -> np.ndarray:
+        """bool ``[T]``: which added tokens belong to a cluster marked in ``cluster_mask [C]`` for ``head``."""
+        return cluster_mask[self._assign[self.group_of(head), : self._n]]
+
+    def positions_of_np(self, token_mask: np.ndarray) -> np.ndarray:
+        """Sorted cache positions of the added tokens where ``token_mask [T]`` is True."""
+        p = self._pos[: self._n][token_mask]
+        return p if self._monotonic else np.sort(p)
 
     def tokens_of_heads(self, cluster_mask: torch.Tensor) -> list[torch.Tensor]:
         """Per KV head, the sorted positions of the members of the clusters marked in ``cluster_mask [Hkv, C]``."""
-        if self.concat:
-            tok = cluster_mask[:, self.assignment[0]]  # [Hkv, T]
-        else:
-            tok = torch.gather(cluster_mask, 1, self.assignment)
-        if self._monotonic:  # streamed positions are already increasing: no sort needed
-            return [self.positions[m] for m in tok]
-        return [torch.sort(self.positions[m]).values for m in tok]
+        m = to_numpy(cluster_mask, bool)
+        return [torch.from_numpy(self.positions_of_np(self.token_mask_np(h, m[h]))) for h in range(m.shape[0])]
 
     def head_counts(self, head: int) -> torch.Tensor:
-        g = self.group_of(head)
-        return self.counts[g, : int(self.n_clusters[g])]
+        return torch.from_numpy(self.head_counts_np(head))
 
     def head_codes(self, head: int) -> torch.Tensor:
         g = self.group_of(head)
-        return self.codes[g, : int(self.n_clusters[g])]
+        return torch.from_numpy(self._codes[g, : int(self._ncl[g])])
 
     def tokens_of(self, head: int, cluster_mask: torch.Tensor) -> torch.Tensor:
         """Sorted cache positions of the member tokens of the clusters where ``cluster_mask [C]`` is True."""
-        g = self.group_of(head)
-        sel = cluster_mask.to(self.device)[self.assignment[g]]
-        return self.positions[sel] if self._monotonic else torch.sort(self.positions[sel]).values
+        return torch.from_numpy(self.positions_of_np(self.token_mask_np(head, to_numpy(cluster_mask, bool))))
 
     def members(self, head: int, cluster: int) -> list[int]:
         """Member token positions of one cluster, in arrival order (the HC table's 'token idx')."""
         g = self.group_of(head)
-        return self.positions[self.assignment[g] == cluster].tolist()
+        return self._pos[: self._n][self._assign[g, : self._n] == cluster].tolist()
 
     def rows(self, head: int = 0) -> list[dict]:
         """The HC table of one KV head as rows (cluster, code, count, token idx) -- for display."""
-        return [dict(cluster=c, code=int(self.codes[self.group_of(head), c]), count=int(n),
-                     tokens=self.members(head, c)) for c, n in enumerate(self.head_counts(head).tolist())]
+        return [dict(cluster=c, code=int(self._codes[self.group_of(head), c]), count=int(n),
+                     tokens=self.members(head, c)) for c, n in enumerate(self.head_counts_np(head).tolist())]
 
     # ------------------------------------------------------------------------------------------- sizes
     def tokens_per_cluster(self) -> float:
         """Mean member tokens per cluster over all groups (paper: 32 on average)."""
-        n = int(self.n_clusters.sum())
+        n = int(self._ncl.sum())
         return self.n_tokens * self.n_groups / n if n else float("nan")
 
     def nbytes(self, centroid_bytes: int = 2, count_bytes: int = 2, index_bytes: int = 4) -> int:
         """HC-table bytes: per cluster Key_cluster (BF16) + code + count; per member one token index."""
-        n = int(self.n_clusters.sum())
+        n = int(self._ncl.sum())
         per_cluster = self.group_dim * centroid_bytes + math.ceil(self.cfg.n_hp / 8) + count_bytes
         return n * per_cluster + self.n_tokens * self.n_groups * index_bytes
 

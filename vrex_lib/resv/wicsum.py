@@ -48,7 +48,7 @@ def quantize_weights(w, bits: int = 16):
 
 
 def cluster_weights(scores: torch.Tensor, score: str = "softmax") -> torch.Tensor:
-    """Scaled scores ``s = q·Key_cluster/√d`` ``[rows, C]`` -> WiCSum weights (digest §10a).
+    """Scaled scores ``s = q·Key_cluster/√d`` ``[rows, C]`` -> WiCSum weights (docs/DECISIONS.md D1).
 
     'softmax': softmax numerators exp(s − max_row s) in (0, 1]; 'raw': the scores themselves.
     """
@@ -126,3 +126,120 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
         out &= valid
         n_sel = out.sum(1)
     return (out, n_sel) if return_prefix else out
+
+
+
+_NB = 256  # histogram buckets of the pre-selection in :func:`wicsum_rows`
+
+
+def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
+                n_valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """WiCSum on host arrays, all rows at once: ``w [rows, C]`` (float64 weights, or int64 quantised weights),
+    ``counts [rows, C]`` int64, ``valid [rows, C]`` (False = padding: weight and count 0), ``n_valid [rows]``.
+
+    Returns (selected bool ``[rows, C]``, clusters selected per row ``[rows]``), exactly those of
+    :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index,
+    Acc and Sum accumulated in σ order, first t with Acc(t) > Th (docs/DECISIONS.md D51 for how the sort is
+    limited to the top of each row without changing any result).
+    """
+    rows, C = w.shape
+    integer = w.dtype.kind in "iu"
+    wc = w * counts
+    mask = np.zeros((rows, C), bool)
+    n_sel = np.zeros(rows, np.int64)
+    todo = np.arange(rows)
+    if C > 32 and ratio < 1.0 and (integer or bool((w >= 0).all())):
+        done = _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel)
+        todo = todo[~done]
+    if todo.size:
+        m, n = _wicsum_full(w[todo], wc[todo], ratio, valid[todo], n_valid[todo], integer)
+        mask[todo], n_sel[todo] = m, n
+    return mask, n_sel
+
+
+def _wicsum_full(w, wc, ratio, valid, n_valid, integer):
+    """The whole-row rule: a stable sort of every row (the reference's order), cumulative sums, first exceed."""
+    rows, C = w.shape
+    if integer:
+        neg = ~np.where(valid, w, np.iinfo(np.int64).min)  # ~x = -x-1: exact descending, padding last
+    else:
+        neg = -np.where(valid, w, -np.inf)
+    order = np.argsort(neg, axis=1, kind="stable")
+    acc = np.cumsum(np.take_along_axis(wc, order, 1), 1)
+    total = acc[:, -1:]
+    if integer:
+        exceed = acc * (1 << RATIO_FRAC_BITS) > ratio_q(ratio) * total
+    else:
+        exceed = acc > float(ratio) * total
+    first = exceed.argmax(1)
+    n_sel = np.where(exceed[np.arange(rows), first], first + 1, n_valid)
+    mask = np.zeros((rows, C), bool)
+    np.put_along_axis(mask, order, np.arange(C)[None, :] < n_sel[:, None], 1)
+    return mask, n_sel
+
+
+def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
+    """Resolve the rows whose WiCSum prefix is decided by the top of the row alone; returns bool [rows] done.
+
+    1. Monotone buckets of the weight (256, finest at the top): larger weight -> lower bucket, equal weights ->
+       the same bucket. Per row the mass Σ w·TC per bucket (``np.bincount``) gives the first bucket J whose
+       cumulative mass passes the threshold: σ(0..t*) lies in buckets <= J (every weight there is >= every
+       weight outside, and ties never straddle the cut).
+    2. Only those entries are stably sorted (descending weight, ties -> lower index): they are exactly
+       σ(0..|S|-1), so their cumulative sums are the reference's Acc(t), added in the same order.
+    3. Integer weights: Sum is exact in any order, so the first exceed is exact. Float weights: Sum in σ order
+       is not computed; the pairwise sum differs from it by at most (C+2)·2^-51·Σ|w·TC| (a bound ~4x the
+       recursive-summation error), so a row is accepted only if the first Acc above the upper bound of
+       Th_r-wics·Sum is also the first above its lower bound; any other row (a tie with the threshold within
+       ~1e-13 relative, which no test data has hit) goes to the whole-row rule.
+    """
+    rows, C = w.shape
+    if integer:
+        b = np.minimum((65535 - np.minimum(w, 65535)) >> 8, _NB - 1)
+    else:
+        top = (w.view(np.int64) >> 49).max(1, keepdims=True)  # 11 exponent + 3 mantissa bits, per row
+        b = np.clip(top - (w.view(np.int64) >> 49), 0, _NB - 1)
+    b = np.where(valid, b, _NB - 1)
+    hist = np.bincount((b + (np.arange(rows) * _NB)[:, None]).ravel(), weights=wc.ravel().astype(np.float64),
+                       minlength=rows * _NB).reshape(rows, _NB)
+    if integer:
+        total = wc.sum(1)
+        thr_i = ratio_q(ratio) * total
+        cum = np.cumsum(hist, 1)
+        J = (cum * float(1 << RATIO_FRAC_BITS) > thr_i[:, None] * (1 + 1e-12)).argmax(1)
+    else:
+        total = wc.sum(1)
+        err = (C + 2) * 2.0 ** -51 * total
+        margin = ratio * err * (1 + 2.0 ** -50) + 2.0 ** -51 * ratio * (total + err) + 1e-300
+        hi, lo = ratio * total + margin, ratio * total - margin
+        cum = np.cumsum(hist, 1)
+        J = (cum > hi[:, None] * (1 + 1e-9)).argmax(1)
+    in_s = (b <= J[:, None]) & valid
+    k = in_s.sum(1)
+    K = int(k.max())
+    if K == 0:
+        return np.zeros(rows, bool)
+    rr, cc = np.nonzero(in_s)  # row-major: columns ascending within a row
+    slot = np.cumsum(in_s, 1)[rr, cc] - 1
+    cols = np.zeros((rows, K), np.int64)
+    cols[rr, slot] = cc
+    key = np.full((rows, K), np.inf)
+    key[rr, slot] = -w[rr, cc]  # exact negation; padding sorts last
+    order = np.argsort(key, axis=1, kind="stable")
+    sig = np.take_along_axis(cols, order, 1)  # σ(0..K-1) per row (garbage beyond k)
+    filled = np.arange(K)[None, :] < k[:, None]
+    acc = np.cumsum(np.where(filled, np.take_along_axis(wc, sig, 1), 0), 1)
+    if integer:
+        ex = acc * (1 << RATIO_FRAC_BITS) > thr_i[:, None]
+        t = ex.argmax(1)
+        done = ex[np.arange(rows), t]
+    else:
+        ex_hi, ex_lo = acc > hi[:, None], acc > lo[:, None]
+        t = ex_hi.argmax(1)
+        done = ex_hi[np.arange(rows), t] & (ex_lo.argmax(1) == t)
+    n = t + 1
+    pick = (np.arange(K)[None, :] < n[:, None]) & done[:, None]
+    r2 = np.nonzero(pick)
+    mask[r2[0], sig[r2]] = True
+    n_sel[done] = n[done]
+    return done

@@ -11,9 +11,11 @@ One code path, three builds (:func:`build_model`):
 * ``full``: the user's Llama-3-8B-Instruct + SigLIP-L/16-384 + the VideoLLM-online checkpoint (a PEFT LoRA
   adapter holding the connector), all from local paths. peft is not a dependency: the LoRA deltas are merged
   into the base weights here (W += α/r · B·A), which is what ``PeftModel.merge_and_unload`` does.
-* ``default``: the real SmolLM2-135M-Instruct (offline, :func:`vrex_lib.llm_weights.load_smollm2`), a small
-  randomly initialised SigLIP and connector (seeded).
-* ``smoke``: a tiny random Llama + tiny SigLIP + a byte-level toy tokenizer (CI speed).
+* ``default``: the real SmolLM2-135M-Instruct (offline, :func:`vrex_lib.llm_weights.load_smollm2`), the
+  content-preserving patch-embedding stand-in for the vision tower (``vision='patch-dct'``,
+  :mod:`vrex_lib.runtime.vision`, docs/DECISIONS.md D40) and a seeded connector; ``vision='siglip-random'``
+  keeps the earlier small randomly initialised SigLIP.
+* ``smoke``: a tiny random Llama + tiny SigLIP (or ``vision='patch-dct'``) + a byte-level toy tokenizer (CI speed).
 
 The untrained connector of ``default``/``smoke`` is rescaled once (seeded, deterministic) so its outputs have
 the RMS of the LLM's token embeddings: the decoder then sees inputs of the scale it was trained on.
@@ -62,8 +64,8 @@ def make_connector(vision_hidden: int, hidden: int) -> nn.Sequential:
 class StreamingVideoLLM:
     """The model the runtime streams through. ``llm`` is a ``LlamaForCausalLM``-like decoder.
 
-    Attributes: llm, tokenizer, vision (``SiglipVisionModel``), connector (``nn.Sequential``), name (build tag),
-    image_size (vision input side, pixels).
+    Attributes: llm, tokenizer, vision (``SiglipVisionModel`` or the stand-in ``PatchEmbedEncoder``), connector
+    (``nn.Sequential``), name (build tag), image_size (vision input side, pixels), vision_name (which encoder).
     """
 
     llm: nn.Module
@@ -72,6 +74,7 @@ class StreamingVideoLLM:
     connector: nn.Module
     name: str
     image_size: int
+    vision_name: str = "siglip"
 
     # ---- shapes --------------------------------------------------------------------------------------------
     @property
@@ -183,11 +186,32 @@ def _tiny_siglip(hidden: int, layers: int, heads: int, image_size: int):
     return SiglipVisionModel(cfg).eval()
 
 
+def _vision(kind: str, siglip_dims: tuple[int, int, int], image_size: int) -> tuple[nn.Module, int, str]:
+    """(vision module, its hidden size, its name) for ``build_model(vision=kind)``."""
+    from .vision import VISION_ENCODERS, PatchEmbedEncoder
+
+    if kind == "patch-dct":
+        enc = PatchEmbedEncoder(k=8, image_size=image_size).eval()
+        return enc, enc.hidden_size, kind
+    if kind == "siglip-random":
+        return _tiny_siglip(*siglip_dims, image_size), siglip_dims[0], kind
+    raise ValueError(f"build_model: unknown vision encoder {kind!r}; choose one of {', '.join(VISION_ENCODERS)}")
+
+
 @torch.inference_mode()
 def _match_embedding_rms(model: StreamingVideoLLM, seed: int) -> None:
-    """Rescale the untrained connector's last layer so frame tokens have the RMS of the token embeddings."""
+    """Rescale the untrained connector's last layer so frame tokens have the RMS of the token embeddings.
+
+    Calibrated on seeded noise frames for the random SigLIP (as before) and on seeded smooth frames for the
+    patch-embedding stand-in, whose pooled tokens of white noise would be near zero (patches cancel out).
+    """
     g = torch.Generator().manual_seed(seed)
-    frames = torch.randint(0, 256, (4, model.image_size, model.image_size, 3), generator=g, dtype=torch.uint8)
+    if model.vision_name == "patch-dct":
+        from .vision import smooth_calibration_frames
+
+        frames = smooth_calibration_frames(8, model.image_size, seed)
+    else:
+        frames = torch.randint(0, 256, (4, model.image_size, model.image_size, 3), generator=g, dtype=torch.uint8)
     emb = model.embed_frames(frames).float()
     target = model.llm.get_input_embeddings().weight.float().pow(2).mean().sqrt()
     scale = float(target / emb.pow(2).mean().sqrt().clamp_min(1e-12))
@@ -198,13 +222,18 @@ def _match_embedding_rms(model: StreamingVideoLLM, seed: int) -> None:
 
 def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path: str | Path | None = None,
                 connector_path: str | Path | None = None, device: str | torch.device | None = None,
-                dtype: torch.dtype | str | None = None, seed: int = 0) -> StreamingVideoLLM:
+                dtype: torch.dtype | str | None = None, seed: int = 0,
+                vision: str | None = None) -> StreamingVideoLLM:
     """Build the streaming video LLM of a profile ('smoke', 'default', 'full'); see the module docstring.
 
     ``full`` needs ``llm_path`` (Llama-3-8B-Instruct HF folder), ``vision_path`` (siglip-large-patch16-384 HF
     folder) and ``connector_path`` (VideoLLM-online checkpoint folder: adapter_config.json +
     adapter_model.safetensors); every path and shape is checked before any weight is loaded. In ``default`` an
     ``llm_path`` replaces SmolLM2 by any local Llama-family HF folder.
+
+    ``vision`` (default and smoke only): 'patch-dct' (the stand-in of :mod:`vrex_lib.runtime.vision`; the default
+    profile's default) or 'siglip-random' (a seeded random SigLIP tower; the smoke profile's default). The full
+    profile always uses the user's pretrained SigLIP-L/16-384.
     """
     from .attention import ATTN_IMPL, register
 
@@ -219,8 +248,8 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
         torch.manual_seed(seed)
         tok = ByteTokenizer()
         llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size)).eval()
-        vision = _tiny_siglip(32, 1, 2, 64)
-        model = StreamingVideoLLM(llm, tok, vision, make_connector(32, llm.config.hidden_size), "tiny-llama", 64)
+        enc, hv, vname = _vision(vision or "siglip-random", (32, 1, 2), 64)
+        model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), "tiny-llama", 64, vname)
         _match_embedding_rms(model, seed)
     elif profile == "default":
         if llm_path:
@@ -232,11 +261,14 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
             llm, tok = load_smollm2("float32" if dtype is None else str(dtype).replace("torch.", ""))
             name = "SmolLM2-135M-Instruct"
         torch.manual_seed(seed)
-        vision = _tiny_siglip(192, 4, 3, 224)
-        model = StreamingVideoLLM(llm, tok, vision, make_connector(192, llm.config.hidden_size), name, 224)
+        enc, hv, vname = _vision(vision or "patch-dct", (192, 4, 3), 224)
+        model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), name, 224, vname)
         model.connector.to(model.dtype)
         _match_embedding_rms(model, seed)
     elif profile == "full":
+        if vision not in (None, "siglip"):
+            raise ValueError(f"build_model: the full profile uses the pretrained SigLIP-L/16-384 (--vision-path); "
+                             f"vision={vision!r} applies to the smoke and default profiles only")
         model = _build_full(llm_path, vision_path, connector_path, dtype or torch.bfloat16)
     else:
         raise ValueError(f"build_model: unknown profile {profile!r}; choose smoke, default or full")
@@ -369,4 +401,5 @@ def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> St
     conn = make_connector(vision.config.hidden_size, llm.config.hidden_size).to(dtype)
     conn_state = {_adapter_key(k).split("connector.", 1)[1]: v for k, v in state.items() if "connector" in k}
     conn.load_state_dict(conn_state, strict=True)
-    return StreamingVideoLLM(llm, tok, vision.eval(), conn, "videollm-online-8b", int(vision.config.image_size))
+    return StreamingVideoLLM(llm, tok, vision.eval(), conn, "videollm-online-8b", int(vision.config.image_size),
+                             "siglip-large-patch16-384")

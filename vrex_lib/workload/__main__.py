@@ -1,0 +1,70 @@
+"""``python -m vrex_lib.workload measure --profile P [--methods a,b] [--kv 1000,5000] [--long] [--out F]``."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..config import results_dir
+
+
+def _ints(s: str) -> list[int]:
+    try:
+        return [int(float(x)) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--kv expects comma-separated token counts like 1000,5000, got {s!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.workload", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure", help="measure the retrieval workload into a schema vrex.workload/1 file")
+    m.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    m.add_argument("--methods", default="full,flexgen,infinigen,infinigen_p,rekv,resv",
+                   help="comma-separated policy names (default: every method of Table II and flexgen)")
+    m.add_argument("--kv", type=_ints, default=None, help="checkpoint kv lengths, e.g. 1000,5000,10000")
+    m.add_argument("--long", action="store_true", help="add the profile's long points (default: 20000,40000)")
+    m.add_argument("--fidelity-kv", type=_ints, default=None, help="kv points with steered fidelity runs")
+    m.add_argument("--out", type=Path, default=None, help="output file (default results/data/workload_<profile>.json)")
+    m.add_argument("--force", action="store_true", help="recompute even if the file's inputs_key matches")
+    m.add_argument("--no-progress", action="store_true")
+    m.add_argument("--llm-path", help="full profile: Llama-3-8B-Instruct HF folder")
+    m.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
+    m.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder (PEFT adapter)")
+    m.add_argument("--device", default=None, help="e.g. cuda (full profile default: cuda)")
+    m.add_argument("--dtype", default=None, help="e.g. bfloat16")
+    a = ap.parse_args(argv)
+
+    from .measure import measure
+
+    kw = {}
+    if a.profile == "full":
+        kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
+                  device=a.device or "cuda", dtype=a.dtype)
+        from ..runtime.model import validate_full_paths
+
+        try:
+            validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
+        except (ValueError, FileNotFoundError) as err:
+            print(f"workload measure: {err}", file=sys.stderr)
+            return 2
+    elif a.device or a.dtype:
+        kw = {k: v for k, v in dict(device=a.device, dtype=a.dtype).items() if v}
+    out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
+    if os.environ.get("VREX_THREADS"):
+        import torch
+
+        torch.set_num_threads(int(os.environ["VREX_THREADS"]))
+    try:
+        path = measure(a.profile, [x for x in a.methods.split(",") if x], a.kv, out, long=a.long,
+                       fidelity_kv=a.fidelity_kv, model_kwargs=kw, progress=not a.no_progress, force=a.force)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"workload measure: {err}", file=sys.stderr)
+        return 2
+    print(f"workload measure: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Tables and plots of a workload file's context-length curves (selected fraction, reuse, tokens per cluster, ...
+against kv length, one line per method). Used by notebooks 02, 03 and 06."""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from .measure import read_measurement
+
+CURVE_FIELDS: tuple[str, ...] = ("selected_frac", "selected_frac_offloaded", "reuse_frac", "tokens_per_cluster",
+                                 "n_clusters", "wics_exit_frac", "offloaded_bytes", "fetched_bytes",
+                                 "dre_hcu_cycles", "dre_wtu_cycles", "answer_agreement", "attn_rel_error")
+
+LABELS = {"selected_frac": "selected fraction of candidates", "selected_frac_offloaded": "selected fraction of "
+          "offloaded candidates", "reuse_frac": "reuse of previous step's offloaded selection",
+          "tokens_per_cluster": "tokens per cluster", "n_clusters": "clusters per (layer, KV head)",
+          "wics_exit_frac": "WiCSum exit fraction of a row", "offloaded_bytes": "offloaded KV (bytes)",
+          "fetched_bytes": "fetched KV (bytes)"}
+
+
+def load_curves(path: str | os.PathLike):
+    """A workload file as a pandas DataFrame: one row per checkpoint (method, stage, kv_len) with every scalar
+    field of schema A (per-layer lists left out)."""
+    import pandas as pd
+
+    d = read_measurement(path)
+    rows = [{k: v for k, v in c.items() if k not in ("per_layer", "policy_kwargs")} for c in d["checkpoints"]]
+    df = pd.DataFrame(rows)
+    df.attrs.update(profile=d["profile"], model=d["model"], vision=d.get("vision"), source=d["stream"]["source"])
+    return df.sort_values(["method", "stage", "kv_len"]).reset_index(drop=True)
+
+
+def curve_table(path: str | os.PathLike, field: str = "selected_frac", stage: str = "frame",
+                methods: Sequence[str] | None = None):
+    """Wide table: rows = requested kv length (``kv_target``), columns = methods, values = ``field``."""
+    df = load_curves(path)
+    if field not in df.columns:
+        raise ValueError(f"{path}: no field {field!r} in the checkpoints; choose from {', '.join(CURVE_FIELDS)}")
+    df = df[df["stage"] == stage]
+    if methods is not None:
+        df = df[df["method"].isin(list(methods))]
+    t = df.pivot_table(index="kv_target", columns="method", values=field, aggfunc="mean", dropna=False)
+    t.index.name = "kv_len"
+    return t
+
+
+def plot_curves(path: str | os.PathLike, fields: Sequence[str] = ("selected_frac", "reuse_frac",
+                                                                  "tokens_per_cluster"),
+                stages: Sequence[str] = ("frame", "text"), methods: Sequence[str] | None = None, axes=None):
+    """One panel per (stage, field): ``field`` against kv length, a line per method (log x). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    df = load_curves(path)
+    if methods is not None:
+        df = df[df["method"].isin(list(methods))]
+    if axes is None:
+        fig, axes = plt.subplots(len(stages), len(fields), figsize=(4.2 * len(fields), 3.2 * len(stages)),
+                                 squeeze=False)
+    else:
+        axes = np.asarray(axes).reshape(len(stages), len(fields))
+        fig = axes.flat[0].figure
+    for i, stage in enumerate(stages):
+        for j, f in enumerate(fields):
+            ax = axes[i, j]
+            sub = df[df["stage"] == stage]
+            for m, g in sub.groupby("method"):
+                g = g.sort_values("kv_len")
+                y = g[f].astype(float) if f in g else None
+                if y is None or not np.isfinite(y).any():
+                    continue
+                ax.plot(g["kv_len"], y, marker="o", label=m)
+            ax.set_xscale("log")
+            ax.set_xlabel("tokens in the KV cache")
+            ax.set_title(f"{stage}: {LABELS.get(f, f)}", fontsize=9)
+            ax.grid(alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper center", ncol=min(6, len(labels)), fontsize=8)
+    fig.suptitle(f"{df.attrs.get('model')} on {df.attrs.get('profile')} profile -- a composition of real footage",
+                 fontsize=9, y=0.995)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return fig

@@ -1,0 +1,156 @@
+"""Shadow measurement: every method's policy sees the same keys and queries of one full-attention stream
+(``docs/DECISIONS.md D42``).
+
+:class:`ShadowPolicy` is a :class:`~vrex_lib.retrieval.base.RetrievalPolicy` that the runtime drives like any
+other: ``observe`` is forwarded to every wrapped policy at every step (so their tables, block means and running
+statistics grow exactly as in a real run), and while ``active`` its ``select`` asks every wrapped policy for its
+selection on the step's real post-RoPE queries and keys, records what it chose, and returns ``None`` -- the stream
+itself always attends to everything, so no method steers what the others see.
+
+Per active step, per method, per layer ℓ >= dense_layers, per KV head g it records (:class:`StepRecord`):
+candidates C, offloaded candidates (positions of the host tier, :meth:`KVStore.host_boundary`), selected, selected
+offloaded, and the selected offloaded positions the same method also selected at the previous active step of the
+same stage selected (in either tier: a token that has just crossed into the host tier was still read from the
+device by the previous step, so a "Retrieved KV" region holding the last selection has it -- reuse). ReSV-family policies (those with an HC table per layer, ``.tables``) also give clusters per
+head, table tokens, WiCSum exit fraction (``prefix_frac``) and the clusters opened by the step (for the HCU model).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+@dataclass
+class StepRecord:
+    """What one method chose at one active step. Arrays are [L, Hkv] (NaN / 0 for layers not consulted)."""
+
+    stage: str
+    kind: str
+    kv_len: int           # cache length when the step ran (before its own tokens)
+    n_new: int
+    n_cand: np.ndarray    # [L] candidates (same for every head)
+    n_off_cand: np.ndarray  # [L] offloaded candidates
+    sel: np.ndarray       # [L, H]
+    sel_off: np.ndarray   # [L, H]
+    reused_off: np.ndarray  # [L, H]; -1 = no previous step of this stage
+    consulted: np.ndarray  # [L] bool
+    clusters: np.ndarray | None = None       # [L, H] clusters after the step's observe
+    clusters_before: np.ndarray | None = None  # [L, H] clusters before the step's observe
+    table_tokens: np.ndarray | None = None   # [L]
+    prefix_frac: np.ndarray | None = None    # [L] WiCSum exit fraction
+    hc_bytes: np.ndarray | None = None       # [L]
+    rows: np.ndarray | None = None           # [L] query rows per KV head
+    extra: dict = field(default_factory=dict)
+
+
+def _is_resv_like(policy) -> bool:
+    return hasattr(policy, "tables")
+
+
+class ShadowPolicy:
+    """Runs ``policies`` ({method name: policy}) in shadow; see the module docstring.
+
+    Set :attr:`store` to the session's KV store after ``session.reset()``; toggle :attr:`active`; read and clear
+    :attr:`records` ({method: [StepRecord]}).
+    """
+
+    name = "shadow"
+    retrieves_at_frame = True
+
+    def __init__(self, policies: dict, dense_layers: int):
+        self.policies = dict(policies)
+        self.dense_layers = int(dense_layers)
+        self.active = False
+        self.store = None
+        self.records: dict[str, list[StepRecord]] = {m: [] for m in self.policies}
+        self._prev: dict = {}
+        self._cur: dict[str, StepRecord] | None = None
+        self._before: dict = {}
+
+    def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
+        self.L, self.H = n_layers, n_kv_heads
+        for p in self.policies.values():
+            p.reset(n_layers, n_kv_heads, head_dim)
+        self.records = {m: [] for m in self.policies}
+        self._prev, self._cur = {}, None
+
+    def forget_previous(self) -> None:
+        """Start a new checkpoint: reuse is measured only between consecutive active steps of one checkpoint."""
+        self._prev = {}
+
+    # ---- step boundaries (called by the measurement driver) -------------------------------------------------
+    def begin_step(self, stage: str, kind: str, kv_len: int) -> None:
+        if not self.active:
+            self._cur = None
+            return
+        L, H = self.L, self.H
+        self._cur = {}
+        for m, p in self.policies.items():
+            rec = StepRecord(stage, kind, int(kv_len), 0, np.zeros(L), np.zeros(L), np.zeros((L, H)),
+                             np.zeros((L, H)), np.full((L, H), -1.0), np.zeros(L, bool))
+            if _is_resv_like(p):
+                rec.clusters = np.full((L, H), np.nan)
+                rec.clusters_before = np.full((L, H), np.nan)
+                rec.table_tokens = np.full(L, np.nan)
+                rec.prefix_frac = np.full(L, np.nan)
+                rec.hc_bytes = np.full(L, np.nan)
+                rec.rows = np.full(L, np.nan)
+            self._cur[m] = rec
+
+    def end_step(self) -> None:
+        if self._cur is not None:
+            for m, rec in self._cur.items():
+                self.records[m].append(rec)
+        self._cur = None
+
+    # ---- the RetrievalPolicy protocol ----------------------------------------------------------------------
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: str, frame_id: int | None) -> None:
+        for m, p in self.policies.items():
+            if self._cur is not None and _is_resv_like(p):
+                t = p.tables[layer]
+                before = np.zeros(self.H) if t is None else _per_head(t.n_clusters, self.H)
+                self._cur[m].clusters_before[layer] = before
+            p.observe(layer, new_keys, start, stage, frame_id)
+            if self._cur is not None:
+                self._cur[m].n_new = int(new_keys.shape[1])
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor, stage: str):
+        if self._cur is None:
+            return None
+        s = int(keys.shape[1])
+        hb = self.store.host_boundary(s)
+        n_cand = int(candidates.numel())
+        off_cand = candidates[candidates < hb]
+        for m, p in self.policies.items():
+            rec = self._cur[m]
+            sel = p.select(layer, query, keys, candidates, stage)
+            idx = [candidates] * self.H if sel is None else [i.to(candidates.device) for i in sel.indices]
+            rec.consulted[layer] = True
+            rec.n_cand[layer] = n_cand
+            rec.n_off_cand[layer] = int(off_cand.numel())
+            prev = self._prev.get((m, stage, layer))
+            for g in range(self.H):
+                ix = idx[g]
+                o = ix[ix < hb]
+                rec.sel[layer, g] = int(ix.numel())
+                rec.sel_off[layer, g] = int(o.numel())
+                if prev is not None:  # offloaded now and selected (in either tier) by the previous step
+                    rec.reused_off[layer, g] = int(torch.isin(o, prev[g]).sum()) if o.numel() else 0
+            self._prev[(m, stage, layer)] = [ix.clone() for ix in idx]
+            if _is_resv_like(p):
+                t = p.tables[layer]
+                rec.clusters[layer] = _per_head(t.n_clusters, self.H)
+                rec.table_tokens[layer] = t.n_tokens
+                rec.hc_bytes[layer] = t.nbytes()
+                if sel is not None:
+                    rec.prefix_frac[layer] = float(sel.stats.get("prefix_frac", np.nan))
+                    rec.rows[layer] = float(sel.stats.get("rows", np.nan)) / self.H
+        return None
+
+
+def _per_head(n_clusters: torch.Tensor, n_heads: int) -> np.ndarray:
+    """Clusters per KV head from a table's per-group counts (one shared group in concat mode)."""
+    v = n_clusters.detach().cpu().numpy().astype(np.float64)
+    return np.broadcast_to(v, (n_heads,)).copy() if v.size == 1 else v
