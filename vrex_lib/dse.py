@@ -54,7 +54,9 @@ class SweepSpec:
     fixture_video: the clip of the fixture stream; long_videos: clips streamed back to back for the long stream;
     fixture_frames / long_frames: frames fed at ``fps``; long_points: ReSV points also measured on the long stream
     ('all' or names); kv_len_sim: cache length (tokens) the simulator evaluates each point at; wtu_rows: real WTU
-    rows simulated in MyHDL per (ratio, lanes, buckets) combination.
+    rows simulated in MyHDL per (ratio, lanes, buckets) combination; shadow_kv: cache lengths at which every ReSV
+    point's workload is measured in shadow on one full-attention long stream (:func:`vrex_lib.workload.measure`
+    with ``variants``); () = take the workload from the steered fixture runs instead.
     """
 
     profile: str
@@ -75,6 +77,7 @@ class SweepSpec:
     kv_len_sim: int = 20_000
     wtu_rows: int = 48
     seed: int = 0
+    shadow_kv: tuple[int, ...] = ()
 
     def resv_points(self) -> dict[str, dict]:
         """{name: dict(n_hp, th_hp, ratio)}: the paper point, then one-at-a-time variations (no duplicates)."""
@@ -112,13 +115,13 @@ def sweep_spec(profile: str) -> SweepSpec:
                          kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                          n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=10,
                          long_frames=40, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=12,
-                         kv_len_sim=20_000, wtu_rows=12)
+                         kv_len_sim=20_000, wtu_rows=12, shadow_kv=())
     if profile == "full":
         return SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                          kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64),
                          n_wtu_w=(4, 8, 32, 64), n_buckets=(2, 4, 8, 32, 64), fixture_video=mini[0], long_videos=mini,
                          fixture_frames=60, long_frames=240, long_points="all", max_new_tokens=32,
-                         kv_len_sim=40_000, wtu_rows=400)
+                         kv_len_sim=40_000, wtu_rows=400, shadow_kv=(1000, 5000, 10000, 20000, 40000))
     raise ValueError(f"unknown profile {profile!r}: choose smoke, default or full")
 
 
@@ -249,6 +252,33 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     return doc
 
 
+def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bool = False) -> dict:
+    """Every ReSV point's frame-stage workload in shadow on one long full-attention stream of real footage, at each
+    of ``spec.shadow_kv`` (contract C: :func:`vrex_lib.workload.measure` with ``variants``; cached there by inputs
+    key). Returns {point name: [checkpoint dicts of schema A, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
+    if not spec.shadow_kv:
+        return {}
+    from .workload import measure
+
+    pts = spec.resv_points()
+    paper = next(iter(pts))
+    variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
+                if n != paper}
+    path = measure(spec.profile, ["resv"], list(spec.shadow_kv), out, variants=variants, model=model,
+                   progress=progress, fidelity_kv=())
+    doc = json.loads(Path(path).read_text())
+    res: dict = {}
+    for c in doc["checkpoints"]:
+        if c.get("stage") != "frame":
+            continue
+        name = paper if c["method"] == "resv" else c["method"]
+        if name in pts:
+            res.setdefault(name, []).append(c)
+    for v in res.values():
+        v.sort(key=lambda c: c["kv_len"])
+    return res
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # DRE: WTU walk measured in MyHDL on real rows; cycles per layer; area/power from the estimator.
 
@@ -339,10 +369,11 @@ def _sim(system: str, kv_len: int, wl: dict, core: VRexCoreConfig, p: dict) -> t
     return float(r.latency_ms), float(r.energy_J) * 1e3, r.workload_source, r
 
 
-def design_space(spec: SweepSpec, fid: dict) -> pd.DataFrame:
+def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.DataFrame:
     """One row per design point: parameters, fidelity proxies, workload, DRE cycles/area/power, simulated V-Rex8 and
     V-Rex48 per-frame latency (ms) and energy (mJ); ``pareto_latency`` / ``pareto_area`` mark the points no other
-    point beats on (attention error, V-Rex8 latency) / (attention error, DRE area)."""
+    point beats on (attention error, V-Rex8 latency) / (attention error, DRE area). ``shadow``
+    (:func:`measure_shadow`) supplies every point's workload from the long stream (its longest checkpoint)."""
     from .hw.timing import MEASURED_RESOLVE_PER_ROW, MEASURED_SCANS_PER_ROW
 
     res = fid["results"]
@@ -356,8 +387,15 @@ def design_space(spec: SweepSpec, fid: dict) -> pd.DataFrame:
         rname = point_name(p)
         m = res.get(rname) or {}
         fx_, lg = m.get("fixture") or {}, m.get("long") or {}
-        # Every point's workload comes from the same stream: the long one only when all points ran on it.
-        wl = lg if spec.long_points == "all" else fx_
+        # Every point's workload comes from the same stream: the shadow long stream when measured, else the
+        # steered long stream when all points ran on it, else the fixture.
+        sh = (shadow or {}).get(rname)
+        if shadow:
+            wl, wsrc = (dict(sh[-1]) if sh else {}), f"shadow long stream, kv {sh[-1]['kv_len'] if sh else '?'}"
+        elif spec.long_points == "all":
+            wl, wsrc = lg, "long stream (steered)"
+        else:
+            wl, wsrc = fx_, "fixture (steered)"
         core = VRexCoreConfig(n_hcu_w=int(p["n_hcu_w"]), n_wtu_w=int(p["n_wtu_w"]))
         walk = wtu_walk_stats(p["ratio"], p["n_wtu_w"], p["n_buckets"], spec.wtu_rows)
         tpc = wl.get("tokens_per_cluster") or 32.0
@@ -367,7 +405,7 @@ def design_space(spec: SweepSpec, fid: dict) -> pd.DataFrame:
                    answer_agreement_long=lg.get("answer_agreement"), attn_rel_error_long=lg.get("attn_rel_error"),
                    selected_frac=wl.get("selected_frac"), tokens_per_cluster=wl.get("tokens_per_cluster"),
                    wics_exit_frac=wl.get("wics_exit_frac"), reuse_frac=wl.get("reuse_frac"),
-                   workload_stream="long" if spec.long_points == "all" else "fixture", measured_kv_len=wl.get("kv_len"),
+                   workload_stream=wsrc, measured_kv_len=wl.get("kv_len"),
                    wtu_scans_per_row=walk["scans_per_row"], wtu_rows_simulated=walk["rows"])
         for sysname, n_cores in (("vrex8", 8), ("vrex48", 48)):
             lat, e_mj, src, r = _sim(sysname, spec.kv_len_sim, wl, core, p)
