@@ -133,3 +133,18 @@ def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
     c = dse.measure_fidelity(spec2, out, model=tiny, progress=False)
     assert "resv@nhp32_th7_r0.9" in c["results"] and "resv@nhp32_th7_r0.1" not in c["results"]
     assert json.loads(out.read_text())["inputs_key"] == spec2.inputs_key(tiny.name)
+
+
+def test_shadow_workload_via_contract_c(tiny, tmp_path):
+    """Every ReSV point's workload from one full-attention stream with the points' policies in shadow."""
+    spec = dataclasses.replace(dse.sweep_spec("smoke"), n_hp=(), th_hp=(), ratio=(0.9,), shadow_kv=(100,), wtu_rows=2)
+    sh = dse.measure_shadow(spec, tmp_path / "shadow.json", model=tiny)
+    assert set(sh) == {"resv@nhp32_th7_r0.3", "resv@nhp32_th7_r0.9"}
+    lo, hi = sh["resv@nhp32_th7_r0.3"][-1], sh["resv@nhp32_th7_r0.9"][-1]
+    assert lo["kv_len"] == hi["kv_len"] >= 100  # same stream, same step
+    assert lo["selected_frac"] <= hi["selected_frac"]  # a higher Th_r-wics never selects less on the same step
+    df = dse.design_space(spec, _fake_fid(spec), sh)
+    paper = df[df["is_paper"]].iloc[0]
+    assert paper["workload_stream"].startswith("shadow long stream")
+    assert paper["selected_frac"] == pytest.approx(lo["selected_frac"])
+    assert dse.measure_shadow(dataclasses.replace(spec, shadow_kv=()), tmp_path / "none.json", model=tiny) == {}
