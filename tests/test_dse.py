@@ -5,7 +5,6 @@ import dataclasses
 import json
 import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
