@@ -449,7 +449,9 @@ def write_design_space(df: pd.DataFrame, profile: str, out: str | Path | None = 
     from . import report
 
     n_p = int(df["pareto_latency"].sum())
-    return report.write_wide_table("design_space", df, profile=profile, out=out,
+    summary = ["point", "attn_rel_error_fixture", "answer_agreement_fixture", "selected_frac", "tokens_per_cluster",
+               "vrex8_latency_ms", "vrex8_energy_mJ", "vrex48_latency_ms", "dre_area_mm2", "dre_power_mW"]
+    return report.write_wide_table("design_space", df, profile=profile, out=out, summary_columns=summary,
                                    title=f"Design space around the paper's point ({len(df)} points, {n_p} on the "
                                          "error x V-Rex8 latency front)")
 

@@ -113,16 +113,23 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
 
 
 def write_wide_table(table_id: str, df: pd.DataFrame, *, profile: str, title: str = "",
-                     out: str | os.PathLike | None = None) -> Path:
+                     summary_columns: Iterable[str] = (), out: str | os.PathLike | None = None) -> Path:
     """Write an exploration table (one row per design point, any columns) to ``results/tables/<table_id>.csv``
     atomically, with its title sidecar. It has no paper column, so :func:`collect_tables` leaves it out of the
-    verdict counts and :func:`build_report` lists it in its own section. ``profile`` fills a missing column."""
+    verdict counts and :func:`build_report` lists it in its own section, showing ``summary_columns`` (sidecar
+    ``<table_id>.columns``) of the rows flagged ``is_paper`` / ``pareto_*``. ``profile`` fills a missing column."""
     if "profile" not in df.columns:
         df = df.assign(profile=profile)
+    cols = [c for c in summary_columns]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"table {table_id}: summary columns {missing} are not in the table")
     base = results_dir(out) / "tables"
     path = base / f"{table_id}.csv"
     _atomic_write_bytes(path, df.to_csv(index=False).encode())
     atomic_write_text(base / f"{table_id}.title", title or table_id)
+    if cols:
+        atomic_write_text(base / f"{table_id}.columns", ",".join(cols))
     return path
 
 
@@ -178,8 +185,9 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     """Collect every ``results/tables/*.csv`` into ``results/REPORT.md``: one row per claim with verdict."""
     base = results_dir(out)
     tables = sorted((base / "tables").glob("*.csv"))
+    n_cmp = sum(is_comparison(pd.read_csv(t, nrows=0)) for t in tables)
     lines = ["# vrex reproduction report", "",
-             f"Built by `vrex_lib.report.build_report` (`make report`) from the {len(tables)} comparison tables in "
+             f"Built by `vrex_lib.report.build_report` (`make report`) from the {n_cmp} comparison tables in "
              "`results/tables/`; figures are in `results/figures/`, executed notebooks in `results/executed/`.", ""]
     summary: dict[str, int] = {}
     body: list[str] = []
@@ -225,7 +233,10 @@ def _wide_section(path: Path, df: pd.DataFrame, title: str) -> list[str]:
     flags = [c for c in ("is_paper", "pareto_latency", "pareto_area") if c in df.columns]
     if flags:
         keep = df[df[flags].fillna(False).astype(bool).any(axis=1)]
-        cols = [c for c in df.columns if c not in ("profile", "model", "workload_source", *flags)][:14]
+        side = path.with_suffix(".columns")
+        listed = side.read_text().strip().split(",") if side.exists() else []
+        cols = [c for c in listed if c in df.columns and c not in flags] or \
+            [c for c in df.columns if c not in ("profile", "model", "workload_source", *flags)][:12]
         out += ["| " + " | ".join(cols + flags) + " |", "|" + "---|" * (len(cols) + len(flags))]
         for r in keep.itertuples(index=False):
             d = r._asdict()
