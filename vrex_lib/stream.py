@@ -5,7 +5,8 @@
 
 Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. One row per frame shows:
 
-* ``wall ms``: this machine's time for the step (vision tower + connector + LLM prefill with retrieval);
+* ``wall ms`` / ``cpu ms``: this machine's wall-clock and process CPU time for the step (vision tower + connector +
+  LLM prefill with retrieval); on a shared machine the wall time includes waiting for a core;
 * ``V-Rex8 ms`` / ``Orin ms``: the simulated frame-stage step of the paper's model (Llama-3-8B + SigLIP-L,
   Table I systems) at this step's cache length, with the fraction selected in *this* step (a user workload,
   :func:`vrex_lib.contract_adapter.simulate_measured`);
@@ -146,7 +147,7 @@ def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") ->
     return out
 
 
-HEADER = (f"{'frame':>5} {'t s':>6} {'kv':>6} {'wall ms':>8} {'V-Rex8 ms':>9} {'Orin ms':>8} "
+HEADER = (f"{'frame':>5} {'t s':>6} {'kv':>6} {'wall ms':>8} {'cpu ms':>7} {'V-Rex8 ms':>9} {'Orin ms':>8} "
           f"{'dev MiB':>8} {'host MiB':>8} {'sel':>6} {'tok/cl':>6}")
 
 
@@ -158,7 +159,7 @@ def _fmt(x: float, spec: str) -> str:
 
 
 def format_row(r: dict) -> str:
-    return (f"{r['frame']:>5d} {r['t_s']:>6.1f} {r['kv_len']:>6d} {r['wall_ms']:>8.1f} "
+    return (f"{r['frame']:>5d} {r['t_s']:>6.1f} {r['kv_len']:>6d} {r['wall_ms']:>8.1f} {r['cpu_ms']:>7.1f} "
             f"{_fmt(r['vrex8_ms'], '>9.2f')} {_fmt(r['agx_orin_ms'], '>8.1f')} {r['dev_mib']:>8.2f} "
             f"{r['host_mib']:>8.2f} {_fmt(r['sel_frac'], '>6.3f')} {_fmt(r['tokens_per_cluster'], '>6.1f')}")
 
@@ -219,15 +220,15 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
             if i >= len(plan.times):
                 break
             answer_due(t - 1e-9)  # questions due strictly before this frame
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             sess.add_frame(frame, t)
-            wall = time.perf_counter() - t0
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
             seen["t"] = float(t)
             st = step_stats(sess.stats[-1], model.n_kv_heads)
             n = sess.n_tokens
             n_host = sess.store.n_host(n)
             sim = simulated_ms(method, n, st) if simulate else {s: math.nan for s in SYSTEMS}
-            r = dict(frame=i, t_s=float(t), kv_len=n, wall_ms=1e3 * wall, vrex8_ms=sim["vrex8"],
+            r = dict(frame=i, t_s=float(t), kv_len=n, wall_ms=1e3 * wall, cpu_ms=1e3 * cpu, vrex8_ms=sim["vrex8"],
                      agx_orin_ms=sim["agx_orin"], dev_mib=(n - n_host) * per_tok / 2**20,
                      host_mib=n_host * per_tok / 2**20, **st)
             rows.append(r)
@@ -241,9 +242,10 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
         path = sess.trace().save(trace_path)
     if rows:
         w = np.array([r["wall_ms"] for r in rows])
+        c = np.array([r["cpu_ms"] for r in rows])
         v = np.array([r["vrex8_ms"] for r in rows], float)
         o = np.array([r["agx_orin_ms"] for r in rows], float)
-        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here (real time at {fps:g} fps needs "
+        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at {fps:g} fps needs "
             f"<= {1e3 / fps:.0f}); simulated Llama-3-8B V-Rex8 {np.nanmean(v) if np.isfinite(v).any() else math.nan:.2f}"
             f" ms/frame, AGX Orin {np.nanmean(o) if np.isfinite(o).any() else math.nan:.1f} ms/frame"
             + (f"; trace {path}" if path else ""))
