@@ -107,7 +107,8 @@ def sweep_spec(profile: str) -> SweepSpec:
         return SweepSpec("smoke", n_hp=(16,), th_hp=(), ratio=(0.9,), kv_capacity=(256, 4096),
                          n_hcu_w=(8, 16), n_wtu_w=(8, 16), n_buckets=(2,),
                          fixture_video="data/coin_tiny/videos/tinyA-ssd01.mp4",
-                         long_videos=("data/coin_tiny/videos/tinyA-ssd01.mp4", "data/coin_tiny/videos/tinyC-plane1.mp4"),
+                         long_videos=("data/coin_tiny/videos/tinyA-ssd01.mp4",
+                                      "data/coin_tiny/videos/tinyC-plane1.mp4"),
                          fixture_frames=4, long_frames=8, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=4,
                          kv_len_sim=5000, wtu_rows=6)
     if profile == "default":
@@ -128,7 +129,8 @@ def sweep_spec(profile: str) -> SweepSpec:
 # ---------------------------------------------------------------------------------------------------------------
 # Streams over real footage.
 
-def stream_frames_of(videos: Sequence[str], n_frames: int, fps: float, root: Path = REPO_ROOT) -> tuple[np.ndarray, np.ndarray]:
+def stream_frames_of(videos: Sequence[str], n_frames: int, fps: float,
+                     root: Path = REPO_ROOT) -> tuple[np.ndarray, np.ndarray]:
     """``n_frames`` frames at ``fps`` from ``videos`` played back to back: (uint8 [T, H, W, 3], times [T] s on one
     clock). Missing clips are a clear error; fewer frames than asked is an error naming the fix."""
     from .video import read_frames
@@ -378,7 +380,8 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
 
     res = fid["results"]
     paper_name = point_name({k: PAPER_POINT[k] for k in RESV_KEYS})
-    points = [Point("paper" if n == paper_name else "resv", dict(PAPER_POINT, **p), n) for n, p in fid["points"].items()]
+    points = [Point("paper" if n == paper_name else "resv", dict(PAPER_POINT, **p), n)
+              for n, p in fid["points"].items()]
     points += hardware_points(spec)
     rows = []
     L = 32  # Llama-3-8B decoder layers (the simulated model)
@@ -401,7 +404,8 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
         tpc = wl.get("tokens_per_cluster") or 32.0
         row = dict(point=pt.label, kind=pt.kind, **{k: p[k] for k in RESV_KEYS + HW_KEYS},
                    is_paper=all(p[k] == PAPER_POINT[k] for k in PAPER_POINT),
-                   answer_agreement_fixture=fx_.get("answer_agreement"), attn_rel_error_fixture=fx_.get("attn_rel_error"),
+                   answer_agreement_fixture=fx_.get("answer_agreement"),
+                   attn_rel_error_fixture=fx_.get("attn_rel_error"),
                    answer_agreement_long=lg.get("answer_agreement"), attn_rel_error_long=lg.get("attn_rel_error"),
                    selected_frac=wl.get("selected_frac"), tokens_per_cluster=wl.get("tokens_per_cluster"),
                    wics_exit_frac=wl.get("wics_exit_frac"), reuse_frac=wl.get("reuse_frac"),

@@ -220,7 +220,8 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     if claims:
         lines += ["| headline claim | verdict |", "|---|---|"] + [f"| {k} | {v} |" for k, v in claims.items()] + [""]
     if explore:
-        body += ["# Exploration beyond the paper", "", "Tables with no printed counterpart (no verdicts).", ""] + explore
+        body += ["# Exploration beyond the paper", "", "Tables with no printed counterpart (no verdicts).", ""]
+        body += explore
     path = base / "REPORT.md"
     atomic_write_text(path, "\n".join(lines + body) + "\n")
     return path

@@ -245,9 +245,11 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
         c = np.array([r["cpu_ms"] for r in rows])
         v = np.array([r["vrex8_ms"] for r in rows], float)
         o = np.array([r["agx_orin_ms"] for r in rows], float)
-        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at {fps:g} fps needs "
-            f"<= {1e3 / fps:.0f}); simulated Llama-3-8B V-Rex8 {np.nanmean(v) if np.isfinite(v).any() else math.nan:.2f}"
-            f" ms/frame, AGX Orin {np.nanmean(o) if np.isfinite(o).any() else math.nan:.1f} ms/frame"
+        v_ms = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+        o_ms = float(np.nanmean(o)) if np.isfinite(o).any() else math.nan
+        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at "
+            f"{fps:g} fps needs <= {1e3 / fps:.0f}); simulated Llama-3-8B V-Rex8 {v_ms:.2f} ms/frame, AGX Orin "
+            f"{o_ms:.1f} ms/frame"
             + (f"; trace {path}" if path else ""))
     return dict(rows=rows, answers=answers, trace=path)
 
