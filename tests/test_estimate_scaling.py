@@ -1,4 +1,4 @@
-"""Stillmaker-Baas scaling reproduces the published factors (PEERS.md §4) to two digits."""
+"""Stillmaker-Baas scaling reproduces the factors published in Stillmaker & Baas (2017) to two digits."""
 import pytest
 
 from vrex_lib.estimate.scaling import area_factor, energy_factor, relative_energy

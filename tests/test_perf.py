@@ -1,15 +1,19 @@
-"""Physics checks of the performance simulator (issue 8 acceptance)."""
+"""Physics checks of the performance simulator (latency monotonicity, overlap, batching, OOM, energy)."""
 from __future__ import annotations
 
 import dataclasses
 import math
+from functools import partial
 
 import pandas as pd
 import pytest
 
 from vrex_lib import perf
-from vrex_lib.perf import moved_fraction, simulate
+from vrex_lib.perf import Workload, moved_fraction
 from vrex_lib.perf.systems import get_system
+
+PAPER_WL = Workload.paper()
+simulate = partial(perf.simulate, workload=PAPER_WL)
 
 SYSTEM_METHODS = [("agx_orin", m) for m in perf.GPU_METHODS + ("resv",)] + [("vrex8", "resv"), ("vrex8", "resv_kvpu"),
                                                                          ("a100", "flexgen"), ("vrex48", "resv")]
@@ -110,21 +114,21 @@ def test_oom_fig15_setup():
     assert not oom("vrex8", "resv", 40000)
 
 
-def test_ratio_source_and_override(tmp_path):
-    ratios, label = perf.load_ratios(tmp_path / "absent.csv")
-    assert "Table II" in label and ratios[("resv", "frame")] == pytest.approx(0.327)
-    csv = tmp_path / "retrieval_ratios.csv"
-    pd.DataFrame(dict(method=["resv", "resv"], task=["step", "next"], stage=["frame", "frame"],
-                      retrieval_ratio=[0.2, 0.4], profile=["smoke", "smoke"])).to_csv(csv, index=False)
-    ratios, label = perf.load_ratios(csv)
-    assert ratios[("resv", "frame")] == pytest.approx(0.3) and "notebook 03" in label
-    lo = simulate("vrex8", "resv", "frame", 40000, ratios={("resv", "frame"): 0.1})
-    hi = simulate("vrex8", "resv", "frame", 40000, ratios={("resv", "frame"): 0.5})
-    assert lo.latency_ms < hi.latency_ms and lo.ratio_source == "caller-supplied"
+def test_selected_fraction_comes_from_the_workload():
+    sel = dict(PAPER_WL.selected_frac)
+    lo = simulate("vrex8", "resv", "frame", 40000,
+                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.1}))
+    hi = simulate("vrex8", "resv", "frame", 40000,
+                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.5}))
+    assert lo.latency_ms < hi.latency_ms and lo.ratio == 0.1 and "user" in lo.workload_source
     with pytest.raises(ValueError, match="unknown method"):
         simulate("vrex8", "nope", "frame", 1000)
     with pytest.raises(ValueError, match="stage"):
         simulate("vrex8", "resv", "prefill", 1000)
+    with pytest.raises(TypeError, match="Workload"):
+        simulate("vrex8", "resv", "frame", 1000, retrieved_reuse=0.5)  # a workload field, not a SimParams one
+    with pytest.raises(KeyError, match="rekv/frame"):
+        simulate("agx_orin", "rekv", "frame", 1000, workload=Workload(selected_frac={("resv", "frame"): 0.3}))
 
 
 def test_energy_accounting():
@@ -138,7 +142,7 @@ def test_energy_accounting():
 
 
 def test_e2e_and_footprint():
-    e = perf.e2e_coin("agx_orin", "flexgen", 10000)
+    e = perf.e2e_coin("agx_orin", "flexgen", 10000, workload="paper")
     assert e["total"] == pytest.approx(e["prefill"] + e["generation"] + e["vision_mlp"])
     assert e["prefill_retrieval"] <= e["prefill"]
     f = perf.memory_footprint_gb(10)
@@ -153,7 +157,7 @@ def test_kvmu_layout_only_on_vrex():
     assert kvmu.bytes["pcie_fetch"] < kvpu.bytes["pcie_fetch"]
     assert kvmu.latency_ms < kvpu.latency_ms
     # Reusing clusters already in the Retrieved-KV region cuts the fetch proportionally.
-    half = simulate("vrex8", "resv", "frame", 40000, 1, retrieved_reuse=0.5)
+    half = simulate("vrex8", "resv", "frame", 40000, 1, workload=PAPER_WL.replace(reuse={("resv", "frame"): 0.5}))
     assert half.bytes["pcie_fetch"] == pytest.approx(0.5 * kvmu.bytes["pcie_fetch"])
 
 
@@ -170,23 +174,3 @@ def test_coin_case_from_notebook01_stats(tmp_path):
     q = simulate("vrex8", "resv", "frame", 5000, 1, n_new=25, include_vision=False)
     f = simulate("vrex8", "resv", "frame", 5000, 1, include_vision=False)
     assert q.flops > 2 * f.flops and q.latency_ms >= f.latency_ms
-
-
-def test_ratio_growth_exponent_recovers_power_law():
-    import numpy as np
-
-    from vrex_lib.perf.methods import ratio_growth_exponent
-
-    class FakeTrace:
-        def __init__(self, alpha):
-            cand = np.array([100, 200, 400, 800, 1600, 3200])
-            sel = np.round(3.0 * cand ** alpha)
-            self.arrays = dict(selected=np.repeat(sel[:, None, None], 2, 1).repeat(2, 2),
-                               applied=np.ones((6, 2), bool), n_candidates=cand, stage=np.array(["frame"] * 6))
-
-        def step_mask(self, stage):
-            return self.arrays["stage"] == stage
-
-    assert ratio_growth_exponent([FakeTrace(0.6)])["exponent"] == pytest.approx(0.6, abs=0.01)
-    assert ratio_growth_exponent([FakeTrace(1.0)])["exponent"] == pytest.approx(1.0, abs=0.01)
-    assert math.isnan(ratio_growth_exponent([FakeTrace(1.0)], "text")["exponent"])

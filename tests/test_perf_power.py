@@ -65,3 +65,22 @@ def test_gpu_gets_pcie_idle_but_no_extra_dram_terms(gpu):
     j, parts = E.step_energy(sys, _idle())
     assert "dram_background" not in parts and "dram_phy" not in parts  # inside Table I board power
     assert parts["gpu_board"] == pytest.approx(sys.power_w) and parts["pcie_idle"] > 0
+
+
+def test_pcie_power_scales_with_link_use_from_3w_per_lane():
+    sys = vrex(8, "edge")  # 4 lanes (Table I)
+    idle = O.pcie_idle_fraction()
+    assert E.pcie_power_w(sys, 1.0) == pytest.approx(4 * 3.0)
+    assert E.pcie_power_w(sys, 0.0) == pytest.approx(4 * 3.0 * idle)
+    assert E.pcie_power_w(sys, 0.25) == pytest.approx(4 * 3.0 * (0.25 + 0.75 * idle))
+    with pytest.raises(ValueError):
+        E.pcie_power_w(sys, 1.5)
+
+
+def test_peak_power_is_the_sum_of_full_load_parts():
+    sys = vrex(8, "edge")
+    pk = E.peak_power_w(sys)
+    assert pk["core"] == pytest.approx(8 * sys.core_power.peak_w)
+    assert pk["dram"] == pytest.approx(sys.dram * 8 * O.dram_pj_per_bit("lpddr5") * 1e-12)
+    assert pk["ssd"] == O.ssd_power_w("active") and pk["pcie"] == pytest.approx(12.0)
+    assert pk["total"] == pytest.approx(sum(v for k, v in pk.items() if k != "total"))

@@ -1,31 +1,34 @@
-"""Tests for the issue-8 review fixes of the performance simulator's definitions (Fig. 18 roofline, headline sets)."""
+"""The performance simulator's definitions: Fig. 18 roofline fraction, headline comparison sets, Fig. 14 baseline,
+InfiniGenP's resident keys (docs/DECISIONS.md D27)."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
+from vrex_lib.perf import Workload
 from vrex_lib.perf import experiments as E
 from vrex_lib.perf import simulate
 
-RATIOS = {(m, s): r for m in ("infinigen", "infinigen_p", "rekv", "resv") for s, r in (("frame", 0.3), ("text", 0.05))}
+WL = Workload(selected_frac={(m, s): r for m in ("infinigen", "infinigen_p", "rekv", "resv")
+                             for s, r in (("frame", 0.3), ("text", 0.05))})
 
 
 def test_op_intensity_counts_dram_bytes_once():
     # The fetched KV is already in bytes['dram'] (landing write + attention read); PCIe bytes must not be added.
-    r = simulate("agx_orin", "flexgen", "frame", 40000, 1, ratios=RATIOS)
+    r = simulate("agx_orin", "flexgen", "frame", 40000, 1, workload=WL)
     assert r.bytes["pcie_fetch"] > 0
     assert r.op_intensity == pytest.approx((r.flops + r.pred_flops) / r.bytes["dram"], rel=1e-12)
 
 
 def test_llm_scope_throughput_excludes_vision_time_and_flops():
-    r = simulate("vrex8", "resv", "frame", 10000, 4, ratios=RATIOS)
-    no_vis = simulate("vrex8", "resv", "frame", 10000, 4, ratios=RATIOS, include_vision=False)
+    r = simulate("vrex8", "resv", "frame", 10000, 4, workload=WL)
+    no_vis = simulate("vrex8", "resv", "frame", 10000, 4, workload=WL, include_vision=False)
     assert r.llm_achieved_tflops == pytest.approx(no_vis.achieved_tflops, rel=1e-6)
     assert r.llm_op_intensity == pytest.approx(no_vis.op_intensity, rel=1e-6)
 
 
 def test_fig18_fraction_is_of_the_roof_at_the_mean_intensity():
-    f = E.fig18(ratios=RATIOS).set_index("label")
+    f = E.fig18(workload=WL).set_index("label")
     oi = f.op_intensity.mean()
     for lab, row in f.iterrows():
         roof = min(row.peak_tflops, oi * row.dram_gbs / 1e3)
@@ -62,8 +65,8 @@ def test_infinigen_p_with_resident_keys_fetches_only_values():
     assert not keys_resident(get_method("infinigen_p"), SimParams(infinigen_p_key_frac=0.5))
     assert not keys_resident(get_method("infinigen"), SimParams())
     for stage in ("frame", "text"):
-        full = simulate("a100", "infinigen_p", stage, 40000, 1, ratios=RATIOS)
-        part = simulate("a100", "infinigen_p", stage, 40000, 1, ratios=RATIOS, infinigen_p_key_frac=0.5)
+        full = simulate("a100", "infinigen_p", stage, 40000, 1, workload=WL)
+        part = simulate("a100", "infinigen_p", stage, 40000, 1, workload=WL, infinigen_p_key_frac=0.5)
         # Same selection and granule amplification; with every key resident only V (half of K+V) is fetched.
         assert full.notes["moved_fraction"] == part.notes["moved_fraction"]
         assert full.bytes["pcie_fetch"] == pytest.approx(0.5 * part.bytes["pcie_fetch"], rel=1e-12)

@@ -22,7 +22,7 @@ import pandas as pd
 
 SOURCES: dict[str, str] = {
     "horowitz2014": "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, "
-                    "pp. 10-14, energy/area table (45 nm, 0.9 V). Energies as reproduced in PEERS.md §4, Han et al. "
+                    "pp. 10-14, energy/area table (45 nm, 0.9 V). Energies as reproduced in Han et al. "
                     "(EIE, ISCA 2016) and PMC8934428 Table 3; the areas (um2) are the slide's as commonly "
                     "reproduced -- unverified against the primary here",
     "aladdin2014": "Y. S. Shao, B. Reagen, G.-Y. Wei, D. Brooks, 'Aladdin: a pre-RTL, power-performance "
@@ -115,7 +115,7 @@ ROWS: tuple[ComponentRow, ...] = (
     ComponentRow("dff", "-", _NAN, 4.522, 0.0, node_nm=45, vdd=1.1, width=1, source="nangate45", note="DFF_X1"),
     # --- Off-chip: not scaled (interface/array dominated); pJ per bit transferred.
     ComponentRow("dram_lpddr5", "transfer", 5.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
-                 note="midpoint of the often-quoted 4-6 pJ/bit for LPDDR4/5 -- unverified (PEERS.md §4)"),
+                 note="midpoint of the often-quoted 4-6 pJ/bit for LPDDR4/5 -- unverified (docs/DECISIONS.md D25)"),
     ComponentRow("dram_hbm2e", "transfer", 3.9, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="oconnor2017",
                  note="HBM2 figure used for HBM2e -- unverified"),
     ComponentRow("dram_ddr4", "transfer", 15.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
@@ -155,6 +155,28 @@ ROWS: tuple[ComponentRow, ...] = (
 def table() -> pd.DataFrame:
     """The constants table as a DataFrame (one row per component/action/width/source)."""
     return pd.DataFrame([asdict(r) for r in ROWS])
+
+
+#: Rows whose area column holds a dimensionless factor, not an area: never node-scaled.
+DIMENSIONLESS_AREA = ("sram_array_efficiency",)
+
+
+def scaled_table() -> pd.DataFrame:
+    """:func:`table` plus what the estimator uses at 14 nm / 0.8 V: ``scaled_energy_pJ`` (Stillmaker-Baas energy
+    factor; rows without a node -- off-chip, device powers -- are not scaled) and ``scaled_area_um2`` (area factor;
+    dimensionless rows as they are)."""
+    from .scaling import area_factor, energy_factor
+
+    t = table()
+    e, a = [], []
+    for r in t.itertuples():
+        if math.isnan(r.node_nm):
+            e.append(r.energy_pJ)
+            a.append(r.area_um2)
+            continue
+        e.append(r.energy_pJ * energy_factor(r.node_nm, r.vdd) if not math.isnan(r.vdd) else math.nan)
+        a.append(r.area_um2 if r.component in DIMENSIONLESS_AREA else r.area_um2 * area_factor(r.node_nm))
+    return t.assign(scaled_energy_pJ=e, scaled_area_um2=a)
 
 
 #: Active perturbations for sensitivity studies: (component glob, field) -> factor. Empty in normal use.

@@ -2,13 +2,22 @@
 
 Blocks follow Table III: LXE = DPE, VPE, on-chip memory (384 KB); DRE = HCU, WTU, KVMU. The DRE's
 own SRAMs (Fig. 10: 128 B + 4 KB in the HCU, 8 KB + 8 KB in the WTU) are booked to the HCU/WTU rows,
-because Table III's "on-chip memory" (0.34 mm^2) is the LXE's 384 KB alone [digest §3.5, DERIVED].
+because Table III's "on-chip memory" (0.34 mm^2) is the LXE's 384 KB alone (Table III's rows; docs/DECISIONS.md
+D24).
 
-Power = sum(count x energy/action x actions/cycle x utilisation x f_clk) + sum(count x leakage).
-The default :class:`Activity` is **full utilisation at 800 MHz**: every MAC, lane, register and the
-operand SRAM ports busy every cycle, which is what a synthesis tool's default-activity power report
-approximates. Dynamic power scales with a block's utilisation (clock gating when idle is assumed);
-leakage does not. The performance simulator passes real utilisations via :meth:`Activity.from_counts`.
+Power of one core = leakage + clock network + activity x dynamic (docs/DECISIONS.md D24):
+
+* **leakage**: count x the component's leakage, Aladdin's per-unit leakage (TSMC 40G) scaled to 14 nm / 0.8 V
+  with Stillmaker-Baas (Horowitz gives no leakage, so Aladdin's row stands in for every logic component); SRAM
+  array leakage has no cited source here and is left out (a lower bound, stated);
+* **clock network**: every pipeline/queue register bit's clock energy (Aladdin 'register clock', per bit per
+  cycle) x f_clk, drawn every cycle whatever the activity (no clock gating assumed); the clock tree's buffers and
+  wires beyond the flip-flops are not in any cited row and are left out (a lower bound);
+* **dynamic**: count x energy/action x actions/cycle x utilisation x f_clk for datapath and SRAM accesses.
+
+The default :class:`Activity` is **full utilisation at 800 MHz** (what a synthesis tool's default-activity report
+approximates: Table III). The performance simulator evaluates the same model at its utilisations through
+:class:`CorePowerModel` (linear in the utilisations; equal to :func:`core_breakdown` at the same activity).
 
 Micro-architecture the paper does not give (pipeline depth, widths, queue depth, SRAM banking) is
 in :class:`MicroArch`, each default stated; notebook 05 varies them.
@@ -21,6 +30,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from ..config import ReSVConfig, VRexCoreConfig
+from ..hw.fixedpoint import acc_bits
 from .library import Library, Part
 
 TABLE3_BLOCKS = ("DPE", "VPE", "On-chip memory", "HCU", "WTU", "KVMU")
@@ -36,7 +46,7 @@ class MicroArch:
     dpe_pipeline_every: a register stage after every k-th adder-tree level (1 = every level).
     vpe_lane_format: arithmetic format of a VPE lane's multiplier/adder (FP32 internally for softmax/norm).
     lxe_sram_bank_bytes: bank size of the 384 KB LXE memory (access energy depends on it).
-    score_bits / count_bits: WTU score and token-count entry widths (8 KB / 16 bit = 4096 entries, digest §8.9).
+    score_bits / count_bits: WTU score and token-count entry widths (8 KB / 16 bit = 4096 entries, Fig. 10).
     kvmu_queue_depth / kvmu_entry_bits: KVMU request-queue size.
     """
 
@@ -169,11 +179,13 @@ def _items(cfg: VRexCoreConfig, act: Activity, lib: Library, ua: MicroArch, n_hp
     add("WTU", f"min/max comparators{sb}", th * tw * 2, lib.comparator(sb), 1.0, act.wtu)
     add("WTU", f"score x count multiplier{max(sb, cb)}", th * tw, lib.int_multiplier(max(sb, cb)), 1.0, act.wtu)
     add("WTU", f"adder tree int{pb + 4}", th * (tw - 1), lib.int_adder(pb + 4), 1.0, act.wtu)
-    add("WTU", "cumulative-sum accumulator int48", th, lib.int_adder(48), 1.0, act.wtu)
-    add("WTU", "< Th_csum comparator48", th, lib.comparator(48), 1.0, act.wtu)
+    # Sum / Acc accumulators: the RTL's width for the score memory's entry count (vrex_lib.hw.fixedpoint).
+    ab = acc_bits(cfg.wtu_score_bytes * 8 // sb)
+    add("WTU", f"cumulative-sum accumulator int{ab}", th, lib.int_adder(ab), 1.0, act.wtu)
+    add("WTU", f"< Th_csum comparator{ab}", th, lib.comparator(ab), 1.0, act.wtu)
     add("WTU", "Th_wics multiplier int32", th, lib.int_multiplier(32), 1.0, act.wtu)
     add("WTU", f"bucket-range updater int{sb}", th, lib.int_adder(sb), 1.0, act.wtu)
-    add("WTU", "registers (bits)", th * (tw * (sb + cb + pb + 1) + 48 * 3 + 4 * sb), lib.register(1), 1.0, act.wtu)
+    add("WTU", "registers (bits)", th * (tw * (sb + cb + pb + 1) + ab * 3 + 4 * sb), lib.register(1), 1.0, act.wtu)
     add("WTU", "score SRAM", th, lib.sram_access(cfg.wtu_score_bytes, 64), tw * sb / 64.0, act.wtu)
     add("WTU", "token-count SRAM", th, lib.sram_access(cfg.wtu_count_bytes, 64), tw * cb / 64.0, act.wtu)
 
@@ -193,24 +205,89 @@ def _sum_parts(*parts: Part) -> Part:
                 sum(p.leakage_uw for p in parts), "; ".join(p.derivation for p in parts))
 
 
+def _power_items(cfg: VRexCoreConfig, act: Activity, arith: str, ua: MicroArch,
+                 n_hp: int) -> list[tuple[_Item, float, bool]]:
+    """(item, leakage uW per unit, is a clocked register) per component. Leakage falls back to Aladdin's row of
+    the same component where the chosen arithmetic source gives none (Horowitz lists energy and area only)."""
+    items = _items(cfg, act, Library(arith), ua, n_hp)
+    ala = _items(cfg, act, Library("aladdin"), ua, n_hp) if arith != "aladdin" else items
+    out = []
+    for i, a in zip(items, ala):
+        leak = i.part.leakage_uw if i.part.leakage_uw > 0 else a.part.leakage_uw
+        out.append((i, leak, i.part.name.startswith("register")))
+    return out
+
+
+@dataclass(frozen=True)
+class CorePowerModel:
+    """One core's power as leakage + clock + sum over activity sources of utilisation x dynamic power at 100 %.
+
+    ``dynamic_w`` maps an activity source ('dpe', 'vpe', 'hcu', 'wtu', 'kvmu') to its dynamic power at full
+    utilisation, the LXE SRAM's operand traffic included in 'dpe'/'vpe' (the default traffic of
+    :func:`core_breakdown`). :meth:`power_w` equals ``core_breakdown(cfg, Activity(...))['power_mW'].sum()/1e3``.
+    """
+
+    leakage_w: float
+    clock_w: float
+    dynamic_w: tuple[tuple[str, float], ...]
+
+    SOURCES = ("dpe", "vpe", "hcu", "wtu", "kvmu")
+
+    @classmethod
+    def of(cls, cfg: VRexCoreConfig = VRexCoreConfig(), *, arith: str = "horowitz", uarch: MicroArch = MicroArch(),
+           resv: ReSVConfig = ReSVConfig()) -> "CorePowerModel":
+        f = cfg.freq_hz
+        zero = dict.fromkeys(cls.SOURCES, 0.0)
+
+        def total(act: Activity) -> tuple[float, float, float]:
+            leak = clock = dyn = 0.0
+            for i, leak_uw, is_clock in _power_items(cfg, act, arith, uarch, resv.n_hp):
+                per_cycle_w = i.count * i.part.energy_pj * i.actions_per_cycle * f * 1e-12
+                leak += i.count * leak_uw * 1e-6
+                if is_clock:
+                    clock += per_cycle_w
+                else:
+                    dyn += per_cycle_w * i.util
+            return leak, clock, dyn
+
+        leak, clock, _ = total(Activity(**zero, sram_read_bits=0, sram_write_bits=0))
+        dyn = tuple((src, total(Activity(**{**zero, src: 1.0}))[2]) for src in cls.SOURCES)
+        return cls(leak, clock, dyn)
+
+    def power_w(self, dpe: float = 0.0, vpe: float = 0.0, hcu: float = 0.0, wtu: float = 0.0,
+                kvmu: float = 0.0) -> float:
+        """Core power (W) at these utilisations, each in [0, 1]."""
+        u = dict(dpe=dpe, vpe=vpe, hcu=hcu, wtu=wtu, kvmu=kvmu)
+        for k, v in u.items():
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"utilisation {k}={v} must be in [0, 1]")
+        return self.leakage_w + self.clock_w + sum(u[k] * w for k, w in self.dynamic_w)
+
+    @property
+    def peak_w(self) -> float:
+        return self.power_w(1, 1, 1, 1, 1)
+
+
 def core_breakdown(cfg: VRexCoreConfig = VRexCoreConfig(), activity: Activity | None = None, *,
                    arith: str = "horowitz", uarch: MicroArch = MicroArch(),
                    resv: ReSVConfig = ReSVConfig()) -> pd.DataFrame:
     """Per-component area and power of one core at 14 nm / 0.8 V.
 
     Returns columns: block (Table III name), group (LXE/DRE), component, count, area_mm2, power_mW,
-    dynamic_mW, leakage_mW, energy_pJ_per_action, derivation.
+    dynamic_mW, clock_mW, leakage_mW, energy_pJ_per_action, derivation (power_mW = dynamic + clock + leakage).
     """
     act = activity or Activity()
     f = act.freq_hz or cfg.freq_hz
-    lib = Library(arith)
     recs = []
-    for i in _items(cfg, act, lib, uarch, resv.n_hp):
-        dyn_mw = i.count * i.part.energy_pj * i.actions_per_cycle * i.util * f * 1e-9  # pJ * Hz = 1e-12 W
-        leak_mw = i.count * i.part.leakage_uw * 1e-3
+    for i, leak_uw, clock in _power_items(cfg, act, arith, uarch, resv.n_hp):
+        per_cycle_mw = i.count * i.part.energy_pj * i.actions_per_cycle * f * 1e-9  # pJ * Hz = 1e-12 W
+        clock_mw = per_cycle_mw if clock else 0.0
+        dyn_mw = 0.0 if clock else per_cycle_mw * i.util
+        leak_mw = i.count * leak_uw * 1e-3
         recs.append(dict(block=i.block, group=GROUP[i.block], component=i.component, count=i.count,
-                         area_mm2=i.count * i.part.area_um2 * 1e-6, power_mW=dyn_mw + leak_mw, dynamic_mW=dyn_mw,
-                         leakage_mW=leak_mw, energy_pJ_per_action=i.part.energy_pj, derivation=i.part.derivation))
+                         area_mm2=i.count * i.part.area_um2 * 1e-6, power_mW=dyn_mw + clock_mw + leak_mw,
+                         dynamic_mW=dyn_mw, clock_mW=clock_mw, leakage_mW=leak_mw,
+                         energy_pJ_per_action=i.part.energy_pj, derivation=i.part.derivation))
     return pd.DataFrame.from_records(recs)
 
 

@@ -14,7 +14,7 @@ _PHY = {"lpddr5": "dram_phy_lpddr5", "hbm2e": "dram_phy_hbm2e"}
 _BG = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e"}
 
 #: PCIe link power per lane (W), the V-Rex paper's own modelling input (§VI.A).
-PCIE_W_PER_LANE: float = paper.value("system.pcie_w_per_lane")
+PCIE_W_PER_LANE: float = paper.spec("system.pcie_w_per_lane")
 
 
 def dram_pj_per_bit(kind: str) -> float:

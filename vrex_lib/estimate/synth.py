@@ -72,7 +72,8 @@ def _cells(entry: dict) -> dict[str, int]:
 
 def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
     """Per-block area at 14 nm from yosys cell counts: columns block, cells, gate_equivalents, area_um2,
-    flip_flops, memory_bits."""
+    flip_flops, memory_bits, memory_in_flops, logic_area_um2, note (a block without cell counts is a row with no
+    area and the reason in ``note``)."""
     if not isinstance(summary, dict):
         p = Path(summary)
         try:
@@ -87,7 +88,8 @@ def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
             continue
         try:
             cells = _cells(entry)
-        except ValueError:
+        except ValueError as e:  # kept as a row with no area and the reason: never a silent skip
+            recs.append(dict(block=name, note=str(e)))
             continue
         area45 = sum(n * cell_area_45nm_um2(t) for t, n in cells.items())
         n_ge = area45 / _NAND2
@@ -99,12 +101,48 @@ def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
         mem_um2 = mem_bits * cell_area_45nm_um2("$_DFFE_PP_") / _NAND2 * ge if in_ffs else 0.0
         recs.append(dict(block=name, cells=sum(cells.values()), gate_equivalents=n_ge, area_um2=n_ge * ge,
                          flip_flops=int(entry.get("flip_flops", ffs)), memory_bits=mem_bits, memory_in_flops=in_ffs,
-                         logic_area_um2=n_ge * ge - mem_um2))
+                         logic_area_um2=n_ge * ge - mem_um2, note=""))
     return pd.DataFrame.from_records(recs, columns=["block", "cells", "gate_equivalents", "area_um2", "flip_flops",
-                                                    "memory_bits", "memory_in_flops", "logic_area_um2"])
+                                                    "memory_bits", "memory_in_flops", "logic_area_um2", "note"])
 
 
 def model_logic_area_um2(breakdown: pd.DataFrame) -> pd.Series:
     """Logic (non-SRAM) area per DRE block from a :func:`~vrex_lib.estimate.core.core_breakdown` frame."""
     dre = breakdown[(breakdown["group"] == "DRE") & ~breakdown["component"].str.contains("SRAM")]
     return dre.groupby("block", sort=False)["area_mm2"].sum() * 1e6
+
+
+def ensure_summary(summary_path: Path, *, run_if_missing: bool) -> tuple[Path | None, str]:
+    """(path of a yosys summary, '') or (None, why not). Runs ``vrex_lib.hw.verify.run`` into the summary's folder
+    when the file is missing, ``run_if_missing`` is set and yosys is installed; a failure of that run propagates
+    (it is a bug to fix, not a reason to skip)."""
+    p = Path(summary_path)
+    if p.is_file():
+        return p, ""
+    if not run_if_missing:
+        return None, f"no yosys summary at {p}; run `python -m vrex_lib.hw verify --out {p.parent}` first"
+    from ..hw import verify
+
+    if not verify.tools_available()["yosys"]:
+        return None, "yosys is not installed (apt-get install yosys); the cross-check needs it"
+    verify.run(p.parent)
+    if not p.is_file():
+        return None, f"vrex_lib.hw.verify.run wrote no {p.name} in {p.parent}"
+    return p, ""
+
+
+def dre_area_share_with_yosys(breakdown: pd.DataFrame, ys: pd.DataFrame) -> dict | None:
+    """The DRE area share again, with the component model's logic area of each synthesised DRE block replaced by
+    its yosys logic area (SRAMs stay the SRAM model's on both sides). None when no block has both numbers.
+
+    Returns dict(area_pct, blocks, delta_mm2)."""
+    model = model_logic_area_um2(breakdown)
+    ys = ys.assign(Block=ys["block"].str.upper().str.replace("_TOP", "", regex=False))
+    both = ys.merge(model.rename("model_logic_um2"), left_on="Block", right_index=True).dropna(
+        subset=["logic_area_um2", "model_logic_um2"])
+    if both.empty:
+        return None
+    delta_mm2 = float((both.logic_area_um2 - both.model_logic_um2).sum()) * 1e-6
+    dre_mm2 = float(breakdown[breakdown.group == "DRE"].area_mm2.sum()) + delta_mm2
+    return dict(area_pct=100 * dre_mm2 / (float(breakdown.area_mm2.sum()) + delta_mm2), blocks=list(both.Block),
+                delta_mm2=delta_mm2)

@@ -8,6 +8,8 @@ memories, early exit), ``area_power`` (Table III), ``performance`` (Fig. 4, Fig.
     >>> from vrex_lib import paper
     >>> paper.get("table1.peak_tflops.vrex8").value
     53.3
+    >>> paper.spec("table1.dram_bw_gbs.edge")   # model inputs: kind 'input' only
+    204.8
 """
 from __future__ import annotations
 
@@ -37,6 +39,19 @@ def value(key: str) -> float:
     return get(key).value
 
 
+def spec(key: str) -> float:
+    """A value the paper *defines* as a specification (kind ``input``: Table I systems, the core configuration,
+    3 W per PCIe lane, the average COIN scenario). The only entry point for model code: a paper *result* (kind
+    ``result`` or ``derived``) raises, because a result must never become a model input.
+    """
+    v = get(key)
+    if v.kind != "input":
+        raise ValueError(f"paper value {key!r} is a {v.kind}, not a specification the paper defines; model code may "
+                         "read only kind='input' values (paper results enter only through "
+                         "vrex_lib.perf.Workload.paper() and comparison code)")
+    return v.value
+
+
 def select(prefix: str) -> dict[str, PaperValue]:
     """All values whose key starts with ``prefix`` (e.g. ``'table2.acc.'``), in registration order."""
     return {k: v for k, v in REGISTRY.items() if k.startswith(prefix)}
@@ -52,4 +67,4 @@ def table() -> "pandas.DataFrame":  # noqa: F821
     )
 
 
-__all__ = ["INFO", "REGISTRY", "PaperValue", "Tolerance", "get", "pv", "register", "select", "table", "value"]
+__all__ = ["INFO", "REGISTRY", "PaperValue", "Tolerance", "get", "pv", "register", "select", "spec", "table", "value"]

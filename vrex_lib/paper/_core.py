@@ -48,9 +48,9 @@ class PaperValue:
     value: the printed value, in ``unit``.
     where: where it is printed: table/figure/section, e.g. "Table III", "Fig. 13(a), text §VI.B".
     kind:  'result' (a claim to reproduce), 'input' (a specification the models take as given) or
-           'derived' (arithmetic on printed numbers, digest [DERIVED]).
+           'derived' (arithmetic on printed numbers).
     tol:   default tolerance for comparing a reproduction against it.
-    note:  uncertainty or interpretation (digest's UNCERTAIN / P-fig remarks).
+    note:  uncertainty or interpretation of the printed value.
     """
 
     key: str

@@ -9,7 +9,7 @@ T1 = "Table I"
 _rel1 = Tolerance("rel", 0.01, "peak throughput is arithmetic on the configuration; printed to 3-4 digits")
 
 # Peak throughput (TFLOPS): FP16 for AGX, BF16 for V-Rex and A100 (Table I footnote 1).
-pv("table1.peak_tflops.agx_orin", 54, "TFLOPS", T1, "input", note="FP16; plausibly a sparse figure (PEERS §5)")
+pv("table1.peak_tflops.agx_orin", 54, "TFLOPS", T1, "input", note="FP16; with 2:4 sparsity (docs/DECISIONS.md D21)")
 pv("table1.peak_tflops.vrex8", 53.3, "TFLOPS", T1, tol=_rel1)
 pv("table1.peak_tflops.a100", 312, "TFLOPS", T1, "input", note="BF16 dense")
 pv("table1.peak_tflops.vrex48", 319.5, "TFLOPS", T1, tol=_rel1)

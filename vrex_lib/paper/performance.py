@@ -1,8 +1,8 @@
 """Performance results: Fig. 4, Fig. 13 (edge only; server held out), Fig. 14-18 and the abstract's claims.
 
-Tolerances (issue 8): latencies and FPS ±25 %, speedup and energy-efficiency factors ±35 %; percentage shares
-±15 points (shares are read off stacked bars). The server rows of Fig. 13(b) are deliberately NOT here: the
-digest holds them out as a validation set; notebook 06 simulates and plots them without verdicts.
+Tolerances: latencies and FPS ±25 %, speedup and energy-efficiency factors ±35 %; percentage shares
+±15 points (shares are read off stacked bars). The server rows of Fig. 13(b) are deliberately NOT here: they are
+held out as a validation set (docs/DECISIONS.md D28); notebook 06 simulates and plots them without verdicts.
 """
 from ._core import INFO, Tolerance, pv
 
@@ -12,7 +12,7 @@ SHARE = Tolerance("abs", 15.0, "share of a stacked bar, read off the figure")
 
 # Fig. 4 -- motivation.
 F4 = "Fig. 4"
-pv("fig4a.kv_gb_per_min", 3.15, "GB/min", "Fig. 4(a) [DERIVED in digest §1 from Llama-3-8B + 10 tok/frame]",
+pv("fig4a.kv_gb_per_min", 3.15, "GB/min", "Fig. 4(a) (derived from Llama-3-8B + 10 tokens/frame, docs/DECISIONS.md D8)",
    "derived", Tolerance("rel", 0.05, "arithmetic on public model configs"), note="10 FPS, batch 4")
 pv("fig4a.minutes_to_32gb", 5.1, "min", "Fig. 4(a) [DERIVED]; text: 'exceeds GPU memory within minutes'", "derived",
    Tolerance("rel", 0.25, "depends on which weights are counted"))
@@ -47,7 +47,7 @@ for _p, _vals in _EE.items():
 # size: at 40K the paper prints 7.3x (frame) and 15.1x (TPOT) over FlexGen, so 5.4x E2E cannot be over FlexGen.
 for _kv, _v in zip((1, 5, 10, 20, 40), (2.0, 2.0, 2.6, 3.9, 5.4)):
     pv(f"fig14.speedup.{_kv}k", _v, "x", "Fig. 14 labels", tol=FAC,
-       note="mapping of labels to KV sizes inferred (digest: UNCERTAIN); baseline = fastest AGX method (our reading)")
+       note="mapping of labels to KV sizes inferred (uncertain); baseline = fastest AGX method (our reading)")
 pv("fig14.speedup_max", 5.4, "x", "§VI.B text ('up to 5.4x')", tol=FAC)
 
 # Fig. 15 -- batch 16 FPS vs Oaken.
@@ -65,7 +65,7 @@ F16 = "Fig. 16, §VI.B text"
 for _k, _s, _e in (("agx_resv", 2.8, 4.4), ("vrex_kvpu", 6.0, 9.2), ("vrex_all", 8.1, 10.2)):
     pv(f"fig16.speedup.{_k}", _s, "x", F16, tol=FAC)
     pv(f"fig16.energy_gain.{_k}", _e, "x", F16, tol=FAC,
-       note="4.4x for AGX+ReSV is presumed (digest UNCERTAIN)" if _k == "agx_resv" else "")
+       note="4.4x for AGX+ReSV is presumed (uncertain)" if _k == "agx_resv" else "")
 pv("fig16.pred_share.agx_resv", 48, "%", F16, tol=SHARE, note="KV prediction share of AGX+ReSV latency")
 pv("fig16.pred_share.vrex_kvpu", 0.5, "%", F16, tol=Tolerance("abs", 2.0, "small share"),
    note="KV prediction share of latency with the KVPU")

@@ -18,7 +18,7 @@ pv("resv.tokens_per_cluster", 32, "tokens", "§VI.B (ablation, Fig. 16 text)",
 pv("resv.hc_table_pct_of_kv", 1.67, "%", "§VI.B (ablation, Fig. 16 text)",
    tol=Tolerance("abs", 0.5, "follows from tokens/cluster and the HC-row layout we assume (BF16 centroid, "
                  "32-bit code, 16-bit count, 32-bit token indices)"),
-   note="HC table memory as a share of the full KV cache; digest §2.3: matches per-layer (concat) clustering")
+   note="HC table memory as a share of the full KV cache; matches per-layer (concat) clustering, docs/DECISIONS.md D10")
 pv("resv.hash_pct_of_key_dim", 0.5, "%", "§IV.B ('≤ 0.5% of the original dimension')", "derived",
    note="an upper bound, shown for information; ""hash bits / key bits (BF16); 32 bits of a 1024-d key = 0.195%, of a 128-d head key = 1.56%")
 pv("resv.wicsum_row_prefix_pct", 16, "%", "§IV.C ('average 16% per row')",

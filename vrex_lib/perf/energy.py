@@ -1,142 +1,115 @@
-"""Energy of one simulated step: the estimator's per-action energies × the simulator's action counts, plus
-DRAM pJ/bit × bytes, DRAM background power × time, PCIe W/lane × time and SSD power × time.
+"""Energy and power of one simulated step, from the estimator's cited constants (docs/PERF_MODEL.md, "Power").
 
-* V-Rex: core power from :func:`vrex_lib.estimate.core.core_breakdown` at the utilisations the simulator
-  measured (:meth:`Activity.from_counts`), × cores × step time; DRAM = device pJ/bit + accelerator-side
-  interface (PHY) pJ/bit, × bits; DRAM background (standby + refresh, per GB of the system's capacity) × time,
-  drawn even when idle.
-* GPUs: the board power of Table I (~40 W Orin, ~300 W A100; measured by the paper with tegrastats /
-  nvidia-smi, including its DRAM, DRAM PHY and standby) × step time. No per-method GPU power: the same for
-  every method, so no DRAM terms are added for GPUs.
-* Both: PCIe 3 W per lane (paper §VI.A) while the link moves KV and the L0-idle fraction of it otherwise; SSD
-  active power while reading, idle power otherwise (edge); host DDR4 pJ/bit × bytes (server; the host's DDR4
-  background belongs to the host CPU, present for both systems, and is left out of both).
-  Not modelled: on-chip SRAM leakage beyond the estimator's rows (Horowitz gives none; order of mW for the
-  ~3 MB of SRAM in V-Rex8, negligible next to the terms above).
+* **V-Rex cores**: :class:`vrex_lib.estimate.core.CorePowerModel` (leakage + clock network + utilisation x
+  dynamic, 14 nm / 0.8 V) at the step's utilisations (:func:`core_utilisation`), x cores x step time.
+* **DRAM** (V-Rex): device pJ/bit + the accelerator's DRAM-interface (PHY) pJ/bit, x bits moved; background
+  (standby + refresh per GB of the system's capacity) x time, drawn even when idle.
+* **GPUs**: Table I's measured board power (tegrastats / nvidia-smi, §VI.A; GPU DRAM included) x time. The paper
+  measured it running these workloads, so it is the board's power while busy; it is the same for every method.
+* **PCIe** (both): the paper's 3 W per lane at full load (§VI.A), scaled with link use: lanes x 3 W x
+  (busy fraction + L0-idle fraction x idle fraction), the L0-idle fraction from the estimator's table.
+* **Offload tier**: SSD active power while the link moves data, idle power otherwise (edge; Kioxia BG6 rows);
+  host DDR4 pJ/bit x bytes (server; the host's DDR4 background belongs to the host CPU, present for both systems).
 
-Constants come from ``vrex_lib.estimate`` (the estimator helper's table); if a constant is missing there the
-fallback below is used and :data:`SOURCE` says so.
+Peak system power (compared with Table I) is :func:`peak_power_w`: every V-Rex unit at full utilisation, DRAM
+streaming at its achieved bandwidth, the PCIe link and the SSD active.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import paper
 from ..estimate import offchip as _offchip
 from .systems import System
 
-# Fallbacks, used only if vrex_lib.estimate lacks the row (then SOURCE says 'fallback').
-_FALLBACK = dict(dram_lpddr5=5.0, dram_hbm2e=3.9, dram_ddr4=15.0, ssd_active_w=4.0, ssd_idle_w=0.05,
-                 core_w_full=2.6, core_w_idle_frac=0.05)
-SOURCE = "vrex_lib.estimate"
 
-
-@dataclass
+@dataclass(frozen=True)
 class Activity:
-    """What a step did: counts for the per-action energies, busy times for the powered devices."""
+    """What a step did: counts for the per-action energies, busy times for the powered devices.
+
+    seconds: step time; macs: main-engine multiply-accumulates (LXE on V-Rex); vpe_ops: vector-lane operations;
+    dram_bytes / pcie_bytes: traffic; pcie_busy_s: link busy time; hcu_compares / wtu_elems: DRE lane-cycles;
+    kvmu_requests: offload-tier requests the KVMU issued (one per granule moved).
+    """
 
     seconds: float
     macs: float
     dram_bytes: float
     pcie_bytes: float
     pcie_busy_s: float
+    vpe_ops: float = 0.0
     hcu_compares: float = 0.0
     wtu_elems: float = 0.0
-    dre_busy_s: float = 0.0
+    kvmu_requests: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.seconds <= 0:
+            raise ValueError(f"Activity.seconds must be > 0, got {self.seconds}")
 
 
-def _const(component: str, action: str, field: str, fallback: float) -> float:
-    global SOURCE
-    try:
-        from ..estimate import constants as C
-
-        v = getattr(C.rows(component, action)[0], field)
-        if v == v:  # not NaN
-            return float(v)
-    except (ImportError, KeyError, AttributeError, IndexError):
-        pass
-    SOURCE = "vrex_lib.estimate + fallback constants (perf.energy._FALLBACK)"
-    return fallback
-
-
-def dram_pj_per_bit(kind: str) -> float:
-    try:
-        from ..estimate import dram_pj_per_bit as f  # type: ignore[attr-defined]
-
-        return float(f(kind))
-    except (ImportError, AttributeError, KeyError, TypeError):
-        return _const(f"dram_{kind}", "transfer", "energy_pJ", _FALLBACK[f"dram_{kind}"])
-
-
-def pcie_w_per_lane() -> float:
-    try:
-        from ..estimate import PCIE_W_PER_LANE  # type: ignore[attr-defined]
-
-        return float(PCIE_W_PER_LANE)
-    except ImportError:
-        return paper.value("system.pcie_w_per_lane")
-
-
-def ssd_power_w(state: str) -> float:
-    try:
-        from ..estimate import ssd_power_w as f  # type: ignore[attr-defined]
-
-        return float(f(state))
-    except (ImportError, AttributeError, KeyError, TypeError):
-        return _const("ssd", state, "leakage_uW", _FALLBACK[f"ssd_{state}_w"] * 1e6) * 1e-6
-
-
-_CORE_CACHE: dict = {}
-
-
-def vrex_core_power_w(sys: System, act: Activity) -> float:
-    """Power of all cores at the step's utilisations (estimator's core model)."""
+def core_utilisation(sys: System, act: Activity) -> dict[str, float]:
+    """Per-core utilisation of each activity source over the step (work spread evenly over the cores)."""
     cfg = sys.core
-    cycles = act.seconds * cfg.freq_hz
-    per = sys.n_cores
-    key = (cfg, round(act.macs / per / cycles, 4), round(act.hcu_compares / per / cycles, 6),
-           round(act.wtu_elems / per / cycles, 6))
-    if key in _CORE_CACHE:
-        return _CORE_CACHE[key] * per
-    try:
-        from ..estimate.core import Activity as CoreActivity
-        from ..estimate.core import core_breakdown
+    cycles = act.seconds * cfg.freq_hz * sys.n_cores
+    cap = lambda x: min(1.0, max(0.0, x))  # noqa: E731
+    return dict(dpe=cap(act.macs / (cycles * cfg.n_dpe_h * cfg.n_dpe_w)),
+                vpe=cap(act.vpe_ops / (cycles * cfg.n_vpe_h * cfg.n_vpe_w)),
+                hcu=cap(act.hcu_compares / (cycles * cfg.n_hcu_h * cfg.n_hcu_w)),
+                wtu=cap(act.wtu_elems / (cycles * cfg.n_wtu_h * cfg.n_wtu_w)),
+                kvmu=cap(act.kvmu_requests / cycles))
 
-        # Operand traffic: each MAC-tree input vector (n_dpe_w BF16) read once per cycle of DPE work. VPE work
-        # (norms, softmax, SiLU, residuals) is ~2 % of the MACs for this workload (elementwise vs matmul).
-        busy = act.macs / per / (cfg.n_dpe_h * cfg.n_dpe_w)
-        ca = CoreActivity.from_counts(cycles, cfg, dpe_macs=act.macs / per, vpe_ops=0.02 * act.macs / per,
-                                      sram_read_bits=busy * cfg.n_dpe_w * 16,
-                                      sram_write_bits=busy * cfg.n_dpe_w * 16 / 8,
-                                      hcu_compares=act.hcu_compares / per, wtu_elements=act.wtu_elems / per,
-                                      kvmu_requests=act.pcie_bytes / 4096 / per)
-        w = float(core_breakdown(cfg, ca)["power_mW"].sum()) * 1e-3
-    except (ImportError, AttributeError, TypeError, ValueError):
-        global SOURCE
-        SOURCE = "fallback core power (perf.energy._FALLBACK)"
-        util = min(1.0, act.macs / per / (cycles * cfg.macs_per_cycle))
-        w = _FALLBACK["core_w_full"] * (_FALLBACK["core_w_idle_frac"] + (1 - _FALLBACK["core_w_idle_frac"]) * util)
-    _CORE_CACHE[key] = w
-    return w * per
+
+def pcie_power_w(sys: System, busy_frac: float) -> float:
+    """PCIe link power at ``busy_frac`` of the step moving data: 3 W/lane (§VI.A) x (busy + L0-idle share x idle)."""
+    if not 0.0 <= busy_frac <= 1.0:
+        raise ValueError(f"busy_frac {busy_frac} must be in [0, 1]")
+    full_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
+    return full_w * (busy_frac + _offchip.pcie_idle_fraction() * (1.0 - busy_frac))
 
 
 def step_energy(sys: System, act: Activity) -> tuple[float, dict]:
-    """(joules, parts) for one step on ``sys``."""
+    """(joules, parts in J) for one step on ``sys``."""
     parts: dict[str, float] = {}
     t = act.seconds
     busy = min(act.pcie_busy_s, t)
     if sys.kind == "vrex":
-        parts["core"] = vrex_core_power_w(sys, act) * t
-        parts["dram"] = act.dram_bytes * 8 * dram_pj_per_bit(sys.dram_kind) * 1e-12
+        if sys.core_power is None:
+            raise ValueError(f"System {sys.name}: a V-Rex system needs core_power (build it with systems.vrex)")
+        parts["core"] = sys.core_power.power_w(**core_utilisation(sys, act)) * sys.n_cores * t
+        parts["dram"] = act.dram_bytes * 8 * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
         parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
         parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity) * t
     else:
         parts["gpu_board"] = sys.power_w * t
-    lane_w = pcie_w_per_lane() * sys.pcie_lanes
+    lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
     parts["pcie"] = lane_w * busy
     parts["pcie_idle"] = lane_w * _offchip.pcie_idle_fraction() * (t - busy)
     if sys.offload_tier == "ssd":
-        parts["ssd"] = ssd_power_w("active") * busy + ssd_power_w("idle") * (t - busy)
+        parts["ssd"] = _offchip.ssd_power_w("active") * busy + _offchip.ssd_power_w("idle") * (t - busy)
     else:
-        parts["host_dram"] = act.pcie_bytes * 8 * dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = act.pcie_bytes * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
     return sum(parts.values()), parts
+
+
+def peak_power_w(sys: System) -> dict[str, float]:
+    """System power with everything at full load (W, by part): the number Table I's system power compares with.
+
+    V-Rex: every core unit fully utilised, DRAM streaming at the achieved bandwidth (device + PHY energy) plus its
+    background, the PCIe link busy, the SSD active (edge) or host DDR4 at the achieved link rate (server).
+    GPUs: Table I's board power plus the same link terms.
+    """
+    parts: dict[str, float] = {}
+    if sys.kind == "vrex":
+        parts["core"] = sys.core_power.peak_w * sys.n_cores
+        bits_per_s = sys.dram * 8
+        parts["dram"] = bits_per_s * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
+        parts["dram_phy"] = bits_per_s * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity)
+    else:
+        parts["gpu_board"] = sys.power_w
+    parts["pcie"] = pcie_power_w(sys, 1.0)
+    if sys.offload_tier == "ssd":
+        parts["ssd"] = _offchip.ssd_power_w("active")
+    else:
+        parts["host_dram"] = sys.pcie * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+    parts["total"] = sum(parts.values())
+    return parts

@@ -1,30 +1,42 @@
 """The paper's performance experiments as functions returning DataFrames (notebook 06 only plots them).
 
-Each function simulates; none reads a paper value. Comparison with the paper happens in the notebook via
-``vrex_lib.report``.
+Each function simulates under the ``workload`` it is given (a :class:`~vrex_lib.perf.Workload`, ``"paper"`` or a
+measurement file) and carries its ``workload_source`` in every row; none reads a paper value. Comparison with the
+paper happens in :mod:`vrex_lib.perf.compare` and the notebook via ``vrex_lib.report``.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 
+from .inputs import Workload
 from .sim import e2e_coin, memory_footprint_gb, simulate
+from .systems import get_system
 
 KV_SIZES = (1000, 5000, 10000, 20000, 40000)
 GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
 PLATFORMS = {"edge": ("agx_orin", "vrex8", (1, 4)), "server": ("a100", "vrex48", (1, 8))}
 
 
-def fig13_grid(kv_sizes=KV_SIZES, platforms=("edge", "server"), stages=("frame", "text"), ratios=None,
-               **overrides) -> pd.DataFrame:
+def _systems(*names: str) -> dict:
+    """Each named system built once per experiment (building V-Rex evaluates its core power model)."""
+    return {n: get_system(n) for n in names}
+
+
+def fig13_grid(kv_sizes=KV_SIZES, platforms=("edge", "server"), stages=("frame", "text"), *,
+               workload: Workload | str = "paper", **overrides) -> pd.DataFrame:
     """Per-frame latency / TPOT, energy and GOPS/W: every method on its platform, batch sizes of Fig. 13."""
+    wl = Workload.resolve(workload)
     rows = []
     for plat in platforms:
         gpu, acc, batches = PLATFORMS[plat]
+        sy = _systems(gpu, acc)
         for b in batches:
             for st in stages:
                 for kv in kv_sizes:
                     for sysn, m in [(gpu, g) for g in GPU_METHODS] + [(acc, "resv")]:
-                        r = simulate(sysn, m, st, kv, b, ratios=ratios, **overrides)
+                        r = simulate(sy[sysn], m, st, kv, b, workload=wl, **overrides)
                         rows.append(dict(platform=plat, label=f"{sysn}+{m}" if sysn == gpu else sysn, **r.row()))
     return pd.DataFrame(rows)
 
@@ -38,9 +50,9 @@ def speedups(grid: pd.DataFrame, baseline: str = "flexgen") -> pd.DataFrame:
     return out.reset_index()
 
 
-# Review fix (issue 8): the panels Fig. 13 actually plots. fig13_grid also simulates edge batch-4 text and server
-# batch-8 text (cheap, shown as information), but the abstract's ranges are taken over the paper's panels only:
-# per platform batch 1 @ frame, batch 1 @ text, and the large batch @ frame (edge 4, server 8).
+# The panels Fig. 13 plots. fig13_grid also simulates edge batch-4 text and server batch-8 text (cheap, shown as
+# information), but the abstract's ranges are taken over the paper's panels only: per platform batch 1 @ frame,
+# batch 1 @ text, and the large batch @ frame (edge 4, server 8).
 PAPER_PANELS = {"edge": ((1, "frame"), (1, "text"), (4, "frame")), "server": ((1, "frame"), (1, "text"), (8, "frame"))}
 
 
@@ -52,7 +64,8 @@ def paper_panels(sp: pd.DataFrame, platforms=("edge", "server")) -> pd.DataFrame
 
 
 def headline_ranges(sp: pd.DataFrame) -> dict:
-    """The abstract's ranges over the configurations they come from (digest §6): speedup min and energy-efficiency
+    """The abstract's ranges over the configurations they come from (docs/DECISIONS.md D27): speedup min and
+    energy-efficiency
     min/max over the *edge* panels of Fig. 13 ("over AGX Orin"); the speedup max over the edge and server panels,
     because the paper's 19.7x is a server number (V-Rex48 vs A100). Never over non-plotted panels (edge batch-4
     text, server batch-8 text). Returns dict(value, where) per claim."""
@@ -72,21 +85,26 @@ def fig4a(minutes=(1, 5, 10, 20, 30, 40), fps: float = 10.0, batch: int = 4) -> 
     return pd.DataFrame([memory_footprint_gb(m, fps, batch) for m in minutes])
 
 
-def fig4b(kv_sizes=(1000, 10000, 20000, 40000, 80000), system: str = "a100", method: str = "infinigen",
-          **kw) -> pd.DataFrame:
+def fig4b(kv_sizes=(1000, 10000, 20000, 40000, 80000), system: str = "a100", method: str = "infinigen", *,
+          workload: Workload | str = "paper", **kw) -> pd.DataFrame:
     """E2E breakdown of the average COIN case on a pre-computed cache (InfiniGen on A100)."""
+    wl, sysobj = Workload.resolve(workload), get_system(system)
     rows = []
     for kv in kv_sizes:
-        e = e2e_coin(system, method, kv, **kw)
+        e = e2e_coin(sysobj, method, kv, workload=wl, **kw)
         rows.append(dict(kv_len=kv, **e, prefill_share=100 * e["prefill"] / e["total"],
                          retrieval_share_of_prefill=100 * e["prefill_retrieval"] / e["prefill"]))
     return pd.DataFrame(rows)
 
 
-def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", **kw) -> dict:
-    """InfiniGen adopted for prefill (InfiniGenP) with a fixed token budget: ops and latency split."""
-    ratio = min(1.0, budget / kv_len)
-    r = simulate(system, "infinigen_p", "frame", kv_len, 1, ratios={("infinigen_p", "frame"): ratio},
+def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", *,
+          workload: Workload | str = "paper", **kw) -> dict:
+    """InfiniGen adopted for prefill (InfiniGenP) with a fixed token budget: ops and latency split. The budget
+    (Fig. 4(c): 10K of 40K) replaces the workload's InfiniGenP frame-stage fraction for this one experiment."""
+    wl = Workload.resolve(workload)
+    sel = dict(wl.selected_frac)
+    sel[("infinigen_p", "frame")] = min(1.0, budget / kv_len)
+    r = simulate(system, "infinigen_p", "frame", kv_len, 1, workload=wl.replace(selected_frac=sel),
                  include_vision=False, **kw)
     tot = r.latency_ms
     return dict(ops_retrieval_pct=100 * r.pred_flops / (r.pred_flops + r.flops),
@@ -95,12 +113,14 @@ def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", **kw) 
                 lat_llm_pct=100 * r.breakdown_ms["llm"] / tot, latency_ms=tot)
 
 
-def fig14(kv_sizes=KV_SIZES, methods=("flexgen", "infinigen_p", "rekv"), **kw) -> pd.DataFrame:
+def fig14(kv_sizes=KV_SIZES, methods=("flexgen", "infinigen_p", "rekv"), *, workload: Workload | str = "paper",
+          **kw) -> pd.DataFrame:
+    wl, sy = Workload.resolve(workload), _systems("agx_orin", "vrex8")
     rows = []
     for kv in kv_sizes:
         for sysn, m in [("agx_orin", x) for x in methods] + [("vrex8", "resv")]:
             label = f"{sysn}+{m}" if sysn == "agx_orin" else sysn
-            rows.append(dict(kv_len=kv, label=label, **e2e_coin(sysn, m, kv, **kw)))
+            rows.append(dict(kv_len=kv, label=label, **e2e_coin(sy[sysn], m, kv, workload=wl, **kw)))
     return pd.DataFrame(rows)
 
 
@@ -108,7 +128,7 @@ def fig14_speedups(f14: pd.DataFrame) -> pd.DataFrame:
     """E2E speedup of V-Rex8 per KV size over the *fastest* AGX Orin method (``vs_best``, with its label) and over
     AGX+FlexGen (``vs_flexgen``).
 
-    Review fix (issue 8), the comparison set of Fig. 14: E2E latency is a positively weighted sum of frame prefill,
+    The comparison set of Fig. 14 (docs/DECISIONS.md D27): E2E latency is a positively weighted sum of frame prefill,
     question prefill, answer tokens and the vision tower, so its speedup over FlexGen cannot fall below both the
     per-frame and the TPOT speedups over FlexGen except through the vision tower. At 40K the paper prints 7.3x
     (frame) and 15.1x (TPOT) over FlexGen in Fig. 13 but 5.4x in Fig. 14 -- the vision share this would need
@@ -121,37 +141,41 @@ def fig14_speedups(f14: pd.DataFrame) -> pd.DataFrame:
                              vs_flexgen=tot["agx_orin+flexgen"] / tot["vrex8"])).reset_index()
 
 
-def fig15(kv_sizes=KV_SIZES, batch: int = 16, **kw) -> pd.DataFrame:
+def fig15(kv_sizes=KV_SIZES, batch: int = 16, *, workload: Workload | str = "paper", **kw) -> pd.DataFrame:
     """Per-stream FPS at batch 16: AGX Orin (FlexGen without offload), Oaken (4-bit KV), V-Rex8."""
+    wl, sy = Workload.resolve(workload), _systems("agx_orin", "oaken", "vrex8")
     rows = []
     for kv in kv_sizes:
         for label, sysn, m, ov in (("agx_orin", "agx_orin", "flexgen", dict(offload=False)),
                                    ("oaken", "oaken", "oaken", {}), ("vrex8", "vrex8", "resv", {})):
-            r = simulate(sysn, m, "frame", kv, batch, **ov, **kw)
+            r = simulate(sy[sysn], m, "frame", kv, batch, workload=wl, **ov, **kw)
             rows.append(dict(label=label, kv_len=kv, fps=r.fps, oom=r.oom, mem_gb=r.mem_bytes / 1e9,
-                             latency_ms=r.latency_ms))
+                             latency_ms=r.latency_ms, workload_source=r.workload_source))
     return pd.DataFrame(rows)
 
 
-def fig16(kv_len: int = 40000, **kw) -> pd.DataFrame:
+def fig16(kv_len: int = 40000, *, workload: Workload | str = "paper", **kw) -> pd.DataFrame:
     """Ablation at 40K, batch 1, frame: AGX+FlexGen, AGX+ReSV, V-Rex8 KVPU only, V-Rex8 all."""
+    wl, sy = Workload.resolve(workload), _systems("agx_orin", "vrex8")
     rows = []
     for label, sysn, m in (("agx_flexgen", "agx_orin", "flexgen"), ("agx_resv", "agx_orin", "resv"),
                            ("vrex_kvpu", "vrex8", "resv_kvpu"), ("vrex_all", "vrex8", "resv")):
-        r = simulate(sysn, m, "frame", kv_len, 1, **kw)
+        r = simulate(sy[sysn], m, "frame", kv_len, 1, workload=wl, **kw)
         rows.append(dict(label=label, latency_ms=r.latency_ms, energy_J=r.energy_J, **r.breakdown_ms,
-                         pred_share=100 * r.breakdown_ms["kv_prediction"] / r.latency_ms))
+                         pred_share=100 * r.breakdown_ms["kv_prediction"] / r.latency_ms,
+                         workload_source=r.workload_source))
     df = pd.DataFrame(rows)
     df["speedup"] = df.latency_ms.iloc[0] / df.latency_ms
     df["energy_gain"] = df.energy_J.iloc[0] / df.energy_J
     return df
 
 
-def fig17(kv_len: int = 40000, layer: int = 1, bins: int = 200, **kw) -> tuple[pd.DataFrame, object]:
+def fig17(kv_len: int = 40000, layer: int = 1, bins: int = 200, *, workload: Workload | str = "paper",
+          **kw) -> tuple[pd.DataFrame, object]:
     """DRAM bandwidth over time (TB/s) for one layer of V-Rex48 frame processing, per category."""
     import numpy as np
 
-    r = simulate("vrex48", "resv", "frame", kv_len, 1, **kw)
+    r = simulate("vrex48", "resv", "frame", kv_len, 1, workload=workload, **kw)
     tl = pd.DataFrame(r.timeline)
     lay = tl[tl.layer.isin([layer, layer + 1])]
     t0 = lay[(lay.layer == layer) & (lay.phase == "qkv")].start_us.min()
@@ -176,10 +200,10 @@ def roof_tflops(peak_flops: float, dram_bw: float, op_intensity: float) -> float
     return min(peak_flops, op_intensity * dram_bw) / 1e12
 
 
-def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
+def fig18(kv_len: int = 40000, batch: int = 4, *, workload: Workload | str = "paper", **kw) -> pd.DataFrame:
     """Roofline points at 40K, batch 4, frame: operational intensity and achieved fraction of the roof.
 
-    Review fix (issue 8), the definition of "achieved fraction of peak": Fig. 18 marks one *average* operational
+    The definition of "achieved fraction of peak" (docs/DECISIONS.md D27): Fig. 18 marks one *average* operational
     intensity, 15.2 Op/B, and on a 204.8 GB/s LPDDR5 roof that caps any point at 15.2 x 204.8 GB/s = 3.1 TFLOPS,
     i.e. 5.8 % of V-Rex8's 53.3 TFLOPS compute peak -- so the printed 71.5 % (and even FlexGen's 6.6 %) cannot be
     fractions of the compute peak. They are fractions of the roof *at that intensity*: AGX Orin and V-Rex8 share
@@ -193,13 +217,12 @@ def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
     LLM scope = decoder + prediction + LM head, FLOPs and DRAM bytes and time without the vision tower, so the
     intensity and the throughput describe the same work; ``*_all`` columns include the vision tower.
     """
-    from .systems import get_system
-
+    wl, sy = Workload.resolve(workload), _systems("agx_orin", "vrex8")
     rows = []
     for label, sysn, m in (("agx_flexgen", "agx_orin", "flexgen"), ("agx_rekv", "agx_orin", "rekv"),
                            ("vrex8", "vrex8", "resv")):
-        r = simulate(sysn, m, "frame", kv_len, batch, **kw)
-        s = get_system(sysn)
+        s = sy[sysn]
+        r = simulate(s, m, "frame", kv_len, batch, workload=wl, **kw)
         rows.append(dict(label=label, op_intensity=r.llm_op_intensity, achieved_tflops=r.llm_achieved_tflops,
                          op_intensity_all=r.op_intensity, achieved_tflops_all=r.achieved_tflops,
                          peak_tflops=s.peak_flops / 1e12, dram_gbs=s.dram_bw / 1e9,
@@ -215,21 +238,66 @@ def fig18(kv_len: int = 40000, batch: int = 4, **kw) -> pd.DataFrame:
 
 
 def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", batch: int = 1,
-                               stage: str = "frame", **overrides) -> pd.DataFrame:
+                               stage: str = "frame", *, workload: Workload | str = "paper",
+                               **overrides) -> pd.DataFrame:
     """Who gets a retrieved-KV cache, both ways: ``retrieved_cache='kvmu'`` (only V-Rex's KVMU, the paper's
     Fig. 12) and ``'all'`` (every selecting, offloading GPU baseline keeps its previous retrieval in GPU DRAM too,
-    with its own ``retrieved_reuse``). ``overrides`` carry the reuse values (e.g. ``MeasuredParams.overrides()``);
-    their ``retrieved_cache`` is replaced. One row per (cache, kv_len, method) with V-Rex's speedup over it."""
+    with the workload's reuse for that method). One row per (cache, kv_len, method) with V-Rex's speedup over it."""
+    wl = Workload.resolve(workload)
     gpu, acc, _ = PLATFORMS[platform]
+    sy = _systems(gpu, acc)
     kw = {k: v for k, v in overrides.items() if k != "retrieved_cache"}
     rows = []
     for cache in ("kvmu", "all"):
+        sim = partial(simulate, workload=wl, retrieved_cache=cache, **kw)
         for kv in kv_sizes:
-            rv = simulate(acc, "resv", stage, kv, batch, retrieved_cache=cache, **kw)
+            rv = sim(sy[acc], "resv", stage, kv, batch)
             for sysn, m in [(gpu, g) for g in GPU_METHODS] + [(acc, "resv")]:
-                r = rv if sysn == acc else simulate(sysn, m, stage, kv, batch, retrieved_cache=cache, **kw)
+                r = rv if sysn == acc else sim(sy[sysn], m, stage, kv, batch)
                 rows.append(dict(cache=cache, kv_len=kv, label=f"{sysn}+{m}" if sysn == gpu else sysn, method=m,
                                  retrieved_reuse=r.notes["retrieved_reuse"], latency_ms=r.latency_ms,
                                  pcie_fetch_mb=r.bytes["pcie_fetch"] / 1e6, oom=r.oom,
-                                 vrex_speedup=r.latency_ms / rv.latency_ms))
+                                 vrex_speedup=r.latency_ms / rv.latency_ms, workload_source=r.workload_source))
     return pd.DataFrame(rows)
+
+
+def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> pd.DataFrame:
+    """One input at a time around ``workload``: V-Rex8 per-frame latency at ``kv_len`` (batch 1), its speedup over
+    AGX+FlexGen, and the KVPU-only ablation's speedup. Parameters: the PCIe bandwidth (Table I), the KVMU capacity
+    (docs/DECISIONS.md D6), the SSD granule, the cross-step reuse of retrieved KV and the ReSV selected fraction
+    (workload fields, set uniformly for both stages), and the AGX Orin dense-peak fraction (at the smallest size,
+    where compute matters)."""
+    wl = Workload.resolve(workload)
+    sy = _systems("vrex8", "agx_orin")
+    recs = []
+
+    def point(parameter: str, value, w: Workload, **kw) -> None:
+        rv = simulate(sy["vrex8"], "resv", "frame", kv_len, 1, workload=w, **kw)
+        rb = simulate(sy["agx_orin"], "flexgen", "frame", kv_len, 1, workload=w, **kw)
+        rk = simulate(sy["vrex8"], "resv_kvpu", "frame", kv_len, 1, workload=w, **kw)
+        recs.append(dict(parameter=parameter, value=value, vrex8_ms=rv.latency_ms, fps=rv.fps,
+                         speedup_vs_flexgen=rb.latency_ms / rv.latency_ms,
+                         kvpu_only_speedup=rb.latency_ms / rk.latency_ms, workload_source=rv.workload_source))
+
+    point("baseline", float("nan"), wl)
+    for v in (2e9, 4e9, 8e9, 16e9):
+        point("system_pcie_bw", v, wl, system_pcie_bw=v)
+    for v in (2048, 4096, 8192, 16384):
+        point("recent_capacity", v, wl, recent_capacity=v)
+    for v in (256, 4096):
+        point("system_offload_granule", v, wl, system_offload_granule=v)
+    for v in (0.0, 0.5, 0.8, 0.9):
+        point("reuse (resv, both stages)", v, wl.replace(reuse={**wl.reuse, ("resv", "frame"): v, ("resv", "text"): v}))
+    for v in (0.05, 0.1, 0.2, 0.327):
+        sel = {**wl.selected_frac, ("resv", "frame"): v, ("resv", "text"): v}
+        point("selected_frac (resv, both stages)", v, wl.replace(selected_frac=sel))
+    orin = sy["agx_orin"]
+    small = min(KV_SIZES)
+    rv = simulate(sy["vrex8"], "resv", "frame", small, 1, workload=wl)
+    for frac in (0.5, 1.0):
+        rb = simulate(orin, "flexgen", "frame", small, 1, workload=wl,
+                      system_peak_flops=orin.peak_flops / orin.notes["dense_fraction"] * frac)
+        recs.append(dict(parameter=f"orin dense_fraction (at {small})", value=frac, vrex8_ms=rv.latency_ms, fps=rv.fps,
+                         speedup_vs_flexgen=rb.latency_ms / rv.latency_ms, kvpu_only_speedup=float("nan"),
+                         workload_source=rv.workload_source))
+    return pd.DataFrame(recs)

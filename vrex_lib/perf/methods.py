@@ -1,10 +1,23 @@
 """The KV-retrieval methods as the simulator sees them: what KV prediction costs, where it runs, what it reads,
 what it fetches over PCIe and in which layout.
 
-Methods (paper §VI.A): ``flexgen`` (fetch all offloaded KV), ``infinigen`` (speculative partial-key scoring,
-text generation only), ``infinigen_p`` (the authors' prefill extension: full-key Q·K^T over all keys + top-k on
-the GPU during frame prefill), ``rekv`` (frame-block mean-key scoring), ``resv`` (hash + HCU clustering +
-Q·K_cluster^T + WiCSum; on V-Rex the HCU/WTU run it, on a GPU kernels do). Ablations for Fig. 16:
+Methods (paper §VI.A), each as the software runs on its GPU (docs/DECISIONS.md D22):
+
+* ``flexgen`` -- FlexGen's KV placement (Sheng et al., ICML 2023, §4): the KV cache is split between GPU memory
+  and the offload tier; per layer the offloaded part is streamed to the GPU, overlapped with the previous layer's
+  compute (FlexGen's block schedule), and attention runs on the GPU over all of it. The GPU share is the newest
+  ``recent_capacity`` tokens (the same capacity every method gets). FlexGen's CPU delegation of attention needs
+  the KV in host DRAM next to a host CPU; on the edge the KV is on an SSD, so it does not apply there, and it is
+  not modelled on the server either (stated in docs/PERF_MODEL.md).
+* ``infinigen`` -- speculative partial-key scoring (InfiniGen, OSDI 2024): a partial query projection and a
+  partial Q·K^T over a resident copy of the partial keys, softmax/aggregation kernels and a radix top-k,
+  then a fetch of the selected tokens; text generation only (frame prefill fetches everything).
+* ``infinigen_p`` -- the V-Rex authors' prefill extension: full-key Q·K^T over every key + top-k on the GPU
+  during frame prefill.
+* ``rekv`` -- ReKV's frame-block mean-key scoring and top-k of blocks, fetching whole frames.
+* ``resv`` -- hash + HCU clustering + Q·K_cluster^T + WiCSum; on V-Rex the HCU/WTU run it, on a GPU kernels do.
+
+Each GPU kernel pays the device's launch overhead (:mod:`vrex_lib.perf.constants`). Ablations for Fig. 16:
 ``resv`` on ``agx_orin`` = GPU+ReSV; ``resv_kvpu`` on V-Rex = KVPU without KVMU (clusters scattered in token
 order); ``resv`` on V-Rex = all. ``oaken`` = no offload, 4-bit KV (Fig. 15); ``full`` = no offload, no selection.
 
@@ -13,16 +26,17 @@ token-major, so one token of one head is a ``head_dim × 2 B = 256 B`` chunk. A 
 ``run_tokens`` contiguous chunks: 1 for token-level selection (InfiniGen/P, ReSV without KVMU), one frame
 (10 tokens) for ReKV, one hash cluster for ReSV with KVMU (cluster-contiguous, §V.C), everything for FlexGen.
 The offload tier moves whole granules (NVMe 4 KiB pages; host DRAM 64 B lines); see :func:`moved_fraction`.
-InfiniGenP keeps every key in device DRAM for its full-key scoring, so it fetches only the selected V (:func:`vrex_lib.perf.sim.keys_resident`).
+InfiniGenP keeps every key in device DRAM for its full-key scoring, so it fetches only the selected V
+(:func:`vrex_lib.perf.sim.keys_resident`).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from .. import paper
+from ..config import VRexCoreConfig
+from ..hw import timing
 from .workload import BF16, LLMSpec, Op
 
 Predictor = Literal["none", "partial_key", "full_key", "block_mean", "resv"]
@@ -38,7 +52,7 @@ class MethodSpec:
     layout: Literal["all", "token", "block", "cluster"]
     offload: bool = True
     kv_bits: int = 16
-    ratio_key: str | None = None  # method name in Table II / notebook 03's csv
+    ratio_key: str | None = None  # method whose selected fraction the Workload holds
 
     def predictor(self, stage: str) -> Predictor:
         return self.frame_predictor if stage == "frame" else self.text_predictor
@@ -62,56 +76,6 @@ def get_method(method: str | MethodSpec) -> MethodSpec:
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     return METHODS[method]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Retrieval ratios: notebook 03's measurement when present, else Table II (labelled).
-
-def load_ratios(path: str | Path | None = None) -> tuple[dict[tuple[str, str], float], str]:
-    """{(method, stage): ratio in [0, 1]} and a label saying where they come from.
-
-    ``path`` (default ``<results>/data/retrieval_ratios.csv``, columns method, task, stage, retrieval_ratio,
-    profile; ratio as a fraction or percent) is averaged over tasks; methods it lacks fall back to Table II.
-    """
-    from ..config import results_dir
-
-    out: dict[tuple[str, str], float] = {}
-    for m in ("infinigen", "infinigen_p", "rekv", "resv"):
-        for st in ("frame", "text"):
-            out[(m, st)] = paper.value(f"table2.ratio.{m}.{st}.avg") / 100.0
-    label = "Table II averages (paper)"
-    p = Path(path) if path else results_dir() / "data" / "retrieval_ratios.csv"
-    if p.exists():
-        import pandas as pd
-
-        df = pd.read_csv(p)
-        need = {"method", "stage", "retrieval_ratio"}
-        if not need <= set(df.columns):
-            raise ValueError(f"{p}: needs columns {sorted(need)}; rerun notebook 03")
-        g = df.groupby(["method", "stage"])["retrieval_ratio"].mean()
-        measured = []
-        for (m, st), v in g.items():
-            if (m, st) in out:
-                out[(m, st)] = float(v) / (100.0 if v > 1.0 else 1.0)
-                measured.append(f"{m}/{st}")
-        if measured:
-            prof = ",".join(sorted(str(x) for x in df.get("profile", pd.Series(["?"])).unique()))
-            label = (f"measured by notebook 03 ({p.name}, profile {prof}) for {len(measured)} method-stages; "
-                     "rest Table II")
-    return out, label
-
-
-def stage_ratio(spec: MethodSpec, stage: str, ratios: dict[tuple[str, str], float]) -> float:
-    """Fraction of candidate tokens a method attends/fetches in this stage (1.0 when it does not select)."""
-    if spec.predictor(stage) == "none":
-        return 1.0
-    key = (spec.ratio_key, stage)
-    if key not in ratios:
-        raise KeyError(f"no retrieval ratio for {key}; pass ratios={{('{spec.ratio_key}', '{stage}'): r}}")
-    r = float(ratios[key])
-    if not 0.0 <= r <= 1.0:
-        raise ValueError(f"retrieval ratio {key}={r} must be in [0, 1]")
-    return r
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -142,54 +106,19 @@ def run_tokens(spec: MethodSpec, tokens_per_frame: int, tokens_per_cluster: floa
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# DRE timing: vrex_lib.hw.timing when the hardware helper's module exists, else a marked placeholder.
+# DRE timing: vrex_lib.hw.timing, the cycle models equal to the MyHDL blocks' cycle counts.
 
-def _placeholder_hcu_cycles(n_tokens: int, n_clusters: int, n_hcu_w: int = 16) -> int:
-    """PLACEHOLDER until ``vrex_lib.hw.timing`` exists, following the HCU's documented schedule (hw/hcu.py): token
-    t scans max(1, ceil(n_t / N_HCU-w)) rows of cluster codes and decides in the last one; +1 cycle DONE."""
-    return int(n_tokens * max(1, math.ceil(n_clusters / n_hcu_w)) + 1)
+def dre_cycles(n_tokens: int, n_clusters_recent: int, n_opened: int, n_rows: int, n_clusters: int,
+               core: VRexCoreConfig) -> tuple[int, int]:
+    """(HCU cycles, WTU cycles) for one layer's work on one core's DRE (:mod:`vrex_lib.hw.timing`).
 
-
-def _placeholder_wtu_cycles(n_rows: int, n_clusters: int, n_wtu_w: int = 16, scans: int = 2) -> int:
-    """PLACEHOLDER following the WTU's documented schedule (hw/wtu.py): per row 1 + G (PRE) + 1 (TH) + scans·G
-    (bucket walk) + G (resolve, upper bound) + G (MARK) + 1, G = ceil(n / N_WTU-w); ``scans`` bucket scans."""
-    g = math.ceil(max(n_clusters, 1) / n_wtu_w)
-    return int(n_rows * (3 + (scans + 3) * g))
-
-
-def _call_by_names(fn, values: dict):
-    """Call ``fn`` mapping its parameter names onto our quantities (tokens / clusters / rows / config)."""
-    import inspect
-
-    kwargs = {}
-    for name, prm in inspect.signature(fn).parameters.items():
-        low = name.lower()
-        if "tok" in low:
-            kwargs[name] = values["tokens"]
-        elif "row" in low:
-            kwargs[name] = values["rows"]
-        elif "cl" in low or low in ("n", "n_entries"):
-            kwargs[name] = values["clusters"]
-        elif low in ("cfg", "core", "config"):
-            kwargs[name] = values["core"]
-        elif prm.default is inspect.Parameter.empty:
-            raise TypeError(f"cannot map parameter {name!r} of {fn.__name__}")
-    return fn(**kwargs)
-
-
-def dre_cycles(n_tokens: int, n_clusters_recent: int, n_rows: int, n_clusters: int, core) -> tuple[int, int, str]:
-    """(HCU cycles, WTU cycles, source) for one layer's work on one core's DRE: the hardware helper's
-    ``vrex_lib.hw.timing.hcu_cycles / wtu_cycles`` when present, else the placeholders above."""
-    try:
-        from ..hw import timing  # type: ignore[attr-defined]
-
-        hcu = int(_call_by_names(timing.hcu_cycles,
-                                 dict(tokens=n_tokens, clusters=n_clusters_recent, rows=1, core=core)))
-        wtu = int(_call_by_names(timing.wtu_cycles, dict(tokens=0, clusters=n_clusters, rows=n_rows, core=core)))
-        return hcu, wtu, "vrex_lib.hw.timing"
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return (_placeholder_hcu_cycles(n_tokens, n_clusters_recent, core.n_hcu_w),
-                _placeholder_wtu_cycles(n_rows, n_clusters, core.n_wtu_w), "placeholder (hw.timing absent)")
+    HCU: ``n_tokens`` new tokens against ``n_clusters_recent`` clusters, ``n_opened`` of them opened during the
+    frame (timing's upper bound). WTU: ``n_rows`` query rows of ``n_clusters`` clusters each, the measured mean
+    bucket scans and resolve cycles of the hardware model.
+    """
+    hcu = timing.hcu_cycles(n_new_tokens=n_tokens, n_clusters=n_clusters_recent, cfg=core, n_opened=n_opened)
+    wtu = timing.wtu_cycles(n_rows=n_rows, n_clusters=n_clusters, cfg=core)
+    return int(hcu), int(wtu)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -201,22 +130,22 @@ class PredWork:
 
     ops: on the main engine (GPU kernels, or the LXE's hash generation and Q·K_cluster^T);
     hcu_cycles / wtu_cycles: on the DRE (V-Rex only; run concurrently with the LXE); counts for energy.
-    resident_bytes_per_token: GPU/accelerator DRAM the predictor keeps per cached token per layer.
     """
 
     ops: list[Op]
     hcu_cycles: int = 0
     wtu_cycles: int = 0
-    dre_source: str = ""
     hcu_compares: float = 0.0
     wtu_elems: float = 0.0
 
 
 def prediction_work(pred: Predictor, llm: LLMSpec, batch: int, n_new: int, n_cand: float, engine: str,
-                    p) -> PredWork:
-    """Work to pick layer ℓ's tokens among ``n_cand`` candidates per stream (``p``: SimParams).
+                    p, *, tokens_per_frame: int, tokens_per_cluster: float, wics_exit_frac: float,
+                    n_cores: int = 0, core: VRexCoreConfig | None = None) -> PredWork:
+    """Work to pick layer ℓ's tokens among ``n_cand`` candidates per stream (``p``: SimParams; the ReSV statistics
+    and tokens per frame come from the Workload).
 
-    engine 'gpu' runs everything as kernels; 'dre' puts clustering and WiCSum on the HCU/WTU.
+    engine 'gpu' runs everything as kernels; 'dre' puts clustering and WiCSum on the HCU/WTU of ``n_cores`` cores.
     """
     if pred == "none" or n_cand <= 0:
         return PredWork([])
@@ -237,7 +166,7 @@ def prediction_work(pred: Predictor, llm: LLMSpec, batch: int, n_new: int, n_can
         topk = Op("pred_topk", "pred", 0.0, act_bytes=p.topk_passes * B * Hkv * n_cand * 4, kernels=p.topk_passes)
         return PredWork([o for o in (qproj, score, reduce_, topk) if o is not None])
     if pred == "block_mean":
-        blocks = n_cand / p.tokens_per_frame
+        blocks = n_cand / tokens_per_frame
         score = Op("pred_score", "pred", 2.0 * rows_q * D * blocks, kv_bytes=B * blocks * Hkv * D * BF16,
                    act_bytes=rows_q * blocks * 4, kernels=1)
         topk = Op("pred_topk", "pred", 0.0, act_bytes=(1 + p.topk_passes) * B * Hkv * blocks * 4,
@@ -245,8 +174,8 @@ def prediction_work(pred: Predictor, llm: LLMSpec, batch: int, n_new: int, n_can
         return PredWork([score, topk])
     if pred != "resv":
         raise ValueError(f"unknown predictor {pred!r}")
-    C = n_cand / p.tokens_per_cluster  # clusters per (stream, KV head)
-    C_recent = max(1.0, min(n_cand, p.recent_capacity) / p.tokens_per_cluster)
+    C = n_cand / tokens_per_cluster  # clusters per (stream, KV head)
+    C_recent = max(1.0, min(n_cand, p.recent_capacity) / tokens_per_cluster)
     hashg = Op("pred_hash", "pred", 2.0 * B * N * Hkv * D * p.n_hp, act_bytes=B * N * Hkv * (D * BF16 + p.n_hp / 8),
                weight_bytes=p.n_hp * D * BF16, kernels=1)
     score = Op("pred_score", "pred", 2.0 * rows_q * D * C, kv_bytes=B * C * Hkv * (D * BF16 + 4 + 2),
@@ -263,41 +192,12 @@ def prediction_work(pred: Predictor, llm: LLMSpec, batch: int, n_new: int, n_can
                   kernels=p.sort_passes + 4)
         return PredWork([hashg, clus, score, wics, hcmap])
     # DRE: per core, the layer's (stream, KV head) pairs are spread over the cores' HCU/WTU.
-    units = max(1, p.n_cores)
-    per_unit_tokens = math.ceil(B * Hkv * N / units)
-    per_unit_rows = math.ceil(rows_q / units)
-    hcu, wtu, src = dre_cycles(per_unit_tokens, int(round(C_recent)), per_unit_rows, int(math.ceil(C)), p.core)
-    return PredWork([hashg, score, hcmap], hcu_cycles=hcu, wtu_cycles=wtu, dre_source=src,
-                    hcu_compares=compares, wtu_elems=rows_q * C * (1 + p.wics_exit_frac))
-
-
-def ratio_growth_exponent(traces, method_stage: str = "frame") -> dict:
-    """Fit how the number of selected tokens grows with the candidate count in runtime traces
-    (``vrex_lib.runtime.trace.RetrievalTrace``): log(selected) = a + exponent · log(candidates), least squares
-    over the steps of ``method_stage`` where the policy was applied. Exponent 1 = constant ratio.
-
-    Returns dict(exponent, n_steps, cand_min, cand_max); exponent NaN if fewer than 3 usable steps or the
-    candidate counts span less than a factor 2 (too short a range to extrapolate from).
-    """
-    import numpy as np
-
-    xs, ys = [], []
-    for tr in traces:
-        m = tr.step_mask(method_stage)
-        sel = tr.arrays["selected"][m].astype(float)  # [n, L, H]
-        app = tr.arrays["applied"][m]  # [n, L]
-        cand = tr.arrays["n_candidates"][m].astype(float)
-        for i in range(sel.shape[0]):
-            if cand[i] <= 0 or not app[i].any():
-                continue
-            s = sel[i][app[i]].mean()
-            if s > 0:
-                xs.append(np.log(cand[i]))
-                ys.append(np.log(s))
-    out = dict(exponent=float("nan"), n_steps=len(xs), cand_min=float("nan"), cand_max=float("nan"))
-    if len(xs) >= 3:
-        x, y = np.asarray(xs), np.asarray(ys)
-        out.update(cand_min=float(np.exp(x.min())), cand_max=float(np.exp(x.max())))
-        if x.max() - x.min() >= np.log(2):
-            out["exponent"] = float(np.polyfit(x, y, 1)[0])
-    return out
+    if core is None or n_cores < 1:
+        raise ValueError("prediction on the DRE needs the V-Rex core configuration and core count")
+    per_unit_tokens = math.ceil(B * Hkv * N / n_cores)
+    per_unit_rows = math.ceil(rows_q / n_cores)
+    opened = math.ceil(per_unit_tokens / tokens_per_cluster)
+    hcu, wtu = dre_cycles(per_unit_tokens, int(round(C_recent)), opened, per_unit_rows, int(math.ceil(C)), core)
+    # WTU elements: one pass over the row's clusters to find min/max and Sum, then the walk up to the early exit.
+    return PredWork([hashg, score, hcmap], hcu_cycles=hcu, wtu_cycles=wtu,
+                    hcu_compares=compares, wtu_elems=rows_q * C * (1 + wics_exit_frac))

@@ -1,30 +1,16 @@
-"""The four platforms of Table I as plain dataclasses: V-Rex8, V-Rex48, Jetson AGX Orin, A100.
+"""The platforms of Table I as plain dataclasses: V-Rex8, V-Rex48, Jetson AGX Orin, A100 (+ Oaken for Fig. 15).
 
-Bandwidths, capacities, PCIe links and GPU powers come from ``vrex_lib.paper.hardware`` (kind='input'); the
-V-Rex peak is derived from :class:`vrex_lib.config.VRexCoreConfig` (never copied from Table I). Override any
-field with ``dataclasses.replace(SYSTEMS['vrex8'], pcie_bw=8e9)`` and every figure moves.
-
-Efficiency factors (achieved fraction of peak) are ONE named parameter per device per resource, the same for
-every method on that device:
+Peaks, bandwidths, capacities, PCIe links and GPU board powers are the paper's specifications, read with
+:func:`vrex_lib.paper.spec` (kind 'input'); the V-Rex peak is derived from :class:`vrex_lib.config.VRexCoreConfig`
+(never copied from Table I). What turns a peak into an achieved rate -- one fraction per device per resource,
+the same for every method on that device -- comes from the one constants table :mod:`vrex_lib.perf.constants`
+(source, device, node and derivation per row). Override any field with
+``dataclasses.replace(get_system('vrex8'), pcie_bw=8e9)`` and every figure moves.
 
 * ``compute_eff``  achieved / peak FLOP/s on large dense GEMMs;
 * ``dram_eff``     achieved / peak DRAM bandwidth on streaming reads;
-* ``pcie_eff``     achieved / nominal PCIe bandwidth for large host->device (or SSD->device) copies.
-
-Justifications (public figures; marked 'unverified' where we could not check the primary source offline):
-
-* A100: dense BF16 cuBLAS GEMMs reach ~70 % of 312 TFLOPS; BabelStream/STREAM-style copies reach
-  ~1.6-1.7 TB/s of 1.935 TB/s (~0.85); pinned H2D cudaMemcpy over PCIe 4.0 x16 reaches ~25 GB/s of 32 (~0.78).
-* AGX Orin: Table I's 54 TFLOPS is plausibly a *sparse* figure (PEERS §5: 56 TC x 256 x 2 x 2 x 0.93 GHz), so
-  the dense peak is half of it (``dense_fraction=0.5``, a unit conversion, not a calibration); achieved dense
-  GEMM ~70 % of that; LPDDR5 streaming ~75 % of 204.8 GB/s (Jetson bandwidth tests, unverified); an NVMe SSD on
-  PCIe 3.0 x4 reads ~3.4 GB/s sequential (~0.85; Kioxia BG6-class M.2 drives are faster than the link).
-* V-Rex: the LXE is an LPU-style weight-streaming MAC-tree engine whose tiles are sized to the model dims
-  (multiples of 64), so MAC trees stay ~95 % busy when fed; its DRAM streaming reaches ~90 % (HyperAccel's
-  LPU reports high bandwidth utilisation, unverified); the KVMU's cluster-contiguous DMA uses the same SSD
-  link as the GPU (0.85).
-* ``kernel_launch_s``: per-kernel launch + sync overhead on GPUs (~5 µs A100, ~10 µs Jetson, typical measured
-  CUDA launch latencies); 0 for V-Rex, whose LXE runs a static instruction stream.
+* ``pcie_eff``     achieved / nominal PCIe bandwidth for large host->device (or SSD->device) copies;
+* ``kernel_launch_s`` per-kernel launch overhead on GPUs (0 for V-Rex's static instruction stream).
 """
 from __future__ import annotations
 
@@ -34,6 +20,8 @@ from typing import Literal
 
 from .. import paper
 from ..config import VRexCoreConfig
+from ..estimate.core import CorePowerModel
+from .constants import const
 
 GB = 1e9
 
@@ -64,6 +52,7 @@ class System:
     offload_granule: int = 4096
     n_cores: int = 0
     core: VRexCoreConfig | None = None
+    core_power: CorePowerModel | None = None  # V-Rex: one core's power model (vrex_lib.estimate.core)
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -99,7 +88,7 @@ class System:
 
 
 def _v(key: str) -> float:
-    return paper.value(key)
+    return paper.spec(key)
 
 
 def vrex(n_cores: int, side: Literal["edge", "server"], core: VRexCoreConfig | None = None) -> System:
@@ -109,19 +98,24 @@ def vrex(n_cores: int, side: Literal["edge", "server"], core: VRexCoreConfig | N
         name=f"vrex{n_cores}", kind="vrex", peak_flops=n_cores * core.peak_flops,
         dram_bw=_v(f"table1.dram_bw_gbs.{side}") * GB, dram_capacity=_v(f"table1.dram_capacity_gb.{side}") * GB,
         pcie_bw=_v(f"table1.pcie_bw_gbs.{side}") * GB, pcie_lanes=int(_v(f"table1.pcie_lanes.{side}")),
-        offload_tier="ssd" if side == "edge" else "cpu_dram", compute_eff=0.95, dram_eff=0.90, pcie_eff=0.85,
-        dram_kind="lpddr5" if side == "edge" else "hbm2e", offload_granule=4096 if side == "edge" else 64,
-        n_cores=n_cores, core=core)
+        offload_tier="ssd" if side == "edge" else "cpu_dram", compute_eff=const("vrex.compute_eff"),
+        dram_eff=const("vrex.lpddr5_dram_eff" if side == "edge" else "vrex.hbm2e_dram_eff"),
+        pcie_eff=const(f"vrex.{side}_pcie_eff"), dram_kind="lpddr5" if side == "edge" else "hbm2e",
+        offload_granule=int(const("ssd.granule_bytes" if side == "edge" else "host_dram.granule_bytes")),
+        n_cores=n_cores, core=core, core_power=CorePowerModel.of(core))
 
 
-def agx_orin(dense_fraction: float = 0.5) -> System:
+def agx_orin(dense_fraction: float | None = None) -> System:
     """Jetson AGX Orin 32 GB (Table I), offloading to an M.2 NVMe SSD over PCIe 3.0 x4."""
+    dense_fraction = const("agx_orin.dense_fraction") if dense_fraction is None else dense_fraction
     return System(
         name="agx_orin", kind="gpu", peak_flops=_v("table1.peak_tflops.agx_orin") * 1e12 * dense_fraction,
         dram_bw=_v("table1.dram_bw_gbs.edge") * GB, dram_capacity=_v("table1.dram_capacity_gb.edge") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.edge") * GB, pcie_lanes=int(_v("table1.pcie_lanes.edge")), offload_tier="ssd",
-        compute_eff=0.70, dram_eff=0.75, pcie_eff=0.85, kernel_launch_s=10e-6, power_w=_v("table1.power_w.agx_orin"),
-        dram_kind="lpddr5", offload_granule=4096, notes=dict(dense_fraction=dense_fraction))
+        compute_eff=const("agx_orin.compute_eff"), dram_eff=const("agx_orin.dram_eff"),
+        pcie_eff=const("agx_orin.pcie_eff"), kernel_launch_s=const("agx_orin.kernel_launch_s"),
+        power_w=_v("table1.power_w.agx_orin"), dram_kind="lpddr5", offload_granule=int(const("ssd.granule_bytes")),
+        notes=dict(dense_fraction=dense_fraction))
 
 
 def a100() -> System:
@@ -130,8 +124,9 @@ def a100() -> System:
         name="a100", kind="gpu", peak_flops=_v("table1.peak_tflops.a100") * 1e12,
         dram_bw=_v("table1.dram_bw_gbs.server") * GB, dram_capacity=_v("table1.dram_capacity_gb.server") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.server") * GB, pcie_lanes=int(_v("table1.pcie_lanes.server")),
-        offload_tier="cpu_dram", compute_eff=0.70, dram_eff=0.85, pcie_eff=0.78, kernel_launch_s=5e-6,
-        power_w=_v("table1.power_w.a100"), dram_kind="hbm2e", offload_granule=64)
+        offload_tier="cpu_dram", compute_eff=const("a100.compute_eff"), dram_eff=const("a100.dram_eff"),
+        pcie_eff=const("a100.pcie_eff"), kernel_launch_s=const("a100.kernel_launch_s"),
+        power_w=_v("table1.power_w.a100"), dram_kind="hbm2e", offload_granule=int(const("host_dram.granule_bytes")))
 
 
 def oaken_edge() -> System:
@@ -146,13 +141,17 @@ def systems() -> dict[str, System]:
             "oaken": oaken_edge()}
 
 
+_BUILDERS = {"vrex8": lambda: vrex(8, "edge"), "vrex48": lambda: vrex(48, "server"), "agx_orin": agx_orin,
+             "a100": a100, "oaken": oaken_edge}
+
+
 def get_system(system: str | System) -> System:
+    """A fresh System for a name (or the System passed)."""
     if isinstance(system, System):
         return system
-    s = systems()
-    if system not in s:
-        raise ValueError(f"unknown system {system!r}: choose one of {', '.join(s)} or pass a System")
-    return s[system]
+    if system not in _BUILDERS:
+        raise ValueError(f"unknown system {system!r}: choose one of {', '.join(_BUILDERS)} or pass a System")
+    return _BUILDERS[system]()
 
 
 EDGE_PAIR = ("agx_orin", "vrex8")

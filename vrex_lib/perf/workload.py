@@ -1,7 +1,7 @@
 """The VideoLLM-online workload, op by op: Llama-3-8B decoder + SigLIP-ViT-L-384 vision tower + MLP connector.
 
 Everything here is *counts* (FLOPs and bytes), never time: the systems and methods turn counts into time.
-Model dimensions are the public configurations (digest §9 [EXT]): Llama-3-8B(-Instruct) and
+Model dimensions are the public configurations (docs/DECISIONS.md D8): Llama-3-8B(-Instruct) and
 google/siglip-large-patch16-384; VideoLLM-online "Live1+ 3x3" feeds 10 tokens per frame (CLS + 3x3 pooled).
 
 Shapes (per decoder layer, per stream): new tokens X [N, hidden]; Q [Hq, N, D]; K,V [Hkv, S, D] with S the
@@ -54,7 +54,7 @@ class LLMSpec:
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """131,072 B per token for Llama-3-8B BF16 (digest §1)."""
+        """131,072 B per token for Llama-3-8B BF16 (docs/DECISIONS.md D8)."""
         return self.n_layers * self.kv_bytes_per_token_layer
 
 

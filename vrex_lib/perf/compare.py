@@ -1,0 +1,314 @@
+"""Comparison with the paper's printed performance numbers (report layer of the simulator; notebook 06 calls it).
+
+* :func:`run_experiments` -- every Fig. 4/13-18 experiment under one Workload;
+* :func:`claim_values` -- the reproduced value of each registered claim from those frames;
+* :func:`paired_rows` -- two V-Rex rows per claim: the paper-stated workload (claim key as registered) and the
+  measured workload (``<key>.measured_workload``; NOT RUN, with the reason, when there is no measurement), each
+  with its own verdict; :func:`paired_frame` shows them side by side;
+* :func:`implied_rows` -- what the paper's printed latencies imply (effective bandwidths, utilisation, the largest
+  selected fraction a link could carry), INFO only: never an input of the simulator;
+* :func:`system_power_rows` -- Table I's system power against the simulated peak, per-point averages beside.
+
+This is the only place under ``vrex_lib/perf`` besides :meth:`Workload.paper` that reads paper results.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import paper, report
+from . import experiments as E
+from .energy import peak_power_w
+from .inputs import Workload
+from .systems import get_system
+from .workload import LLAMA3_8B, SIGLIP_L384
+
+MEASURED_SUFFIX = ".measured_workload"
+
+
+def run_experiments(workload: Workload, kv_sizes=E.KV_SIZES, **overrides) -> dict:
+    """Every performance experiment under ``workload``: {'grid', 'sp', 'f14', 'sp14', 'f15', 'f16', 'f17', 'f18'}."""
+    grid = E.fig13_grid(kv_sizes=kv_sizes, workload=workload, **overrides)
+    f14 = E.fig14(kv_sizes=kv_sizes, workload=workload, **overrides)
+    f17, _ = E.fig17(workload=workload, kv_len=max(kv_sizes), **overrides)
+    return dict(grid=grid, sp=E.speedups(grid), f14=f14, sp14=E.fig14_speedups(f14).set_index("kv_len"),
+                f15=E.fig15(kv_sizes=kv_sizes, workload=workload, **overrides),
+                f16=E.fig16(workload=workload, kv_len=max(kv_sizes), **overrides), f17=f17,
+                f18=E.fig18(workload=workload, kv_len=max(kv_sizes), **overrides), kv_sizes=tuple(kv_sizes))
+
+
+def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str, tuple[float, str]]:
+    """{paper key: (value, note)} for Fig. 4 from :func:`experiments.fig4a` / ``fig4b`` (must include 80K) /
+    ``fig4c``. Minutes to 32 GB: the parameters plus the KV growth rate of the table's first rows."""
+    if 80000 not in set(f4b.kv_len):
+        raise ValueError("fig4_claims: fig4b must include kv_len 80000 (the paper's Fig. 4(b) point)")
+    rate_gb_per_min = f4a.kv_gb.iloc[1] / f4a.minutes.iloc[1]
+    r80 = f4b[f4b.kv_len == 80000].iloc[0]
+    return {"fig4a.kv_gb_per_min": (f4a.kv_gb.iloc[0] / f4a.minutes.iloc[0], ""),
+            "fig4a.minutes_to_32gb": ((32 - f4a.params_gb.iloc[0]) / rate_gb_per_min, "32 GB edge memory"),
+            "fig4b.prefill_share_80k": (r80.prefill_share, r80.workload_source),
+            "fig4b.retrieval_share_of_prefill_80k": (r80.retrieval_share_of_prefill, r80.workload_source),
+            "fig4c.ops_retrieval_pct": (f4c["ops_retrieval_pct"], ""),
+            "fig4c.lat_prediction_pct": (f4c["lat_prediction_pct"], ""),
+            "fig4c.lat_fetch_pct": (f4c["lat_fetch_pct"], ""),
+            "fig4c.lat_llm_pct": (f4c["lat_llm_pct"], ""),
+            "fig4c.lat_retrieval_text_pct": (f4c["lat_prediction_pct"] + f4c["lat_fetch_pct"], "prediction + fetch")}
+
+
+def _sp_at(sp: pd.DataFrame, plat: str, b: int, st: str) -> pd.DataFrame:
+    return sp[(sp.platform == plat) & (sp.batch == b) & (sp.stage == st)].set_index("kv_len")
+
+
+def claim_values(res: Mapping) -> dict[str, tuple[float, str]]:
+    """{paper key: (reproduced value, note)} for every Fig. 13-18 and headline claim the frames can answer."""
+    sp, kv = res["sp"], res["kv_sizes"]
+    out: dict[str, tuple[float, str]] = {}
+    e1f, e1t, e4f = _sp_at(sp, "edge", 1, "frame"), _sp_at(sp, "edge", 1, "text"), _sp_at(sp, "edge", 4, "frame")
+    for k in kv:
+        out[f"fig13.edge.b1.frame.vrex8_ms.{k // 1000}k"] = (e1f.vrex_ms[k], "")
+    out["fig13.edge.b1.fps_min"] = (1000 / e1f.vrex_ms.max(), "")
+    out["fig13.edge.b1.fps_max"] = (1000 / e1f.vrex_ms.min(), "")
+    out["fig13.edge.b1.tpot_vrex8_min"] = (e1t.vrex_ms.min(), "")
+    out["fig13.edge.b1.tpot_vrex8_max"] = (e1t.vrex_ms.max(), "")
+    for key, d in (("b1.frame", e1f), ("b4.frame", e4f), ("b1.text", e1t)):
+        out[f"fig13.edge.{key}.speedup_min"] = (d.speedup.min(), "")
+        out[f"fig13.edge.{key}.speedup_max"] = (d.speedup.max(), "")
+        for k in kv:
+            out[f"fig13.edge.{key}.energy_gain.{k // 1000}k"] = (d.energy_gain[k], "")
+    sp14 = res["sp14"]
+    for k in kv:
+        out[f"fig14.speedup.{k // 1000}k"] = (sp14.vs_best[k], f"vs the fastest AGX method ({sp14.best_label[k]})")
+    out["fig14.speedup_max"] = (sp14.vs_best.max(), "vs the fastest AGX method at each size")
+    f15 = res["f15"]
+    p15 = f15.pivot(index="kv_len", columns="label", values="fps")
+    o15 = f15.pivot(index="kv_len", columns="label", values="oom")
+    first = lambda c: (o15.index[o15[c]].min() / 1000) if o15[c].any() else float("nan")  # noqa: E731
+    k0 = min(kv)
+    out["fig15.vrex_vs_agx_1k"] = (p15.vrex8[k0] / p15.agx_orin[k0], f"at {k0 // 1000}K")
+    out["fig15.vrex_vs_oaken_1k"] = (p15.vrex8[k0] / p15.oaken[k0], f"at {k0 // 1000}K")
+    out["fig15.vrex_fps_large"] = (p15.vrex8[max(kv)], f"at {max(kv) // 1000}K")
+    out["fig15.oaken_first_oom_k"] = (first("oaken"), "")
+    out["fig15.agx_first_oom_k"] = (first("agx_orin"), "")
+    i16 = res["f16"].set_index("label")
+    for k in ("agx_resv", "vrex_kvpu", "vrex_all"):
+        out[f"fig16.speedup.{k}"] = (i16.speedup[k], "")
+        out[f"fig16.energy_gain.{k}"] = (i16.energy_gain[k], "")
+    out["fig16.pred_share.agx_resv"] = (i16.pred_share["agx_resv"], "")
+    out["fig16.pred_share.vrex_kvpu"] = (i16.pred_share["vrex_kvpu"], "")
+    f17 = res["f17"]
+    out["fig17.kvpred_peak_bw_gbs"] = (1000 * f17.kv_prediction.max(), "")
+    ret = f17.retrieval[f17.retrieval > 0]
+    out["fig17.retrieval_bw_pct_of_dram"] = (100 * ret.mean() * 1e12 / get_system("vrex48").dram_bw
+                                             if len(ret) else 0.0, "")
+    i18 = res["f18"].set_index("label")
+    out["fig18.op_intensity"] = (res["f18"].op_intensity.mean(), "mean of the 3 points, LLM scope")
+    for k in ("agx_flexgen", "agx_rekv", "vrex8"):
+        out[f"fig18.peak_frac.{k}"] = (i18.roof_frac[k], "% of the roof at the mean intensity")
+    out["fig18.vrex_over_flexgen"] = (i18.achieved_tflops["vrex8"] / i18.achieved_tflops["agx_flexgen"], "")
+    hl = E.headline_ranges(sp)
+    out["headline.fps_min"] = out["fig13.edge.b1.fps_min"]
+    out["headline.fps_max"] = out["fig13.edge.b1.fps_max"]
+    for k in ("speedup_min", "speedup_max", "energy_gain_min", "energy_gain_max"):
+        out[f"headline.{k}"] = (hl[k]["value"], f"at {hl[k]['where']} (Fig. 13 panels)")
+    return out
+
+
+def workload_label(res: Mapping) -> str:
+    """The distinct workload labels of an experiment run (extrapolations included)."""
+    labels = res["grid"].workload_source.unique().tolist()
+    return " | ".join(labels)
+
+
+def paired_rows(paper_claims: Mapping[str, tuple[float, str]], measured_claims: Mapping | None, *,
+                paper_label: str, measured_label: str, prefix: str = "") -> list[report.Row]:
+    """Two rows per claim (keys starting with ``prefix``): the paper-stated workload under the registered key and
+    the measured workload under ``<key>.measured_workload``. ``measured_claims`` None -> that row is NOT RUN and
+    its note says why (``measured_label``)."""
+    rows = []
+    for key, (v, note) in paper_claims.items():
+        if not key.startswith(prefix):
+            continue
+        pv = paper.get(key)
+        rows.append(report.row(key, v, quantity=f"{key} [V-Rex: paper-stated workload]",
+                               note="; ".join(x for x in (note, paper_label) if x)))
+        mv, mnote = (measured_claims.get(key, (None, "")) if measured_claims is not None else (None, ""))
+        rows.append(report.Row(key + MEASURED_SUFFIX, f"{key} [V-Rex: measured workload]", pv.unit, pv.value,
+                               None if mv is None else float(mv), pv.tol, pv.where,
+                               "; ".join(x for x in (mnote, measured_label) if x)))
+    return rows
+
+
+def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
+    """Side by side: claim, paper, V-Rex with the paper-stated workload + verdict, with the measured one + verdict."""
+    by: dict[str, dict] = {}
+    for r in rows:
+        base = r.claim[: -len(MEASURED_SUFFIX)] if r.claim.endswith(MEASURED_SUFFIX) else r.claim
+        d = by.setdefault(base, dict(claim=base, unit=r.unit, paper=r.paper))
+        col = "measured_wl" if r.claim.endswith(MEASURED_SUFFIX) else "paper_wl"
+        d[col] = r.reproduced
+        d[f"{col}_verdict"] = r.verdict()
+    return pd.DataFrame(list(by.values()), columns=["claim", "unit", "paper", "paper_wl", "paper_wl_verdict",
+                                                    "measured_wl", "measured_wl_verdict"])
+
+
+def measured_workload(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
+    """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix."""
+    p = Path(path)
+    if not p.is_file():
+        return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
+                      f"--out {p}` (the paper-stated column is not a substitute)")
+    w = Workload.from_measurement(p, extrapolation=extrapolation)
+    from .methods import METHODS
+
+    need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
+                   if s.ratio_key and s.predictor(st) != "none"})
+    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac]
+    if missing:
+        return None, (f"NOT RUN: {p} has no selected fraction for {', '.join(missing)}; measure those methods "
+                      f"(`python -m vrex_lib.workload measure --methods resv,infinigen,infinigen_p,rekv`)")
+    return w, w.source()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the printed numbers imply (INFO only).
+
+def implied_rows(system: str = "vrex8", kv_capacity: int | None = None) -> pd.DataFrame:
+    """From Fig. 13(a)'s printed V-Rex8 per-frame latencies (batch 1) and the frame-stage speedup range:
+
+    * ``min_dram_gbs``: the DRAM bandwidth needed to read the weights (LLM + vision) and the always-resident recent
+      KV once in the printed time, and ``dram_util`` = that / Table I bandwidth (> 1 = physically impossible);
+    * ``max_sel_frac_pcie``: the largest selected fraction of the offloaded KV a fully used PCIe link could move
+      in the printed time (whole printed time spent fetching; no granule amplification), beside Table II's
+      ReSV frame ratio -- where Table II's ratio exceeds it, the printed latency needs cross-step reuse or a
+      smaller selection than Table II states;
+    * FlexGen at the ends of the speedup range (1K: min, 40K: max): implied FlexGen latency and the PCIe bandwidth
+      FlexGen would need to fetch every offloaded token in it (``flexgen_pcie_gbs``; > link = impossible).
+    Never an input of the simulator.
+    """
+    from ..config import RuntimeConfig
+
+    cap = kv_capacity or RuntimeConfig().kv_capacity
+    s = get_system(system)
+    kvb = LLAMA3_8B.kv_bytes_per_token
+    weights = LLAMA3_8B.weight_bytes + SIGLIP_L384.weight_bytes
+    t2 = paper.value("table2.ratio.resv.frame.avg") / 100
+    lo, hi = paper.value("fig13.edge.b1.frame.speedup_min"), paper.value("fig13.edge.b1.frame.speedup_max")
+    rows = []
+    kvs = (1000, 5000, 10000, 20000, 40000)
+    for k in kvs:
+        t_s = paper.value(f"fig13.edge.b1.frame.vrex8_ms.{k // 1000}k") * 1e-3
+        resident = min(k, cap) * kvb
+        off_bytes = max(0, k - cap) * kvb
+        need = (weights + resident) / t_s
+        d = dict(kv_len=k, printed_ms=t_s * 1e3, min_dram_gbs=need / 1e9, dram_util=need / s.dram_bw,
+                 offloaded_gb=off_bytes / 1e9,
+                 max_sel_frac_pcie=(s.pcie_bw * t_s / off_bytes) if off_bytes else float("nan"),
+                 table2_resv_frame=t2)
+        d["pcie_bound_violated"] = bool(off_bytes and t2 > d["max_sel_frac_pcie"])
+        sp = lo if k == kvs[0] else hi if k == kvs[-1] else float("nan")
+        if sp == sp:
+            tf = t_s * sp
+            d.update(implied_flexgen_ms=tf * 1e3, flexgen_pcie_gbs=off_bytes / tf / 1e9 if off_bytes else 0.0,
+                     flexgen_pcie_violated=bool(off_bytes / tf > s.pcie_bw))
+        rows.append(d)
+    return pd.DataFrame(rows)
+
+
+def implied_info_rows(df: pd.DataFrame) -> list[report.Row]:
+    rows = []
+    for r in df.itertuples():
+        k = f"{r.kv_len // 1000}k"
+        rows.append(report.info_row(f"implied.vrex8.dram_util.{k}", "DRAM utilisation the printed V-Rex8 latency "
+                                    "needs (weights + resident KV once)", "", r.dram_util,
+                                    note=f"{r.min_dram_gbs:.1f} GB/s in {r.printed_ms:.0f} ms; INFO, never fed back"))
+        if r.offloaded_gb > 0:
+            rows.append(report.info_row(
+                f"implied.vrex8.max_sel_frac_pcie.{k}", "largest selected fraction of offloaded KV the PCIe link "
+                "moves in the printed time", "", r.max_sel_frac_pcie,
+                note=f"Table II ReSV frame {r.table2_resv_frame:.3f}"
+                     + ("; PHYSICAL BOUND: Table II's ratio cannot cross the link in the printed time without "
+                        "reuse" if r.pcie_bound_violated else "")))
+        if not np.isnan(getattr(r, "implied_flexgen_ms", np.nan)):
+            rows.append(report.info_row(
+                f"implied.agx_flexgen.pcie_gbs.{k}", "PCIe bandwidth AGX+FlexGen needs at the printed speedup", "GB/s",
+                r.flexgen_pcie_gbs, note=f"implied FlexGen {r.implied_flexgen_ms:.0f} ms"
+                + ("; PHYSICAL BOUND violated (> Table I link)" if r.flexgen_pcie_violated else "")))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# System power: Table I against the simulated peak, per-point averages beside.
+
+def system_power_rows(grid: pd.DataFrame) -> tuple[list[report.Row], pd.DataFrame]:
+    """Rows comparing Table I's V-Rex8 / V-Rex48 system power with the simulated peak (:func:`peak_power_w`), and
+    a frame of peak parts + the min/mean/max average power over the system's Fig. 13 points."""
+    rows, recs = [], []
+    for s in ("vrex8", "vrex48"):
+        pk = peak_power_w(get_system(s))
+        g = grid[grid.system == s]
+        recs.append(dict(system=s, **{f"peak_{k}_w": v for k, v in pk.items()}, avg_min_w=g.power_w.min(),
+                         avg_mean_w=g.power_w.mean(), avg_max_w=g.power_w.max(),
+                         table1_w=paper.value(f"table1.power_w.{s}")))
+        rows.append(report.row(f"table1.power_w.{s}", pk["total"],
+                               note=f"simulated peak (every unit busy, DRAM streaming, link busy); per-point averages "
+                                    f"over Fig. 13: {g.power_w.min():.1f}-{g.power_w.max():.1f} W "
+                                    f"(mean {g.power_w.mean():.1f})"))
+    return rows, pd.DataFrame(recs)
+
+
+def paper_points() -> dict[str, pd.DataFrame]:
+    """The paper's printed points to overlay on reproduced figures (markers), keyed by panel."""
+    kv = (1000, 5000, 10000, 20000, 40000)
+    f13 = pd.DataFrame(dict(kv_len=kv, latency_ms=[paper.value(f"fig13.edge.b1.frame.vrex8_ms.{k // 1000}k")
+                                                   for k in kv]))
+    ee = {p: pd.DataFrame(dict(kv_len=kv, energy_gain=[paper.value(f"fig13.edge.{p}.energy_gain.{k // 1000}k")
+                                                       for k in kv])) for p in ("b1.frame", "b1.text", "b4.frame")}
+    f14 = pd.DataFrame(dict(kv_len=kv, speedup=[paper.value(f"fig14.speedup.{k // 1000}k") for k in kv]))
+    f16 = pd.DataFrame(dict(label=["agx_resv", "vrex_kvpu", "vrex_all"],
+                            speedup=[paper.value(f"fig16.speedup.{k}") for k in ("agx_resv", "vrex_kvpu", "vrex_all")]))
+    f18 = pd.DataFrame(dict(label=["agx_flexgen", "agx_rekv", "vrex8"],
+                            roof_frac=[paper.value(f"fig18.peak_frac.{k}") for k in ("agx_flexgen", "agx_rekv",
+                                                                                       "vrex8")]))
+    return {"fig13.edge.b1.frame": f13, **{f"fig13.energy_gain.{p}": d for p, d in ee.items()}, "fig14": f14,
+            "fig16": f16, "fig18": f18,
+            "fig13.edge.b1.text.tpot": pd.DataFrame(dict(kv_len=[min(kv), max(kv)],
+                                                         latency_ms=[paper.value("fig13.edge.b1.tpot_vrex8_min"),
+                                                                     paper.value("fig13.edge.b1.tpot_vrex8_max")]))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vrex_lib.perf.compare [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
+    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
+    Table I, core power) under the paper-stated workload, or a measured one."""
+    import argparse
+
+    from ..estimate.core import CorePowerModel
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.compare", description=main.__doc__)
+    ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
+    ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
+    a = ap.parse_args(argv)
+    wl = (Workload.paper() if a.workload == "paper"
+          else Workload.from_measurement(a.workload, extrapolation=a.extrapolation))
+    res = run_experiments(wl)
+    cl = claim_values(res)
+    print(f"workload: {workload_label(res)}")
+    for k, (v, note) in cl.items():
+        if k.startswith(("fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.fps", "fig13.edge.b1.tpot", "headline.",
+                         "fig13.edge.b1.frame.speedup", "fig14.speedup_max")):
+            print(f"{k:42s} ours {v:9.3f}   paper {paper.value(k):9.3f}   {note}")
+    _, pt = system_power_rows(res["grid"])
+    for r in pt.itertuples():
+        print(f"system power {r.system}: peak {r.peak_total_w:.1f} W, per-point average {r.avg_min_w:.1f}-"
+              f"{r.avg_max_w:.1f} W (mean {r.avg_mean_w:.1f}); Table I {r.table1_w:.2f} W")
+    m = CorePowerModel.of()
+    print(f"core power: {m.power_w():.3f} W at 0 % activity (leakage {m.leakage_w:.3f} + clock {m.clock_w:.3f}), "
+          f"{m.peak_w:.3f} W at 100 %; Table III {paper.value('table3.power_mw.total') / 1e3:.3f} W")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,342 @@
+"""The workload as an explicit simulator input: :class:`Workload` (contract B).
+
+Everything about the model and the data that the hardware model consumes, in one frozen object, each field with
+its provenance:
+
+* per (method, stage) the **selected fraction of offloaded candidates** as a function of the context length
+  (:class:`Curve`), and the **cross-step reuse** of fetched KV (the KVMU's "Retrieved KV" region, Fig. 12);
+* ReSV **tokens per cluster** and the **WiCSum early-exit fraction** (share of a row walked before exit);
+* **tokens per frame** and the scenario's **frames, question and answer tokens** (Fig. 4(b), Fig. 14).
+
+Provenance kinds: ``measured`` (a workload file of schema ``vrex.workload/1``: file, profile, model, the context
+range actually measured), ``paper-stated`` (read from :mod:`vrex_lib.paper`, cited) or ``user`` (keywords).
+Outside a measured range a named extrapolation policy applies and is reported in every result that used it:
+
+* ``"hold"``: the value at the nearest measured length;
+* ``"loglog-fit"``: least-squares line of log(value) on log(kv_len) over the measured points (≥ 2 lengths).
+
+Inside the range values are interpolated linearly in log(kv_len). The measured fractions are dimensionless and are
+applied to the simulated model's dimensions (Llama-3-8B, docs/DECISIONS.md D8) -- see docs/PERF_MODEL.md.
+
+    w = Workload.paper()
+    w = Workload.from_measurement("results/data/workload_default.json", extrapolation="loglog-fit")
+    w = Workload.paper().replace(reuse={("resv", "frame"): 0.5})      # becomes provenance 'user' for that field
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+EXTRAPOLATIONS = ("hold", "loglog-fit")
+SCHEMA = "vrex.workload/1"
+#: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
+SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
+ProvKind = Literal["measured", "paper-stated", "user"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a field's value comes from: kind, the file or paper place, and detail (profile, model, kv range)."""
+
+    kind: ProvKind
+    source: str
+    detail: str = ""
+
+    def label(self) -> str:
+        return f"{self.kind} ({self.source}{'; ' + self.detail if self.detail else ''})"
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A value as a function of the context length: points (kv_len, value), sorted by kv_len.
+
+    One point = a constant (no length dependence stated), never labelled as extrapolated.
+    """
+
+    kv_len: tuple[float, ...]
+    value: tuple[float, ...]
+    extrapolation: str = "hold"
+
+    def __post_init__(self) -> None:
+        if len(self.kv_len) != len(self.value) or not self.value:
+            raise ValueError(f"Curve needs matching, non-empty kv_len/value (got {len(self.kv_len)}, "
+                             f"{len(self.value)})")
+        if list(self.kv_len) != sorted(self.kv_len):
+            raise ValueError("Curve kv_len must be sorted ascending")
+        if self.extrapolation not in EXTRAPOLATIONS:
+            raise ValueError(f"extrapolation {self.extrapolation!r}: choose one of {EXTRAPOLATIONS}")
+        if self.extrapolation == "loglog-fit" and len(set(self.kv_len)) < 2:
+            raise ValueError("extrapolation 'loglog-fit' needs values at >= 2 context lengths; use 'hold'")
+
+    @classmethod
+    def constant(cls, v: float) -> "Curve":
+        return cls((0.0,), (float(v),))
+
+    @property
+    def is_constant(self) -> bool:
+        return len(self.value) == 1
+
+    def at(self, kv_len: float) -> tuple[float, str | None]:
+        """(value at ``kv_len``, the extrapolation policy used or None when inside the measured range)."""
+        if self.is_constant:
+            return self.value[0], None
+        x = [math.log(max(k, 1.0)) for k in self.kv_len]
+        lx = math.log(max(kv_len, 1.0))
+        if x[0] <= lx <= x[-1]:
+            for i in range(len(x) - 1):
+                if x[i] <= lx <= x[i + 1]:
+                    if x[i + 1] == x[i]:
+                        return self.value[i], None
+                    t = (lx - x[i]) / (x[i + 1] - x[i])
+                    return self.value[i] + t * (self.value[i + 1] - self.value[i]), None
+            return self.value[-1], None
+        if self.extrapolation == "hold":
+            return (self.value[0] if lx < x[0] else self.value[-1]), "hold"
+        # loglog-fit over the points with positive values.
+        pts = [(xi, math.log(v)) for xi, v in zip(x, self.value) if v > 0]
+        if len({p[0] for p in pts}) < 2:
+            return (self.value[0] if lx < x[0] else self.value[-1]), "hold"
+        n = len(pts)
+        mx = sum(p[0] for p in pts) / n
+        my = sum(p[1] for p in pts) / n
+        slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sum((p[0] - mx) ** 2 for p in pts)
+        return math.exp(my + slope * (lx - mx)), "loglog-fit"
+
+    @property
+    def range_label(self) -> str:
+        return "any length" if self.is_constant else f"kv {self.kv_len[0]:.0f}-{self.kv_len[-1]:.0f}"
+
+
+def _as_curve(v) -> Curve:
+    return v if isinstance(v, Curve) else Curve.constant(float(v))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the hardware model consumes about the model and the data (see the module docstring).
+
+    selected_frac: {(method, stage): Curve} selected share of offloaded candidates, in [0, 1].
+    reuse:         {(method, stage): Curve} share of a step's selected offloaded KV already in device DRAM from the
+                   previous step of the same stage (missing = 0).
+    tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
+    tokens_per_frame: LLM tokens appended per frame; frames / question_tokens / answer_tokens: the E2E scenario.
+    provenance: {field name: Provenance}; ``name``: short label of the whole workload.
+    """
+
+    selected_frac: Mapping[tuple[str, str], Curve]
+    reuse: Mapping[tuple[str, str], Curve] = field(default_factory=dict)
+    tokens_per_cluster: Curve = Curve.constant(32.0)
+    wics_exit_frac: Curve = Curve.constant(0.16)
+    tokens_per_frame: int = 10
+    frames: int = 26
+    question_tokens: int = 25
+    answer_tokens: int = 39
+    provenance: Mapping[str, Provenance] = field(default_factory=dict)
+    name: str = "user"
+
+    def __post_init__(self) -> None:
+        # Read-only mappings: a Workload cannot change after construction (use .replace()).
+        object.__setattr__(self, "selected_frac",
+                           MappingProxyType({k: _as_curve(v) for k, v in self.selected_frac.items()}))
+        object.__setattr__(self, "reuse", MappingProxyType({k: _as_curve(v) for k, v in self.reuse.items()}))
+        object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
+        object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
+        for fld in ("selected_frac", "reuse"):
+            for k, c in getattr(self, fld).items():
+                if not (isinstance(k, tuple) and len(k) == 2 and k[1] in ("frame", "text")):
+                    raise ValueError(f"Workload.{fld} key {k!r}: must be (method, 'frame'|'text')")
+                if any(not 0.0 <= v <= 1.0 for v in c.value):
+                    raise ValueError(f"Workload.{fld}[{k}] values {c.value} must be in [0, 1]")
+        if any(v <= 0 for v in self.tokens_per_cluster.value):
+            raise ValueError("Workload.tokens_per_cluster must be > 0")
+        if any(not 0 < v <= 1 for v in self.wics_exit_frac.value):
+            raise ValueError("Workload.wics_exit_frac must be in (0, 1]")
+        for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"Workload.{f} must be >= 1")
+        prov = dict(self.provenance)
+        for f in ("selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac", "tokens_per_frame", "frames",
+                  "question_tokens", "answer_tokens"):
+            prov.setdefault(f, Provenance("user", "Workload(...) keyword"))
+        object.__setattr__(self, "provenance", MappingProxyType(prov))
+
+    # ---- constructors ------------------------------------------------------------------------------------
+    @classmethod
+    def paper(cls) -> "Workload":
+        """The workload the paper states: Table II's average retrieval ratios (per stage, constant in kv_len),
+        tokens per cluster (§VI.B), WiCSum early exit (§IV.C), the average COIN case (§VI.A), 10 tokens per
+        frame (VideoLLM-online Live1+, docs/DECISIONS.md D8). The paper states no cross-step reuse: none."""
+        from .. import paper
+
+        sel = {(m, st): Curve.constant(paper.value(f"table2.ratio.{m}.{st}.avg") / 100.0)
+               for m in SELECTING for st in ("frame", "text")}
+        prov = dict(
+            selected_frac=Provenance("paper-stated", "Table II (average retrieval ratio per method and stage)",
+                                     "constant in the context length"),
+            reuse=Provenance("paper-stated", "not stated by the paper", "no reuse (0)"),
+            tokens_per_cluster=Provenance("paper-stated", "§VI.B (32 tokens per cluster)"),
+            wics_exit_frac=Provenance("paper-stated", "§IV.C (16 % of a row on average)"),
+            tokens_per_frame=Provenance("paper-stated", "VideoLLM-online Live1+ (docs/DECISIONS.md D8)"),
+            frames=Provenance("paper-stated", "§VI.A average COIN case"),
+            question_tokens=Provenance("paper-stated", "§VI.A average COIN case"),
+            answer_tokens=Provenance("paper-stated", "§VI.A average COIN case"))
+        return cls(selected_frac=sel, reuse={},
+                   tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
+                   wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
+                   tokens_per_frame=10, frames=int(paper.value("coin.avg_case.frames")),
+                   question_tokens=int(paper.value("coin.avg_case.question_tokens")),
+                   answer_tokens=int(paper.value("coin.avg_case.answer_tokens")), provenance=prov, name="paper")
+
+    @classmethod
+    def from_measurement(cls, path: str | Path, extrapolation: str = "hold") -> "Workload":
+        """Read a workload file of schema ``vrex.workload/1`` (docs/PERF_MODEL.md, contract A).
+
+        Per (method, stage): ``selected_frac_offloaded`` where measured (else ``selected_frac``, the share of all
+        candidates) and ``reuse_frac`` (null steps skipped) as Curves over ``kv_len``; ReSV's tokens per cluster
+        and early-exit fraction from its checkpoints. The scenario (frames, question, answer) stays the paper's
+        §VI.A case, labelled so. Raises naming the file and the fix on any problem.
+        """
+        p = Path(path)
+        if extrapolation not in EXTRAPOLATIONS:
+            raise ValueError(f"extrapolation {extrapolation!r}: choose one of {EXTRAPOLATIONS}")
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no workload measurement file; write one with `python -m vrex_lib.workload "
+                                    f"measure --profile <P> --out {p}` or use Workload.paper()")
+        try:
+            d = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: not valid JSON ({e}); regenerate it with `python -m vrex_lib.workload measure`")
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; regenerate the file")
+        for k in ("profile", "model", "tokens_per_frame", "checkpoints"):
+            if k not in d:
+                raise ValueError(f"{p}: missing key {k!r} of schema {SCHEMA}; regenerate the file")
+        pts: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        for i, c in enumerate(d["checkpoints"]):
+            for k in ("kv_len", "method", "stage", "selected_frac"):
+                if k not in c:
+                    raise ValueError(f"{p}: checkpoint {i} lacks {k!r}")
+            if c["stage"] not in ("frame", "text"):
+                raise ValueError(f"{p}: checkpoint {i} stage {c['stage']!r} must be 'frame' or 'text'")
+            key = (c["method"], c["stage"])
+            sel = c.get("selected_frac_offloaded")
+            sel = c["selected_frac"] if sel is None else sel
+            if sel is not None:
+                pts.setdefault(("sel",) + key, []).append((float(c["kv_len"]), float(sel)))
+            if c.get("reuse_frac") is not None:
+                pts.setdefault(("reuse",) + key, []).append((float(c["kv_len"]), float(c["reuse_frac"])))
+            if c["method"] == "resv" and c.get("tokens_per_cluster") is not None:
+                pts.setdefault(("tpc", "resv", "any"), []).append((float(c["kv_len"]), float(c["tokens_per_cluster"])))
+            if c["method"] == "resv" and c.get("wics_exit_frac") is not None:
+                pts.setdefault(("wics", "resv", "any"), []).append((float(c["kv_len"]), float(c["wics_exit_frac"])))
+
+        def curve(points: list[tuple[float, float]]) -> Curve:
+            by: dict[float, list[float]] = {}
+            for k, v in points:
+                by.setdefault(k, []).append(v)
+            ks = sorted(by)
+            vals = tuple(sum(by[k]) / len(by[k]) for k in ks)
+            pol = extrapolation if len(ks) >= 2 else "hold"
+            return Curve(tuple(ks), vals, pol)
+
+        sel = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "sel"}
+        reuse = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "reuse"}
+        if not sel:
+            raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate the file")
+        kvs = sorted({float(c["kv_len"]) for c in d["checkpoints"]})
+        where = f"{p.name}, profile {d['profile']}, model {d['model']}"
+        rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
+        meas = Provenance("measured", where, rng)
+        pw = cls.paper()  # fields the file does not carry keep the paper's statement, labelled so
+        kw: dict = {}
+        prov = dict(selected_frac=meas, reuse=meas if reuse else Provenance("measured", where, "no reuse measured: 0"),
+                    tokens_per_frame=Provenance("measured", where))
+        for f, tag in (("tokens_per_cluster", "tpc"), ("wics_exit_frac", "wics")):
+            if (tag, "resv", "any") in pts:
+                kw[f] = curve(pts[(tag, "resv", "any")])
+                prov[f] = meas
+            else:
+                kw[f] = getattr(pw, f)
+                prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+        for f in ("frames", "question_tokens", "answer_tokens"):
+            kw[f] = getattr(pw, f)
+            prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+        return cls(selected_frac=sel, reuse=reuse, tokens_per_frame=int(d["tokens_per_frame"]), provenance=prov,
+                   name=f"measured:{p.name}", **kw)
+
+    @classmethod
+    def resolve(cls, workload: "Workload | str | Path") -> "Workload":
+        """A Workload from what :func:`vrex_lib.perf.simulate` accepts: a Workload, ``"paper"`` or a file path."""
+        if isinstance(workload, Workload):
+            return workload
+        if isinstance(workload, str) and workload == "paper":
+            return cls.paper()
+        if isinstance(workload, (str, Path)):
+            return cls.from_measurement(workload)
+        raise TypeError(f"workload must be a Workload, 'paper' or a path to a {SCHEMA} file, got "
+                        f"{type(workload).__name__}")
+
+    def replace(self, **changes) -> "Workload":
+        """A copy with ``changes``; every changed field becomes provenance 'user'."""
+        prov = dict(self.provenance)
+        for k in changes:
+            if k not in ("provenance", "name"):
+                was = self.provenance.get(k)
+                prov[k] = Provenance("user", "Workload.replace", f"was {was.label() if was else '?'}")
+        return dataclasses.replace(self, provenance=prov, **changes)
+
+    # ---- lookups -----------------------------------------------------------------------------------------
+    def selected(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
+        """(selected fraction of offloaded candidates, extrapolation used or None)."""
+        key = (method, stage)
+        if key not in self.selected_frac:
+            have = ", ".join(f"{m}/{s}" for m, s in sorted(self.selected_frac))
+            raise KeyError(f"workload {self.name!r} has no selected fraction for {method}/{stage} (has: {have}); "
+                           f"measure that method or pass Workload(selected_frac={{('{method}', '{stage}'): f}})")
+        v, pol = self.selected_frac[key].at(kv_len)
+        return min(1.0, max(0.0, v)), pol
+
+    def reuse_at(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
+        c = self.reuse.get((method, stage))
+        if c is None:
+            return 0.0, None
+        v, pol = c.at(kv_len)
+        return min(1.0, max(0.0, v)), pol
+
+    def source(self, used: Mapping[str, str] | None = None) -> str:
+        """The label results carry: the workload's name, the selected-fraction provenance and every
+        extrapolation that was used (``used``: {field: policy})."""
+        s = f"{self.name}: {self.provenance['selected_frac'].label()}"
+        user = sorted(k for k, v in self.provenance.items() if v.kind == "user" and k != "selected_frac")
+        if user and self.name != "user":
+            s += "; user-set " + ", ".join(user)
+        if used:
+            s += "; extrapolated " + ", ".join(f"{k} '{v}'" for k, v in sorted(used.items()))
+        return s
+
+    def table(self) -> list[dict]:
+        """One row per field: value summary and provenance (for notebooks and reports)."""
+        rows = []
+        for k, c in sorted(self.selected_frac.items()):
+            rows.append(dict(field=f"selected_frac {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
+                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance["selected_frac"].label()))
+        for k, c in sorted(self.reuse.items()):
+            rows.append(dict(field=f"reuse {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
+                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance["reuse"].label()))
+        for f in ("tokens_per_cluster", "wics_exit_frac"):
+            c = getattr(self, f)
+            rows.append(dict(field=f, value=", ".join(f"{v:.4g}" for v in c.value), range=c.range_label,
+                             extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance[f].label()))
+        for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
+            rows.append(dict(field=f, value=str(getattr(self, f)), range="", extrapolation=None,
+                             provenance=self.provenance[f].label()))
+        return rows
