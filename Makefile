@@ -21,7 +21,7 @@ APT_TOOLS := iverilog yosys ffmpeg
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
-	@echo "  Variables: PROFILE=smoke|default|full (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..."
+	@echo "  Variables: PROFILE=smoke|default|full (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..., LONG=1 (workload to 40K tokens)"
 
 setup: $(VENV)/.ok data ## Install system tools (apt) and build .venv from environment.yml, then the COIN fixture
 
@@ -71,6 +71,18 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PROFILE_STAMP)
 	  mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; \
 	  echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
 	  exit 1; fi
+
+# The retrieval workload at 1K-10K tokens (LONG=1: to 40K), measured once and reused while its inputs_key matches
+# (docs/DECISIONS.md D42); the notebooks read it, so they run after it. PROFILE=full needs
+# WORKLOAD_ARGS='--llm-path ... --vision-path ... --connector-path ...' (README: "Measuring the workload on a GPU").
+WORKLOAD_FILE := $(RESULTS)/data/workload_$(PROFILE).json
+WORKLOAD_ARGS ?=
+$(WORKLOAD_FILE): $(LIB_SRC) $(if $(LONG),FORCE,) | $(PROFILE_STAMP)
+	@mkdir -p $(@D)
+	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
+	@touch $@
+$(EXECUTED): $(WORKLOAD_FILE)
+FORCE:
 
 report: ## Rebuild results/REPORT.md from results/tables
 	$(PY) -m vrex_lib.report --results $(RESULTS)

@@ -7,10 +7,10 @@ step and per decode step, and ``runtime_overhead_vs_plain`` = runtime/plain (the
 
 Part 2 is the ReSV step at long context (issue 12's acceptance check: a ``resv`` frame step costs <= 1.5x the
 no-policy frame step at 1K and 10K cached tokens). A synthetic stream of frame embeddings (no video decode, see
-:func:`synthetic_frame_stream`) is prefilled with full attention, ``--chunk-frames`` frames per forward, up to each
-``--kv`` length; a second session gets a copy of that KV cache and a ``resv`` policy whose HC tables are built
-from the cached keys in arrival order. Then ``--steps`` frame steps (',' + 10 frame tokens, the same embeddings
-for both) alternate between the no-policy session and the ``resv`` session (the order flips every step, so
+:func:`synthetic_frame_stream`) is streamed with the ``resv`` policy, ``--chunk-frames`` frames per forward (the
+token layout of frame-by-frame streaming; chunks keep the prefill affordable), up to each ``--kv`` length; a
+no-policy session gets a copy of that KV cache. Then ``--steps`` frame steps (',' + 10 frame tokens, the same
+embeddings for both) alternate between the no-policy session and the ``resv`` session (the order flips every step, so
 drifting machine load hits both alike). Printed per length: median ms per step of each, and
 ``resv_step_overhead_vs_plain_<n>k`` = median(resv) / median(no policy); ``resv_step_overhead_vs_plain`` is the
 largest of them. "plain" there is the runtime's no-policy step, the baseline the issue names.
@@ -19,7 +19,7 @@ largest of them. "plain" there is the runtime's no-policy step, the baseline the
         [--kv 1000,10000] [--steps 12] [--skip-stream]
 
 Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3 min (dominated by the
-full-attention prefill to 10K tokens). The last line is ``resv_step_overhead_vs_plain=<ratio>``.
+prefill to 10K tokens). The last line is ``resv_step_overhead_vs_plain=<ratio>``.
 """
 from __future__ import annotations
 
@@ -92,36 +92,30 @@ def prefill_to(sess, frames, n_tokens: int, chunk_frames: int) -> None:
         sess.add_frame_embeds(torch.cat(parts, 0))
 
 
-def clone_with_policy(src, policy, cfg):
-    """A session holding a copy of ``src``'s KV cache, with ``policy`` fed every cached key in arrival order
-    (exactly what observing them step by step gives: clustering is sequential over tokens)."""
-    dst = StreamingSession(src.model, policy, cfg)
+def copy_without_policy(src, cfg):
+    """A no-policy session holding a copy of ``src``'s KV cache and stream layout."""
+    dst = StreamingSession(src.model, None, cfg)
     dst.store = copy.deepcopy(src.store)
     dst.n_sink, dst.frame_starts, dst._last_role = src.n_sink, list(src.frame_starts), src._last_role
-    for layer in range(src.model.n_layers):
-        keys = dst.store.layers[layer].keys[0]
-        for a in range(0, keys.shape[1], 110):
-            policy.observe(layer, keys[:, a:a + 110], a, "frame", None)
     return dst
 
 
 def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int, seed: int = 0):
     """Interleaved no-policy vs ``resv`` frame steps at each cache length (see the module docstring); one
-    full-attention stream is grown through the lengths in increasing order. Yields one dict per length."""
+    ``resv`` stream is grown through the lengths in increasing order. Yields one dict per length."""
     from vrex_lib.retrieval import make_policy
 
     cfg = RuntimeConfig()
     frames = synthetic_frame_stream(model, seed)
-    plain = StreamingSession(model, None, cfg)
-    plain.add_system_prompt(DEFAULT_SYSTEM_PROMPT)
+    resv = StreamingSession(model, make_policy("resv"), cfg)
+    resv.add_system_prompt(DEFAULT_SYSTEM_PROMPT)
     for n_tokens in sorted(kv_points):
         t0 = time.perf_counter()
-        prefill_to(plain, frames, n_tokens, chunk_frames)
+        prefill_to(resv, frames, n_tokens, chunk_frames)
         t_prefill = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        resv = clone_with_policy(plain, make_policy("resv"), cfg)
-        t_tables = time.perf_counter() - t0
-        n0 = plain.n_tokens
+        plain = copy_without_policy(resv, cfg)
+        n0 = resv.n_tokens
+        n_steps0 = len(resv.stats)
         times = {"plain": [], "resv": []}
         for i in range(steps + 1):  # step 0 warms both up (first reuse bookkeeping, buffer growth): not timed
             e = next(frames)
@@ -132,14 +126,17 @@ def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int,
                 if i:
                     times[name].append(time.perf_counter() - t)
         tab = [t for t in resv.policy.tables[model.n_layers // 2:] if t is not None]
-        tr = resv.trace()
+        timed = resv.stats[n_steps0 + 1:]  # per-step records of the timed resv steps
+        n_sel = sum(float(r["selected"][r["applied"]].sum()) for r in timed)
+        n_cand = sum(float(r["applied"].sum()) * r["selected"].shape[1] * r["n_candidates"] for r in timed)
         med_p, med_r = float(np.median(times["plain"])), float(np.median(times["resv"]))
         yield dict(tokens=n0, target=n_tokens, plain_ms=med_p * 1e3, resv_ms=med_r * 1e3, ratio=med_r / med_p,
                    plain_mean_ms=float(np.mean(times["plain"])) * 1e3,
                    resv_mean_ms=float(np.mean(times["resv"])) * 1e3,
                    clusters_per_head=float(np.mean([t.n_clusters.double().mean() for t in tab])),
                    tokens_per_cluster=float(np.mean([t.tokens_per_cluster() for t in tab])),
-                   retrieval_ratio=float(tr.retrieval_ratio("frame")), prefill_s=t_prefill, tables_s=t_tables)
+                   selected_frac=n_sel / max(n_cand, 1.0),
+                   prefill_s=t_prefill)
 
 
 def main() -> None:
@@ -173,8 +170,8 @@ def main() -> None:
         print(f"  {r['tokens']:6d} tokens: no policy {r['plain_ms']:7.1f} ms/frame step (mean {r['plain_mean_ms']:.1f}), "
               f"resv {r['resv_ms']:7.1f} ms (mean {r['resv_mean_ms']:.1f}), ratio {r['ratio']:.3f}; HC table "
               f"{r['clusters_per_head']:.0f} clusters/head, {r['tokens_per_cluster']:.1f} tokens/cluster (layers >= L/2), "
-              f"frame retrieval ratio {r['retrieval_ratio']:.3f}; prefill {r['prefill_s']:.0f} s, tables "
-              f"{r['tables_s']:.1f} s, load average now {os.getloadavg()[0]:.1f}", flush=True)
+              f"selected fraction of candidates {r['selected_frac']:.3f}; prefill {r['prefill_s']:.0f} s, "
+              f"load average now {os.getloadavg()[0]:.1f}", flush=True)
     for n, v in ratios.items():
         print(f"resv_step_overhead_vs_plain_{n // 1000}k={v:.3f}" if n % 1000 == 0 else
               f"resv_step_overhead_vs_plain_{n}={v:.3f}")

@@ -11,7 +11,7 @@ integers (codes, weights, counts, masks) — no model weights — and is small e
 
 Two sources, the same arrays for each (``meta_sources``): ``text`` (unprefixed keys): SmolLM2 over
 data/text/alice_ch1.txt, split into "frames" of 10 tokens; ``frame`` (keys prefixed ``frame_``): the default-profile
-streaming model (``vrex_lib.runtime.build_model("default")``: real SmolLM2, but a seeded RANDOM SigLIP + connector
+streaming model (``vrex_lib.runtime.build_model("default", vision="siglip-random")``: real SmolLM2, a seeded RANDOM SigLIP + connector
 stand-in for the vision tower) over ``--video-frames`` frames of the COIN fixture (data/coin_mini, 2 fps), 10 frame
 tokens per frame, no prompt; ``frame_meta_videos`` names the clips.
 
@@ -122,7 +122,7 @@ def frame_qk(layers: list[int], n_frames: int, fps: float = 2.0) -> tuple[dict, 
             break
     if sum(len(x) for x in frames) < n_frames:
         raise ValueError(f"{vdir}: only {sum(len(x) for x in frames)} frames at {fps} fps, need {n_frames}")
-    m = build_model("default", seed=0)
+    m = build_model("default", seed=0, vision="siglip-random")  # the encoder these stored traces were made with
     emb = torch.cat([m.embed_frames(f) for f in frames])  # [T, 10, hidden]; per video (sizes may differ)
     return capture_qk(m.llm, inputs_embeds=emb.reshape(-1, emb.shape[-1]), layers=layers), used
 

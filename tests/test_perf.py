@@ -116,8 +116,10 @@ def test_oom_fig15_setup():
 
 def test_selected_fraction_comes_from_the_workload():
     sel = dict(PAPER_WL.selected_frac)
-    lo = simulate("vrex8", "resv", "frame", 40000, workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.1}))
-    hi = simulate("vrex8", "resv", "frame", 40000, workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.5}))
+    lo = simulate("vrex8", "resv", "frame", 40000,
+                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.1}))
+    hi = simulate("vrex8", "resv", "frame", 40000,
+                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.5}))
     assert lo.latency_ms < hi.latency_ms and lo.ratio == 0.1 and "user" in lo.workload_source
     with pytest.raises(ValueError, match="unknown method"):
         simulate("vrex8", "nope", "frame", 1000)

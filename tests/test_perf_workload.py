@@ -50,7 +50,8 @@ def test_from_measurement_reads_contract_a_and_labels_extrapolation():
     with pytest.raises(KeyError, match="measure that method"):
         w.selected("rekv", "frame", 1000)
     # The scenario the file does not carry keeps the paper's, labelled.
-    assert w.provenance["frames"].kind == "paper-stated" and "not in workload_tiny.json" in w.provenance["frames"].detail
+    frames = w.provenance["frames"]
+    assert frames.kind == "paper-stated" and "not in workload_tiny.json" in frames.detail
 
 
 def test_loglog_fit_extrapolation():
@@ -200,3 +201,60 @@ def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_co
                     if not (f.name == "inputs.py" and fn == "paper"):
                         offenders.append(f"{pkg}/{f.name}:{node.lineno} paper.{node.attr} in {fn}")
     assert not offenders, offenders
+
+
+# ---- comparison code -----------------------------------------------------------------------------------------------
+
+def test_paired_rows_mark_the_measured_column_not_run_without_a_file(tmp_path):
+    from vrex_lib.perf import compare as CMP
+
+    w, label = CMP.measured_workload(tmp_path / "workload_default.json")
+    assert w is None and label.startswith("NOT RUN") and "vrex_lib.workload measure" in label
+    w, label = CMP.measured_workload(FIXTURE)  # the tiny fixture lacks the GPU baselines' fractions
+    assert w is None and "rekv/frame" in label
+    claims = {"fig13.edge.b1.frame.vrex8_ms.1k": (100.0, "")}
+    rows = CMP.paired_rows(claims, None, paper_label="paper", measured_label=label)
+    assert [r.claim for r in rows] == ["fig13.edge.b1.frame.vrex8_ms.1k",
+                                       "fig13.edge.b1.frame.vrex8_ms.1k" + CMP.MEASURED_SUFFIX]
+    assert rows[0].verdict() == "PASS" and rows[1].verdict() == "NOT RUN" and "rekv/frame" in rows[1].note
+    f = CMP.paired_frame(rows)
+    assert f.loc[0, "paper_wl_verdict"] == "PASS" and f.loc[0, "measured_wl_verdict"] == "NOT RUN"
+
+
+def test_implied_rows_by_hand():
+    from vrex_lib.perf import compare as CMP
+    from vrex_lib.perf.workload import LLAMA3_8B, SIGLIP_L384
+
+    imp = CMP.implied_rows().set_index("kv_len")
+    # 40K: 254 ms printed; the 4 GB/s link moves 1.016 GB, the offloaded KV is (40000 - 4096) x 131072 B.
+    assert imp.loc[40000, "max_sel_frac_pcie"] == pytest.approx(4e9 * 0.254 / ((40000 - 4096) * 131072), rel=1e-9)
+    assert imp.loc[40000, "pcie_bound_violated"]  # Table II's 32.7 % cannot cross in 254 ms without reuse
+    need = (LLAMA3_8B.weight_bytes + SIGLIP_L384.weight_bytes + 1000 * 131072) / 0.121
+    assert imp.loc[1000, "dram_util"] == pytest.approx(need / 204.8e9, rel=1e-9)
+    assert imp.loc[40000, "implied_flexgen_ms"] == pytest.approx(254 * 7.3)
+
+
+def test_fig4_claims_from_frames():
+    import pandas as pd
+
+    from vrex_lib.perf import compare as CMP
+
+    f4a = pd.DataFrame(dict(minutes=[1, 5], params_gb=[17.0, 17.0], kv_gb=[3.0, 15.0]))
+    f4b = pd.DataFrame(dict(kv_len=[80000], prefill_share=[80.0], retrieval_share_of_prefill=[70.0],
+                            workload_source=["paper"]))
+    f4c = dict(ops_retrieval_pct=20.0, lat_prediction_pct=40.0, lat_fetch_pct=30.0, lat_llm_pct=30.0)
+    c = CMP.fig4_claims(f4a, f4b, f4c)
+    assert c["fig4a.minutes_to_32gb"][0] == pytest.approx((32 - 17) / 3.0)
+    assert c["fig4c.lat_retrieval_text_pct"][0] == 70.0 and c["fig4b.prefill_share_80k"] == (80.0, "paper")
+    with pytest.raises(ValueError, match="80000"):
+        CMP.fig4_claims(f4a, f4b.assign(kv_len=[40000]), f4c)
+
+
+def test_workload_is_immutable():
+    w = Workload.paper()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.frames = 3
+    with pytest.raises(TypeError):
+        w.selected_frac[("resv", "frame")] = Curve.constant(0.1)
+    w2 = w.replace(frames=3)
+    assert w.frames == 26 and w2.frames == 3 and w2.provenance["frames"].kind == "user"

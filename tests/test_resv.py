@@ -323,7 +323,7 @@ def _keys_from_codes(codes: np.ndarray, n_hp: int, rng) -> torch.Tensor:
 
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 10_000), th=st.integers(1, 6), n_hp=st.sampled_from([16, 32]),
-       N=st.integers(1, 14))
+       N=st.integers(1, 40))
 def test_clustering_equals_reference_at_the_threshold(seed, th, n_hp, N):
     """Codes a few bit flips from a handful of centres: distances equal to Th_hp, ties between clusters and
     in-frame joins are frequent; every assignment, code, count, member list and (bit-exact) mean agrees."""

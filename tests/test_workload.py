@@ -105,6 +105,10 @@ def test_measure_smoke(tmp_path, tiny):
     fid = [c for c in ck if c["kv_target"] == 200 and c["method"] == "resv" and c["stage"] == "text"][0]
     assert fid["fidelity_source"] and 0 <= fid["answer_agreement"] <= 1 and fid["attn_rel_error"] >= 0
     assert all(c["fidelity_source"] is None for c in late)
+    from vrex_lib.perf import Workload  # contract A: the simulator reads the file
+
+    w = Workload.from_measurement(p)
+    assert ("resv", "frame") in w.selected_frac and ("rekv", "text") in w.selected_frac
     # cached: same inputs -> the file is reused untouched; other inputs -> recomputed with another key
     mtime = out.stat().st_mtime_ns
     measure("smoke", methods, [200, 320], out, model=tiny, progress=False)
@@ -132,3 +136,28 @@ def test_measure_variants_and_bad_input(tmp_path, tiny):
         measure("smoke", ["resv"], [100_000], tmp_path / "x.json", model=tiny, progress=False,
                 runtime=RuntimeConfig(kv_capacity=96, max_kv_bytes=1 << 20))
     assert not (tmp_path / "x.json").exists()
+
+
+def test_shadow_policies_do_not_steer_the_stream(tiny, stream):
+    """Shadow selection leaves the stream exactly full attention, and each policy sees every step's keys."""
+    from vrex_lib.config import ReSVConfig
+    from vrex_lib.runtime import StreamingSession
+    from vrex_lib.workload.measure import _HookedSession, _make
+    from vrex_lib.workload.shadow import ShadowPolicy
+
+    emb = tiny.embed_frames(stream.frames(0, 12))
+    plain = StreamingSession(tiny, None, RuntimeConfig(kv_capacity=64))
+    shadow = ShadowPolicy({m: _make(m, {}, ReSVConfig()) for m in ("resv", "rekv", "infinigen_p")}, 1)
+    sess = _HookedSession(tiny, shadow, RuntimeConfig(kv_capacity=64))
+    shadow.store, sess.shadow, shadow.active = sess.store, shadow, True
+    for s in (plain, sess):
+        s.add_system_prompt("sys")
+        for e in emb:
+            s.add_frame_embeds(e)
+    assert torch.equal(plain.next_token_logits(), sess.next_token_logits())
+    recs = [r for r in shadow.records["resv"] if r.stage == "frame"]
+    assert len(recs) == 12 and recs[-1].kv_len == sess.n_tokens - recs[-1].n_new
+    assert shadow.policies["resv"].tables[1].n_tokens == sess.n_tokens
+    late = recs[-1]
+    assert late.n_off_cand[1] > 0 and (late.sel_off[1] <= late.n_off_cand[1]).all()
+    assert (recs[-1].reused_off[1] >= 0).all() and (recs[0].reused_off == -1).all()

@@ -1,4 +1,4 @@
-"""Energy and area estimator for V-Rex (issue 7): cited constants -> 14 nm / 0.8 V -> blocks -> Table III.
+"""Energy and area estimator for V-Rex: cited constants -> 14 nm / 0.8 V -> blocks -> Table III.
 
     constants.py  ONE table of component-action energies/areas at their native node, each with a source
     scaling.py    Stillmaker-Baas node/Vdd scaling (energy, area)
@@ -7,13 +7,13 @@
     offchip.py    DRAM pJ/bit, PCIe W/lane, SSD power
     synth.py      cross-check of DRE logic area against yosys cell counts
 
-Public API used by vrex_lib.perf: action_energy_pj, dram_pj_per_bit, PCIE_W_PER_LANE, ssd_power_w,
-core_breakdown, chip_area_mm2, Activity.
+Public API used by vrex_lib.perf: CorePowerModel (leakage + clock + activity x dynamic of one core),
+dram_pj_per_bit, PCIE_W_PER_LANE, pcie_power_w, ssd_power_w, core_breakdown, chip_area_mm2, Activity.
 """
 from __future__ import annotations
 
-from .core import (DRE_BLOCKS, TABLE3_BLOCKS, Activity, MicroArch, block_table, chip_area_mm2, core_area_mm2,
-                   core_breakdown, dre_share)
+from .core import (DRE_BLOCKS, TABLE3_BLOCKS, Activity, CorePowerModel, MicroArch, block_table, chip_area_mm2,
+                   core_area_mm2, core_breakdown, dre_share)
 from .library import Library, part
 from .offchip import PCIE_W_PER_LANE, dram_pj_per_bit, pcie_power_w, ssd_power_w
 
@@ -38,6 +38,7 @@ def action_energy_pj(component: str, action: str, arith: str = "horowitz") -> fl
     return part(component, arith).energy_pj
 
 
-__all__ = ["Activity", "DRE_BLOCKS", "Library", "MicroArch", "PCIE_W_PER_LANE", "TABLE3_BLOCKS", "action_energy_pj",
+__all__ = ["Activity", "CorePowerModel", "DRE_BLOCKS", "Library", "MicroArch", "PCIE_W_PER_LANE", "TABLE3_BLOCKS",
+           "action_energy_pj",
            "block_table", "chip_area_mm2", "core_area_mm2", "core_breakdown", "dram_pj_per_bit", "dre_share", "part",
            "pcie_power_w", "ssd_power_w"]

@@ -155,7 +155,6 @@ class Library:
                     f"area natarajan2014 cell / efficiency")
 
 
-@lru_cache(maxsize=None)
 def _sram_fit() -> tuple[float, float, C.ComponentRow]:
     """Least-squares power law through Horowitz's 8 KB / 32 KB / 1 MB 64-bit read energies."""
     pts = [(8, "sram_8kb"), (32, "sram_32kb"), (1024, "sram_1mb")]
@@ -205,4 +204,4 @@ def part(component: str, arith: str = "horowitz") -> Part:
                    f"comparator16, counter32, xor32, popcount32, register, sram_32kb")
 
 
-C.CACHE_CLEARERS += [_sram_fit.cache_clear, part.cache_clear]
+C.CACHE_CLEARERS += [part.cache_clear]

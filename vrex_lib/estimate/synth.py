@@ -72,7 +72,8 @@ def _cells(entry: dict) -> dict[str, int]:
 
 def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
     """Per-block area at 14 nm from yosys cell counts: columns block, cells, gate_equivalents, area_um2,
-    flip_flops, memory_bits."""
+    flip_flops, memory_bits, memory_in_flops, logic_area_um2, note (a block without cell counts is a row with no
+    area and the reason in ``note``)."""
     if not isinstance(summary, dict):
         p = Path(summary)
         try:
@@ -87,7 +88,8 @@ def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
             continue
         try:
             cells = _cells(entry)
-        except ValueError:
+        except ValueError as e:  # kept as a row with no area and the reason: never a silent skip
+            recs.append(dict(block=name, note=str(e)))
             continue
         area45 = sum(n * cell_area_45nm_um2(t) for t, n in cells.items())
         n_ge = area45 / _NAND2
@@ -99,9 +101,9 @@ def yosys_area(summary: dict | str | Path) -> pd.DataFrame:
         mem_um2 = mem_bits * cell_area_45nm_um2("$_DFFE_PP_") / _NAND2 * ge if in_ffs else 0.0
         recs.append(dict(block=name, cells=sum(cells.values()), gate_equivalents=n_ge, area_um2=n_ge * ge,
                          flip_flops=int(entry.get("flip_flops", ffs)), memory_bits=mem_bits, memory_in_flops=in_ffs,
-                         logic_area_um2=n_ge * ge - mem_um2))
+                         logic_area_um2=n_ge * ge - mem_um2, note=""))
     return pd.DataFrame.from_records(recs, columns=["block", "cells", "gate_equivalents", "area_um2", "flip_flops",
-                                                    "memory_bits", "memory_in_flops", "logic_area_um2"])
+                                                    "memory_bits", "memory_in_flops", "logic_area_um2", "note"])
 
 
 def model_logic_area_um2(breakdown: pd.DataFrame) -> pd.Series:

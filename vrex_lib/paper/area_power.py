@@ -2,15 +2,15 @@
 
 Areas in Table III are printed to 0.01 mm^2, so the three DRE rows (0.01 / 0.02 / 0.01) carry one
 significant digit; their percentages (0.28 / 1.23 / 0.53 %) are the precise numbers to compare.
-Tolerances: totals +-30 % and DRE shares +-1 percentage point (issue 7); per-block values +-50 % (a
+Tolerances: totals +-30 % and DRE shares +-1 percentage point; per-block values +-50 % (a
 component-level estimate cannot be expected to match a Design Compiler run block by block).
 """
 from ._core import INFO, Tolerance, pv
 
 T3 = "Table III"
-_tot = Tolerance("rel", 0.30, "issue 7: totals within +-30%")
+_tot = Tolerance("rel", 0.30, "totals within +-30%: a component-level estimate vs a DC synthesis")
 _blk = Tolerance("rel", 0.50, "per block: component-level estimate vs the paper's DC synthesis")
-_share = Tolerance("abs", 1.0, "issue 7: DRE share within +-1 percentage point")
+_share = Tolerance("abs", 1.0, "DRE share within +-1 percentage point (numerator and denominator share constants)")
 _coarse = Tolerance("none", 0.0, "printed to 0.01 mm2 (one significant digit); compare the % row")
 
 _BLOCKS = {  # key: (area mm2, area %, power mW, power %)

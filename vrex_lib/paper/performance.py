@@ -1,6 +1,6 @@
 """Performance results: Fig. 4, Fig. 13 (edge only; server held out), Fig. 14-18 and the abstract's claims.
 
-Tolerances (issue 8): latencies and FPS ±25 %, speedup and energy-efficiency factors ±35 %; percentage shares
+Tolerances: latencies and FPS ±25 %, speedup and energy-efficiency factors ±35 %; percentage shares
 ±15 points (shares are read off stacked bars). The server rows of Fig. 13(b) are deliberately NOT here: they are
 held out as a validation set (docs/DECISIONS.md D28); notebook 06 simulates and plots them without verdicts.
 """

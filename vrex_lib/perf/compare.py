@@ -40,6 +40,24 @@ def run_experiments(workload: Workload, kv_sizes=E.KV_SIZES, **overrides) -> dic
                 f18=E.fig18(workload=workload, kv_len=max(kv_sizes), **overrides), kv_sizes=tuple(kv_sizes))
 
 
+def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str, tuple[float, str]]:
+    """{paper key: (value, note)} for Fig. 4 from :func:`experiments.fig4a` / ``fig4b`` (must include 80K) /
+    ``fig4c``. Minutes to 32 GB: the parameters plus the KV growth rate of the table's first rows."""
+    if 80000 not in set(f4b.kv_len):
+        raise ValueError("fig4_claims: fig4b must include kv_len 80000 (the paper's Fig. 4(b) point)")
+    rate_gb_per_min = f4a.kv_gb.iloc[1] / f4a.minutes.iloc[1]
+    r80 = f4b[f4b.kv_len == 80000].iloc[0]
+    return {"fig4a.kv_gb_per_min": (f4a.kv_gb.iloc[0] / f4a.minutes.iloc[0], ""),
+            "fig4a.minutes_to_32gb": ((32 - f4a.params_gb.iloc[0]) / rate_gb_per_min, "32 GB edge memory"),
+            "fig4b.prefill_share_80k": (r80.prefill_share, r80.workload_source),
+            "fig4b.retrieval_share_of_prefill_80k": (r80.retrieval_share_of_prefill, r80.workload_source),
+            "fig4c.ops_retrieval_pct": (f4c["ops_retrieval_pct"], ""),
+            "fig4c.lat_prediction_pct": (f4c["lat_prediction_pct"], ""),
+            "fig4c.lat_fetch_pct": (f4c["lat_fetch_pct"], ""),
+            "fig4c.lat_llm_pct": (f4c["lat_llm_pct"], ""),
+            "fig4c.lat_retrieval_text_pct": (f4c["lat_prediction_pct"] + f4c["lat_fetch_pct"], "prediction + fetch")}
+
+
 def _sp_at(sp: pd.DataFrame, plat: str, b: int, st: str) -> pd.DataFrame:
     return sp[(sp.platform == plat) & (sp.batch == b) & (sp.stage == st)].set_index("kv_len")
 
@@ -143,6 +161,14 @@ def measured_workload(path: str | Path, extrapolation: str = "hold") -> tuple[Wo
         return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
                       f"--out {p}` (the paper-stated column is not a substitute)")
     w = Workload.from_measurement(p, extrapolation=extrapolation)
+    from .methods import METHODS
+
+    need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
+                   if s.ratio_key and s.predictor(st) != "none"})
+    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac]
+    if missing:
+        return None, (f"NOT RUN: {p} has no selected fraction for {', '.join(missing)}; measure those methods "
+                      f"(`python -m vrex_lib.workload measure --methods resv,infinigen,infinigen_p,rekv`)")
     return w, w.source()
 
 
@@ -251,3 +277,38 @@ def paper_points() -> dict[str, pd.DataFrame]:
             "fig13.edge.b1.text.tpot": pd.DataFrame(dict(kv_len=[min(kv), max(kv)],
                                                          latency_ms=[paper.value("fig13.edge.b1.tpot_vrex8_min"),
                                                                      paper.value("fig13.edge.b1.tpot_vrex8_max")]))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vrex_lib.perf.compare [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
+    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
+    Table I, core power) under the paper-stated workload, or a measured one."""
+    import argparse
+
+    from ..estimate.core import CorePowerModel
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.compare", description=main.__doc__)
+    ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
+    ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
+    a = ap.parse_args(argv)
+    wl = (Workload.paper() if a.workload == "paper"
+          else Workload.from_measurement(a.workload, extrapolation=a.extrapolation))
+    res = run_experiments(wl)
+    cl = claim_values(res)
+    print(f"workload: {workload_label(res)}")
+    for k, (v, note) in cl.items():
+        if k.startswith(("fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.fps", "fig13.edge.b1.tpot", "headline.",
+                         "fig13.edge.b1.frame.speedup", "fig14.speedup_max")):
+            print(f"{k:42s} ours {v:9.3f}   paper {paper.value(k):9.3f}   {note}")
+    _, pt = system_power_rows(res["grid"])
+    for r in pt.itertuples():
+        print(f"system power {r.system}: peak {r.peak_total_w:.1f} W, per-point average {r.avg_min_w:.1f}-"
+              f"{r.avg_max_w:.1f} W (mean {r.avg_mean_w:.1f}); Table I {r.table1_w:.2f} W")
+    m = CorePowerModel.of()
+    print(f"core power: {m.power_w():.3f} W at 0 % activity (leakage {m.leakage_w:.3f} + clock {m.clock_w:.3f}), "
+          f"{m.peak_w:.3f} W at 100 %; Table III {paper.value('table3.power_mw.total') / 1e3:.3f} W")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

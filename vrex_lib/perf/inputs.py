@@ -30,6 +30,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 
 EXTRAPOLATIONS = ("hold", "loglog-fit")
@@ -140,8 +141,10 @@ class Workload:
     name: str = "user"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "selected_frac", {k: _as_curve(v) for k, v in self.selected_frac.items()})
-        object.__setattr__(self, "reuse", {k: _as_curve(v) for k, v in self.reuse.items()})
+        # Read-only mappings: a Workload cannot change after construction (use .replace()).
+        object.__setattr__(self, "selected_frac",
+                           MappingProxyType({k: _as_curve(v) for k, v in self.selected_frac.items()}))
+        object.__setattr__(self, "reuse", MappingProxyType({k: _as_curve(v) for k, v in self.reuse.items()}))
         object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
         object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
         for fld in ("selected_frac", "reuse"):
@@ -161,7 +164,7 @@ class Workload:
         for f in ("selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac", "tokens_per_frame", "frames",
                   "question_tokens", "answer_tokens"):
             prov.setdefault(f, Provenance("user", "Workload(...) keyword"))
-        object.__setattr__(self, "provenance", prov)
+        object.__setattr__(self, "provenance", MappingProxyType(prov))
 
     # ---- constructors ------------------------------------------------------------------------------------
     @classmethod

@@ -26,7 +26,8 @@ token-major, so one token of one head is a ``head_dim × 2 B = 256 B`` chunk. A 
 ``run_tokens`` contiguous chunks: 1 for token-level selection (InfiniGen/P, ReSV without KVMU), one frame
 (10 tokens) for ReKV, one hash cluster for ReSV with KVMU (cluster-contiguous, §V.C), everything for FlexGen.
 The offload tier moves whole granules (NVMe 4 KiB pages; host DRAM 64 B lines); see :func:`moved_fraction`.
-InfiniGenP keeps every key in device DRAM for its full-key scoring, so it fetches only the selected V (:func:`vrex_lib.perf.sim.keys_resident`).
+InfiniGenP keeps every key in device DRAM for its full-key scoring, so it fetches only the selected V
+(:func:`vrex_lib.perf.sim.keys_resident`).
 """
 from __future__ import annotations
 

@@ -256,30 +256,36 @@ class HashClusterTable:
                 d_old[np.broadcast_to(np.arange(C0)[None, None, :] >= n0[:, None, None], d_old.shape)] = _FAR
             best_c = d_old.argmin(2)  # first minimum = lowest index
             best_d = np.take_along_axis(d_old, best_c[:, :, None], 2)[:, :, 0]
-            best_c, best_d = best_c.tolist(), best_d.tolist()
         else:
-            best_c, best_d = [[0] * N for _ in range(G)], [[_FAR] * N for _ in range(G)]
-        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :]).tolist()  # [G, N, N]
+            best_c, best_d = np.zeros((G, N), np.int64), np.full((G, N), _FAR, np.uint8)
+        # In-frame candidates of token t: earlier tokens s < t strictly nearer than the best old cluster and
+        # nearer than th -- only those can beat the old choice, and only if s opened a cluster.
+        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :])  # [G, N, N]
+        near = (d_new < np.minimum(best_d, th)[:, :, None]) & np.tri(N, N, -1, dtype=bool)[None]
+        near_at: dict[tuple[int, int], list[int]] = {}
+        for g_, t_, s_ in zip(*(a.tolist() for a in np.nonzero(near))):  # s ascending per (g, t)
+            near_at.setdefault((g_, t_), []).append(s_)
+        best_c, best_d, d_new = best_c.tolist(), best_d.tolist(), d_new if near_at else None
         assign = np.empty((G, N), np.int64)
         rank = np.empty((G, N), np.int64)  # r: the token is the r-th joiner of its cluster in this frame
         max_rank = 0
         fresh_g, fresh_t = [], []
         for g in range(G):
             nc = int(n0[g])
-            opened: list[tuple[int, int]] = []  # (founding token, cluster index), increasing index
+            opened: dict[int, int] = {}  # founding token -> cluster index (increasing with the token)
             seen: dict[int, int] = {}
-            dn, bd, bc = d_new[g], best_d[g], best_c[g]
+            bd, bc = best_d[g], best_c[g]
             row_a, row_r = assign[g], rank[g]
             for t in range(N):
                 d, c = bd[t], bc[t]
-                row = dn[t]
-                for s, cs in opened:  # in-frame clusters: strictly nearer only (ties keep the lower index)
-                    if row[s] < d:
-                        d, c = row[s], cs
+                for s in near_at.get((g, t), ()):  # ascending s = ascending cluster index: strict < keeps ties low
+                    cs = opened.get(s)
+                    if cs is not None and int(d_new[g, t, s]) < d:
+                        d, c = int(d_new[g, t, s]), cs
                 if d >= th:
                     c = nc
                     nc += 1
-                    opened.append((t, c))
+                    opened[t] = c
                     fresh_g.append(g)
                     fresh_t.append(t)
                 r = seen.get(c, 0)

@@ -130,6 +130,7 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
 
 
 _NB = 256  # histogram buckets of the pre-selection in :func:`wicsum_rows`
+_TOP_MIN_CLUSTERS = 64  # below this a whole-row sort is as cheap (measured on the 2-core machine)
 
 
 def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
@@ -148,7 +149,7 @@ def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarr
     mask = np.zeros((rows, C), bool)
     n_sel = np.zeros(rows, np.int64)
     todo = np.arange(rows)
-    if C > 32 and ratio < 1.0 and (integer or bool((w >= 0).all())):
+    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and (integer or bool((w >= 0).all())):
         done = _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel)
         todo = todo[~done]
     if todo.size:
@@ -195,11 +196,13 @@ def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
     """
     rows, C = w.shape
     if integer:
-        b = np.minimum((65535 - np.minimum(w, 65535)) >> 8, _NB - 1)
+        b = (65535 - np.minimum(w, 65535)) >> 8
     else:
-        top = (w.view(np.int64) >> 49).max(1, keepdims=True)  # 11 exponent + 3 mantissa bits, per row
-        b = np.clip(top - (w.view(np.int64) >> 49), 0, _NB - 1)
-    b = np.where(valid, b, _NB - 1)
+        bits = w.view(np.int64) >> 49  # 11 exponent + 3 mantissa bits: monotone in w >= 0
+        b = bits.max(1, keepdims=True) - bits
+        np.minimum(b, _NB - 1, out=b)
+    if not valid.all():
+        b[~valid] = _NB - 1
     hist = np.bincount((b + (np.arange(rows) * _NB)[:, None]).ravel(), weights=wc.ravel().astype(np.float64),
                        minlength=rows * _NB).reshape(rows, _NB)
     if integer:

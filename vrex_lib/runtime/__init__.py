@@ -1,7 +1,7 @@
 """The streaming video LLM runtime: model builds, hierarchical KV store, retrieval-aware attention, sessions.
 
     from vrex_lib.runtime import build_model, StreamingSession, load_trace
-    model = build_model("default")                       # SmolLM2-135M + small random SigLIP + connector
+    model = build_model("default")                       # SmolLM2-135M + patch-embedding stand-in encoder + connector
     sess = StreamingSession(model, policy, RuntimeConfig())
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ calls ``llm.set_attn_implementation("vrex")``. The session passes its per-step c
 as the keyword ``vrex_step`` (transformers forwards unknown keywords down to the attention function). Without
 it the function is exactly transformers' SDPA attention, so a plain ``llm(...)`` call is unaffected.
 
-Per layer ℓ and forward step (digest §10e; the contract of :mod:`vrex_lib.retrieval.base`):
+Per layer ℓ and forward step (docs/DECISIONS.md D5; the contract of :mod:`vrex_lib.retrieval.base`):
 
 1. ``policy.observe(ℓ, new_keys [Hkv, N, D], start, stage, frame_id)`` with the step's post-RoPE keys;
 2. if ℓ >= ``dense_layers`` and there are candidates, ``sel = policy.select(ℓ, query [Hq, N, D],
@@ -177,8 +177,15 @@ def _track_reuse(step: StepContext, layer: int, hkv: int, indices) -> None:
     cur = [step.candidates] * hkv if indices is None else [ix.detach().clone() for ix in indices]
     prev = step.prev_selection.get((step.stage, layer))
     if prev is not None:
+        # A membership mask over the cache instead of torch.isin (which sorts both sides): 3 small ops per head.
+        seen = torch.zeros(step.start + step.n_new, dtype=torch.bool, device=cur[0].device)
         for g in range(hkv):
-            step.reused[layer, g] = int(torch.isin(cur[g], prev[g].to(cur[g].device)).sum()) if cur[g].numel() else 0
+            if cur[g].numel():
+                seen[prev[g].to(seen.device)] = True
+                step.reused[layer, g] = int(seen[cur[g]].sum())
+                seen.zero_()
+            else:
+                step.reused[layer, g] = 0
     step.prev_selection[(step.stage, layer)] = cur
 
 

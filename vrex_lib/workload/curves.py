@@ -9,12 +9,14 @@ import numpy as np
 
 from .measure import read_measurement
 
-CURVE_FIELDS: tuple[str, ...] = ("selected_frac", "selected_frac_offloaded", "reuse_frac", "tokens_per_cluster",
+CURVE_FIELDS: tuple[str, ...] = ("selected_frac", "selected_frac_offloaded", "reuse_frac", "reuse_frac_all",
+                                 "tokens_per_cluster",
                                  "n_clusters", "wics_exit_frac", "offloaded_bytes", "fetched_bytes",
                                  "dre_hcu_cycles", "dre_wtu_cycles", "answer_agreement", "attn_rel_error")
 
 LABELS = {"selected_frac": "selected fraction of candidates", "selected_frac_offloaded": "selected fraction of "
           "offloaded candidates", "reuse_frac": "reuse of previous step's offloaded selection",
+          "reuse_frac_all": "reuse of previous step's selection (all tiers)",
           "tokens_per_cluster": "tokens per cluster", "n_clusters": "clusters per (layer, KV head)",
           "wics_exit_frac": "WiCSum exit fraction of a row", "offloaded_bytes": "offloaded KV (bytes)",
           "fetched_bytes": "fetched KV (bytes)"}

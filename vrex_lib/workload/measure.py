@@ -259,6 +259,10 @@ def _summarize(recs, model, cfg, n_sink) -> dict:
         selected_frac_offloaded=_ratio(sel_off[w].sum(), off[w].sum()),
         reuse_frac=_ratio(reu[wr].sum(), sel_off[wr].sum()),
     )
+    # the same share over every selected position (either tier): defined before anything is offloaded
+    rea = np.array([r.reused_all for r in recs])
+    wa = w & (rea >= 0)
+    d["reuse_frac_all"] = _ratio(rea[wa].sum(), sel[wa].sum())
     # bytes: the model's KV in the host tier, and what the step reads from it (dense layers read all of it)
     off_tokens, fetched = [], []
     for r in recs:
@@ -461,8 +465,6 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
         current = {}
 
         def on_phase(point, phase):
-            if current.get("point") is not None and current["point"] != point:
-                pass
             if phase == "frame_warmup":
                 shadow.forget_previous()
                 shadow.records = {m: [] for m in specs}

@@ -36,6 +36,7 @@ class StepRecord:
     sel_off: np.ndarray   # [L, H]
     reused_off: np.ndarray  # [L, H]; -1 = no previous step of this stage
     consulted: np.ndarray  # [L] bool
+    reused_all: np.ndarray | None = None  # [L, H] selected (any tier) also selected by the previous step; -1 = none
     clusters: np.ndarray | None = None       # [L, H] clusters after the step's observe
     clusters_before: np.ndarray | None = None  # [L, H] clusters before the step's observe
     table_tokens: np.ndarray | None = None   # [L]
@@ -89,7 +90,7 @@ class ShadowPolicy:
         self._cur = {}
         for m, p in self.policies.items():
             rec = StepRecord(stage, kind, int(kv_len), 0, np.zeros(L), np.zeros(L), np.zeros((L, H)),
-                             np.zeros((L, H)), np.full((L, H), -1.0), np.zeros(L, bool))
+                             np.zeros((L, H)), np.full((L, H), -1.0), np.zeros(L, bool), np.full((L, H), -1.0))
             if _is_resv_like(p):
                 rec.clusters = np.full((L, H), np.nan)
                 rec.clusters_before = np.full((L, H), np.nan)
@@ -137,7 +138,9 @@ class ShadowPolicy:
                 rec.sel[layer, g] = int(ix.numel())
                 rec.sel_off[layer, g] = int(o.numel())
                 if prev is not None:  # offloaded now and selected (in either tier) by the previous step
-                    rec.reused_off[layer, g] = int(torch.isin(o, prev[g]).sum()) if o.numel() else 0
+                    hit = torch.isin(ix, prev[g]) if ix.numel() else torch.zeros(0, dtype=torch.bool)
+                    rec.reused_all[layer, g] = int(hit.sum())
+                    rec.reused_off[layer, g] = int(hit[ix < hb].sum()) if ix.numel() else 0
             self._prev[(m, stage, layer)] = [ix.clone() for ix in idx]
             if _is_resv_like(p):
                 t = p.tables[layer]
