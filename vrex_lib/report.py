@@ -98,6 +98,32 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
     return df
 
 
+def write_wide_table(table_id: str, df: pd.DataFrame, *, profile: str, title: str = "",
+                     summary_columns: Iterable[str] = (), out: str | os.PathLike | None = None) -> Path:
+    """Write an exploration table (one row per design point, any columns) to ``results/tables/<table_id>.csv``
+    atomically, with its title sidecar. It has no paper column, so :func:`collect_tables` leaves it out of the
+    verdict counts and :func:`build_report` lists it in its own section, showing ``summary_columns`` (sidecar
+    ``<table_id>.columns``) of the rows flagged ``is_paper`` / ``pareto_*``. ``profile`` fills a missing column."""
+    if "profile" not in df.columns:
+        df = df.assign(profile=profile)
+    cols = [c for c in summary_columns]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"table {table_id}: summary columns {missing} are not in the table")
+    base = results_dir(out) / "tables"
+    path = base / f"{table_id}.csv"
+    _io.write_bytes(path, df.to_csv(index=False).encode())
+    atomic_write_text(base / f"{table_id}.title", title or table_id)
+    if cols:
+        atomic_write_text(base / f"{table_id}.columns", ",".join(cols))
+    return path
+
+
+def is_comparison(df: pd.DataFrame) -> bool:
+    """A comparison table has every column of :data:`COLUMNS`; anything else is an exploration table."""
+    return all(c in df.columns for c in COLUMNS)
+
+
 def read_table(table_id: str, out: str | os.PathLike | None = None) -> pd.DataFrame:
     return pd.read_csv(results_dir(out) / "tables" / f"{table_id}.csv")
 
@@ -127,7 +153,7 @@ def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
     frames = []
     for t in sorted((results_dir(out) / "tables").glob("*.csv")):
         df = _load_table(t)
-        if isinstance(df, str) or not _is_comparison(df):
+        if isinstance(df, str) or not is_comparison(df):
             continue  # damaged (listed by build_report / damaged_tables) or an exploration table
         df.insert(0, "table", t.stem)
         frames.append(df)
@@ -191,11 +217,6 @@ def _load_table(path: Path) -> pd.DataFrame | str:
     return df
 
 
-def _is_comparison(df: pd.DataFrame) -> bool:
-    """A comparison table has every column of :data:`COLUMNS`; other tables (exploration) carry no verdicts."""
-    return all(c in df.columns for c in COLUMNS)
-
-
 def damaged_tables(out: str | os.PathLike | None = None) -> dict[str, str]:
     """``results/tables/<id>.csv`` -> why it cannot be reported (only damaged tables are listed)."""
     bad = {}
@@ -229,8 +250,9 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     """
     base = results_dir(out)
     tables = sorted((base / "tables").glob("*.csv"))
+    n_cmp = sum(not isinstance(df, str) and is_comparison(df) for df in map(_load_table, tables))
     lines = ["# vrex reproduction report", "",
-             f"Built by `vrex_lib.report.build_report` (`make report`) from the {len(tables)} comparison tables in "
+             f"Built by `vrex_lib.report.build_report` (`make report`) from the {n_cmp} comparison tables in "
              "`results/tables/`; figures are in `results/figures/`, executed notebooks in `results/executed/`.", ""]
     miss = missing_tables(base, notebook_dir)
     failed = sorted(p.name.replace(".FAILED.ipynb", ".ipynb") for p in (base / "executed").glob("*.FAILED.ipynb"))
@@ -253,12 +275,16 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     summary: dict[str, int] = {}
     body: list[str] = []
     profiles: set[str] = set()
+    explore: list[str] = []
     for t in tables:
         df = _load_table(t)
-        if isinstance(df, str) or not _is_comparison(df):
-            continue  # listed above as damaged, or an exploration table (no verdicts)
+        if isinstance(df, str):
+            continue  # listed above as damaged
         title_file = t.with_suffix(".title")
         title = title_file.read_text().strip() if title_file.exists() else t.stem
+        if not is_comparison(df):
+            explore += _wide_section(t, df, title)
+            continue
         profiles.update(str(p) for p in df["profile"].dropna().unique())
         prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) or "?"
         body += [f"## {title}", "", f"`results/tables/{t.name}` — produced by profile **{prof}**", "",
@@ -279,9 +305,31 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
     lines.append("")
     if claims:
         lines += ["| headline claim | verdict |", "|---|---|"] + [f"| {k} | {v} |" for k, v in claims.items()] + [""]
+    if explore:
+        body += ["# Exploration beyond the paper", "", "Tables with no printed counterpart (no verdicts).", ""]
+        body += explore
     path = base / "REPORT.md"
     atomic_write_text(path, "\n".join(lines + body) + "\n")
     return path
+
+
+def _wide_section(path: Path, df: pd.DataFrame, title: str) -> list[str]:
+    """Markdown for an exploration table: its size and, when it marks them, the paper's and the Pareto rows."""
+    prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) if "profile" in df else "?"
+    out = [f"## {title}", "", f"`results/tables/{path.name}` — {len(df)} rows, profile **{prof or '?'}**", ""]
+    flags = [c for c in ("is_paper", "pareto_latency", "pareto_area") if c in df.columns]
+    if flags:
+        keep = df[df[flags].fillna(False).astype(bool).any(axis=1)]
+        side = path.with_suffix(".columns")
+        listed = side.read_text().strip().split(",") if side.exists() else []
+        cols = [c for c in listed if c in df.columns and c not in flags] or \
+            [c for c in df.columns if c not in ("profile", "model", "workload_source", *flags)][:12]
+        out += ["| " + " | ".join(cols + flags) + " |", "|" + "---|" * (len(cols) + len(flags))]
+        for r in keep.itertuples(index=False):
+            d = r._asdict()
+            out.append("| " + " | ".join(_fmt(d[c]) for c in cols + flags) + " |")
+        out.append("")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
