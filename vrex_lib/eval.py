@@ -752,8 +752,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vision-path", default=None)
     p.add_argument("--connector-path", default=None)
     p.add_argument("--max-samples", type=int, default=None)
-    p.add_argument("--max-frames", type=int, default=None,
-                   help="frames per span before the frames policy applies (default: run_eval's, Live1+'s 1,200)")
+    p.add_argument("--max-frames", type=int, default=None, help="frames per span above which --frames-policy "
+                   "applies (default: run_eval's, Live1+'s max_num_frames 1,200)")
+    p.add_argument("--frames-policy", default="videollm-online", choices=("videollm-online", "skip", "clamp"),
+                   help="a longer span: 'videollm-online' answers without frames (max_frames_clip), 'skip' leaves "
+                   "the sample out, 'clamp' keeps its last --max-frames frames")
+    p.add_argument("--prompt-layout", default="coin", choices=("coin", "live"),
+                   help="'coin': question, frames, answer (as the checkpoint was trained); 'live': question after "
+                   "the frames")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--num-shards", type=int, default=None)
     p.add_argument("--shard-index", type=int, default=None)
@@ -825,7 +831,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     shard_index=a.shard_index, max_new_tokens=a.max_new_tokens, method_kwargs=kwargs,
                     runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
                     trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
-                    connector_path=a.connector_path, progress=not a.no_progress)
+                    connector_path=a.connector_path, progress=not a.no_progress, prompt_layout=a.prompt_layout,
+                    frames_policy=a.frames_policy)
     rows = read_jsonl(path)
     if rows:
         acc = score_results(path, a.profile, a.coin_root, a.split)
