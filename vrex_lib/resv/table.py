@@ -57,7 +57,8 @@ def _find_openblas_threads():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"), ("openblas", "")):
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"),
+                               ("openblas", "")):
             get, set_ = (getattr(lib, f"{prefix}_{n}_num_threads{suffix}", None) for n in ("get", "set"))
             if get is not None and set_ is not None:
                 return get, set_
