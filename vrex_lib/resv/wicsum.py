@@ -128,7 +128,6 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
     return (out, n_sel) if return_prefix else out
 
 
-
 _NB = 256  # histogram buckets of the pre-selection in :func:`wicsum_rows`
 _TOP_MIN_CLUSTERS = 64  # below this a whole-row sort is as cheap (measured on the 2-core machine)
 
@@ -151,8 +150,8 @@ def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarr
     n_sel = np.zeros(rows, np.int64)
     todo = np.arange(rows)
     if nonneg is None:
-        nonneg = integer or bool((w >= 0).all())
-    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and (integer or nonneg):
+        nonneg = bool((w >= 0).all())
+    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and nonneg:
         done = _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel)
         todo = todo[~done]
     if todo.size:
@@ -194,12 +193,12 @@ def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
     3. Integer weights: Sum is exact in any order, so the first exceed is exact. Float weights: Sum in σ order
        is not computed; the pairwise sum differs from it by at most (C+2)·2^-51·Σ|w·TC| (a bound ~4x the
        recursive-summation error), so a row is accepted only if the first Acc above the upper bound of
-       Th_r-wics·Sum is also the first above its lower bound; any other row (a tie with the threshold within
-       ~1e-13 relative, which no test data has hit) goes to the whole-row rule.
+       Th_r-wics·Sum is also the first above its lower bound; any other row (Acc within ~1e-13 relative of the
+       threshold, e.g. the exact dyadic sums of the tests) goes to the whole-row rule.
     """
     rows, C = w.shape
-    if integer:
-        b = (65535 - np.minimum(w, 65535)) >> 8
+    if integer:  # 16-bit quantised weights (larger ones share the top bucket)
+        b = (65535 - np.clip(w, 0, 65535)) >> 8
     else:
         bits = w.view(np.int64) >> 49  # 11 exponent + 3 mantissa bits: monotone in w >= 0
         b = bits.max(1, keepdims=True) - bits
