@@ -18,7 +18,7 @@ largest of them. "plain" there is the runtime's no-policy step, the baseline the
     .venv/bin/python benchmarks/bench_runtime.py [--profile default] [--frames 30] [--methods resv rekv]
         [--kv 1000,10000] [--steps 12] [--skip-stream]
 
-Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3 min (dominated by the
+Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3-7 min with the load (dominated by the
 prefill to 10K tokens). The last line is ``resv_step_overhead_vs_plain=<ratio>``.
 """
 from __future__ import annotations
