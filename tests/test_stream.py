@@ -27,7 +27,7 @@ def test_plan_rejects_bad_input(repo, tmp_path):
         stream.plan_stream(tmp_path / "missing.mp4", 2.0, [])
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"not a video at all")
-    with pytest.raises(stream.StreamInputError, match="cannot decode"):
+    with pytest.raises(stream.StreamInputError, match="not a video container"):
         stream.plan_stream(junk, 2.0, [])
     clip = repo / CLIP
     with pytest.raises(stream.StreamInputError, match="more than --max-frames 3"):
