@@ -18,7 +18,7 @@ largest of them. "plain" there is the runtime's no-policy step, the baseline the
     .venv/bin/python benchmarks/bench_runtime.py [--profile default] [--frames 30] [--methods resv rekv]
         [--kv 1000,10000] [--steps 12] [--skip-stream]
 
-Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3 min (dominated by the
+Cost on the shared 2-core machine (default profile, 1 thread): part 1 ~1 min, part 2 ~3-7 min with the load (dominated by the
 prefill to 10K tokens). The last line is ``resv_step_overhead_vs_plain=<ratio>``.
 """
 from __future__ import annotations
@@ -167,9 +167,11 @@ def main() -> None:
     ratios = {}
     for r in resv_step_ratios(model, kv_points, a.steps, a.chunk_frames):
         ratios[r["target"]] = r["ratio"]
-        print(f"  {r['tokens']:6d} tokens: no policy {r['plain_ms']:7.1f} ms/frame step (mean {r['plain_mean_ms']:.1f}), "
+        print(f"  {r['tokens']:6d} tokens: no policy {r['plain_ms']:7.1f} ms/frame step "
+              f"(mean {r['plain_mean_ms']:.1f}), "
               f"resv {r['resv_ms']:7.1f} ms (mean {r['resv_mean_ms']:.1f}), ratio {r['ratio']:.3f}; HC table "
-              f"{r['clusters_per_head']:.0f} clusters/head, {r['tokens_per_cluster']:.1f} tokens/cluster (layers >= L/2), "
+              f"{r['clusters_per_head']:.0f} clusters/head, {r['tokens_per_cluster']:.1f} tokens/cluster "
+              f"(layers >= L/2), "
               f"selected fraction of candidates {r['selected_frac']:.3f}; prefill {r['prefill_s']:.0f} s, "
               f"load average now {os.getloadavg()[0]:.1f}", flush=True)
     for n, v in ratios.items():

@@ -298,13 +298,18 @@ def test_wicsum_rows_threshold_boundary():
     """Acc(t) == Th_r-wics·Sum exactly is not an exit (strict >), in float and integer arithmetic."""
     from vrex_lib.resv.wicsum import wicsum_rows
 
-    C = 40
-    valid = np.ones((2, C), bool)
-    counts = np.ones((2, C), np.int64)
-    for w in (np.full((2, C), 0.5), np.full((2, C), 1024, np.int64)):
-        mask, n_sel = wicsum_rows(w, counts, 0.5, valid, np.full(2, C))
-        assert n_sel.tolist() == [21, 21] and mask[:, :21].all() and not mask[:, 21:].any()
-        assert np.array_equal(mask, _rows_ref(w, counts, 0.5, np.full(2, C)))
+    for C in (40, 100):  # whole-row rule and bucketed pre-selection
+        valid = np.ones((2, C), bool)
+        counts = np.ones((2, C), np.int64)
+        for w in (np.full((2, C), 0.5), np.full((2, C), 1024, np.int64)):
+            mask, n_sel = wicsum_rows(w, counts, 0.5, valid, np.full(2, C))
+            h = C // 2 + 1  # Acc(C/2 - 1) == Sum/2 is not > Sum/2
+            assert n_sel.tolist() == [h, h] and mask[:, :h].all() and not mask[:, h:].any()
+            assert np.array_equal(mask, _rows_ref(w, counts, 0.5, np.full(2, C)))
+    w = np.arange(100, dtype=np.int64)[None, :] - 50  # negative integer weights: whole-row rule
+    c = np.ones((1, 100), np.int64)
+    got = wicsum_rows(w, c, 0.3, np.ones((1, 100), bool), np.array([100]))[0]
+    assert np.array_equal(got, wicsum_select_ref(w, c[0], 0.3))
 
 
 def _eye_table(n_hp, th, n_heads=2):

@@ -90,7 +90,8 @@ def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) ->
         if not softmax:
             nonpos = int(((w * counts[:, None, :]).sum(-1) <= 0).sum())
         mask, n_sel = wicsum_rows(w.reshape(Hkv * R, C), np.repeat(counts, R, 0), ratio,
-                                  np.repeat(valid, R, 0), np.repeat(n_c, R))
+                                  np.repeat(valid, R, 0), np.repeat(n_c, R),
+                                  nonneg=True if softmax else None)
         mask = mask.reshape(Hkv, R, C)
         prefix = float((n_sel.reshape(Hkv, R) / np.maximum(n_c, 1)[:, None]).mean())
     else:

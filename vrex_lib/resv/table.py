@@ -57,7 +57,8 @@ def _find_openblas_threads():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"), ("openblas", "")):
+        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"),
+                               ("openblas", "")):
             get, set_ = (getattr(lib, f"{prefix}_{n}_num_threads{suffix}", None) for n in ("get", "set"))
             if get is not None and set_ is not None:
                 return get, set_
@@ -267,15 +268,16 @@ class HashClusterTable:
             near_at.setdefault((g_, t_), []).append(s_)
         best_c, best_d, d_new = best_c.tolist(), best_d.tolist(), d_new if near_at else None
         assign = np.empty((G, N), np.int64)
-        rank = np.empty((G, N), np.int64)  # r: the token is the r-th joiner of its cluster in this frame
-        max_rank = 0
+        # rounds[r] = flat (group * N + token) indices of the tokens that are the r-th joiner of their cluster in
+        # this frame; each (group, cluster) appears at most once per round, so fancy-index updates do not collide
+        rounds: list[list[int]] = [[]]
         fresh_g, fresh_t = [], []
         for g in range(G):
             nc = int(n0[g])
             opened: dict[int, int] = {}  # founding token -> cluster index (increasing with the token)
             seen: dict[int, int] = {}
             bd, bc = best_d[g], best_c[g]
-            row_a, row_r = assign[g], rank[g]
+            row_a = assign[g]
             for t in range(N):
                 d, c = bd[t], bc[t]
                 for s in near_at.get((g, t), ()):  # ascending s = ascending cluster index: strict < keeps ties low
@@ -290,24 +292,24 @@ class HashClusterTable:
                     fresh_t.append(t)
                 r = seen.get(c, 0)
                 seen[c] = r + 1
-                row_a[t], row_r[t] = c, r
-                if r > max_rank:
-                    max_rank = r
+                row_a[t] = c
+                if r == len(rounds):
+                    rounds.append([])
+                rounds[r].append(g * N + t)
             self._ncl[g] = nc
         if fresh_g:
             fg, ft = np.asarray(fresh_g), np.asarray(fresh_t)
             self._codes[fg, assign[fg, ft]] = new_codes[fg, ft]
-        gg = np.broadcast_to(np.arange(G)[:, None], (G, N))
-        for r in range(max_rank + 1):
-            # each (group, cluster) at most once per round: fancy-index updates do not collide
-            if max_rank:
-                sel = rank == r
-                g_r, c_r, x_r = gg[sel], assign[sel], x[sel]
-            else:
-                g_r, c_r, x_r = gg.ravel(), assign.ravel(), x.reshape(G * N, -1)
-            self._counts[g_r, c_r] += 1
-            c_old = self._cent[g_r, c_r]
-            self._cent[g_r, c_r] = c_old + (x_r - c_old) / self._counts[g_r, c_r].astype(np.float32)[:, None]
+        flat_c = assign.ravel() + np.repeat(np.arange(G) * self._codes.shape[1], N)  # into [G * cap]
+        xf = x.reshape(G * N, -1)
+        counts, cent = self._counts.reshape(-1), self._cent.reshape(-1, self.group_dim)  # views
+        for r, toks in enumerate(rounds):
+            sel = slice(None) if r == 0 and len(toks) == G * N else np.asarray(toks)
+            f = flat_c[sel]
+            n = counts[f] + 1
+            counts[f] = n
+            c_old = cent[f]
+            cent[f] = c_old + (xf[sel] - c_old) / n.astype(np.float32)[:, None]
         return assign
 
     def _cluster_mean(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:

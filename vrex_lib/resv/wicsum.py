@@ -128,20 +128,20 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
     return (out, n_sel) if return_prefix else out
 
 
-
 _NB = 256  # histogram buckets of the pre-selection in :func:`wicsum_rows`
 _TOP_MIN_CLUSTERS = 64  # below this a whole-row sort is as cheap (measured on the 2-core machine)
 
 
 def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
-                n_valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                n_valid: np.ndarray, nonneg: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """WiCSum on host arrays, all rows at once: ``w [rows, C]`` (float64 weights, or int64 quantised weights),
     ``counts [rows, C]`` int64, ``valid [rows, C]`` (False = padding: weight and count 0), ``n_valid [rows]``.
 
     Returns (selected bool ``[rows, C]``, clusters selected per row ``[rows]``), exactly those of
     :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index,
     Acc and Sum accumulated in σ order, first t with Acc(t) > Th (docs/DECISIONS.md D51 for how the sort is
-    limited to the top of each row without changing any result).
+    limited to the top of each row without changing any result). ``nonneg``: the caller knows every weight is
+    >= 0 (softmax numerators); None = check.
     """
     rows, C = w.shape
     integer = w.dtype.kind in "iu"
@@ -149,7 +149,9 @@ def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarr
     mask = np.zeros((rows, C), bool)
     n_sel = np.zeros(rows, np.int64)
     todo = np.arange(rows)
-    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and (integer or bool((w >= 0).all())):
+    if nonneg is None:
+        nonneg = bool((w >= 0).all())
+    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and nonneg:
         done = _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel)
         todo = todo[~done]
     if todo.size:
@@ -191,19 +193,22 @@ def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
     3. Integer weights: Sum is exact in any order, so the first exceed is exact. Float weights: Sum in σ order
        is not computed; the pairwise sum differs from it by at most (C+2)·2^-51·Σ|w·TC| (a bound ~4x the
        recursive-summation error), so a row is accepted only if the first Acc above the upper bound of
-       Th_r-wics·Sum is also the first above its lower bound; any other row (a tie with the threshold within
-       ~1e-13 relative, which no test data has hit) goes to the whole-row rule.
+       Th_r-wics·Sum is also the first above its lower bound; any other row (Acc within ~1e-13 relative of the
+       threshold, e.g. the exact dyadic sums of the tests) goes to the whole-row rule.
     """
     rows, C = w.shape
-    if integer:
-        b = (65535 - np.minimum(w, 65535)) >> 8
+    if integer:  # 16-bit quantised weights (larger ones share the top bucket)
+        b = (65535 - np.clip(w, 0, 65535)) >> 8
     else:
         bits = w.view(np.int64) >> 49  # 11 exponent + 3 mantissa bits: monotone in w >= 0
         b = bits.max(1, keepdims=True) - bits
         np.minimum(b, _NB - 1, out=b)
-    if not valid.all():
+    all_valid = bool(valid.all())
+    if not all_valid:
         b[~valid] = _NB - 1
-    hist = np.bincount((b + (np.arange(rows) * _NB)[:, None]).ravel(), weights=wc.ravel().astype(np.float64),
+    offset = np.arange(rows) * _NB
+    b += offset[:, None]  # row-major bucket ids for one bincount over all rows
+    hist = np.bincount(b.ravel(), weights=wc.ravel().astype(np.float64, copy=False),
                        minlength=rows * _NB).reshape(rows, _NB)
     if integer:
         total = wc.sum(1)
@@ -217,13 +222,15 @@ def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
         hi, lo = ratio * total + margin, ratio * total - margin
         cum = np.cumsum(hist, 1)
         J = (cum > hi[:, None] * (1 + 1e-9)).argmax(1)
-    in_s = (b <= J[:, None]) & valid
-    k = in_s.sum(1)
-    K = int(k.max())
+    in_s = b <= (J + offset)[:, None]
+    if not all_valid:
+        in_s &= valid
+    rr, cc = np.nonzero(in_s)  # row-major: columns ascending within a row
+    k = np.bincount(rr, minlength=rows)
+    K = int(k.max()) if rows else 0
     if K == 0:
         return np.zeros(rows, bool)
-    rr, cc = np.nonzero(in_s)  # row-major: columns ascending within a row
-    slot = np.cumsum(in_s, 1)[rr, cc] - 1
+    slot = np.arange(rr.shape[0]) - (np.cumsum(k) - k)[rr]  # position of each entry within its row
     cols = np.zeros((rows, K), np.int64)
     cols[rr, slot] = cc
     key = np.full((rows, K), np.inf)
