@@ -11,13 +11,22 @@ NOTEBOOK_DIR ?= notebooks
 # Extra papermill arguments, e.g. PAPERMILL_ARGS='-p COIN_ROOT /data/coin -p CHECKPOINT_DIR /ckpt' for PROFILE=full.
 PAPERMILL_ARGS ?=
 
+PROFILES  := smoke default full
+# JupyterLab's port for `make lab` (bound to localhost only).
+LAB_PORT  ?= 8888
+
 NOTEBOOKS := $(sort $(wildcard $(NOTEBOOK_DIR)/[0-9][0-9]_*.ipynb))
 EXECUTED  := $(patsubst $(NOTEBOOK_DIR)/%.ipynb,$(RESULTS)/executed/%.ipynb,$(NOTEBOOKS))
 LIB_SRC   := $(shell find vrex_lib -name '*.py' 2>/dev/null)
-PROFILE_STAMP := $(RESULTS)/.profile.$(PROFILE)
-APT_TOOLS := iverilog yosys ffmpeg
+# What the notebooks were last run with (PROFILE and PAPERMILL_ARGS): rewritten only when it changes, so a
+# changed parameter reruns every notebook and an unchanged one reruns nothing (docs/DECISIONS.md D71).
+PARAMS_STAMP := $(RESULTS)/.params
+# Rules that must follow a profile change depend on this name (the stamp above records the profile too).
+PROFILE_STAMP := $(PARAMS_STAMP)
+RUN_LOCK  := $(RESULTS)/.lock
+APT_TOOLS := iverilog verilator yosys ffmpeg
 
-.PHONY: help setup data test smoke reproduce report lab clean bench
+.PHONY: help setup data test smoke reproduce _reproduce check-profile report lab clean bench FORCE
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
@@ -52,21 +61,41 @@ test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
 
-reproduce: $(EXECUTED) ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
-	$(PY) -m vrex_lib.report --results $(RESULTS)
+reproduce: check-profile ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
+	@mkdir -p $(RESULTS)
+	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" -- \
+	  $(MAKE) --no-print-directory _reproduce
+
+# The work of `reproduce`, run while holding $(RUN_LOCK): a second `make reproduce` on the same RESULTS is refused
+# instead of interleaving with this one.
+_reproduce: $(EXECUTED)
+	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
 	@echo "reproduce: done -- see $(RESULTS)/REPORT.md"
 
-$(PROFILE_STAMP): | $(VENV)/.ok data
-	@mkdir -p $(RESULTS); rm -f $(RESULTS)/.profile.*; touch $@
+# Validated before anything is written or deleted: a typo never discards the results of a valid profile.
+check-profile:
+	@case " $(PROFILES) " in *" $(PROFILE) "*) ;; \
+	  *) echo "make: PROFILE=$(PROFILE) is not a profile; use PROFILE=smoke, default or full (nothing was changed)" >&2; \
+	     exit 2;; esac
+
+$(PARAMS_STAMP): export VREX_PARAMS = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
+$(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
+	@$(PYTHON) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	@mkdir -p $(@D); printf '%s\n' "$$VREX_PARAMS" > $@.new; \
+	if cmp -s $@.new $@; then rm -f $@.new; else \
+	  if [ -f $@ ]; then echo "reproduce: notebook parameters changed to '$$VREX_PARAMS': every notebook reruns"; fi; \
+	  mv -f $@.new $@; fi
+
+FORCE:
 
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
-$(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PROFILE_STAMP)
+$(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
 	@mkdir -p $(@D)
 	@echo "== $< (PROFILE=$(PROFILE))"
 	@start=$$(date +%s); \
 	if $(PY) -m papermill $< $(@D)/.$*.running.ipynb -k python3 --cwd $(NOTEBOOK_DIR) --log-level WARNING --no-progress-bar \
 	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
-	  mv $(@D)/.$*.running.ipynb $@; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
+	  mv $(@D)/.$*.running.ipynb $@; rm -f $(@D)/$*.FAILED.ipynb; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
 	else \
 	  mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; \
 	  echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
@@ -82,16 +111,21 @@ $(WORKLOAD_FILE): $(LIB_SRC) $(if $(LONG),FORCE,) | $(PROFILE_STAMP)
 	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
 	@touch $@
 $(EXECUTED): $(WORKLOAD_FILE)
-FORCE:
 
-report: ## Rebuild results/REPORT.md from results/tables
-	$(PY) -m vrex_lib.report --results $(RESULTS)
+report: ## Rebuild results/REPORT.md from results/tables (exit 1 and a list if notebooks' tables are missing)
+	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-lab: $(VENV)/.ok ## Open JupyterLab on the repository
-	$(VENV)/bin/jupyter lab --notebook-dir=.
+# Jupyter refuses to start as root (containers, AE virtual machines) without --allow-root; the server listens
+# on localhost only, so that flag exposes nothing.
+LAB_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
+
+lab: $(VENV)/.ok ## Open JupyterLab on the repository (http://127.0.0.1:LAB_PORT, localhost only)
+	@echo "lab: JupyterLab at http://127.0.0.1:$(LAB_PORT)/lab (open the URL with the token printed below; Ctrl-C stops it)"
+	$(VENV)/bin/jupyter lab --notebook-dir=. --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.port_retries=0 \
+	  --no-browser $(LAB_ROOT)
 
 clean: ## Remove results (keeps results/README.md) and caches
 	find $(RESULTS) -mindepth 1 -not -name README.md -delete 2>/dev/null || true

@@ -104,7 +104,7 @@ SHOTS: dict[str, Shot] = {
 BACKGROUND = Shot("bbb", 0.0, 5.2, zoom=1.0, speed=0.25, gain=(0.45, 0.45, 0.45))  # dim, slow: unannotated
 
 # task class -> (recipe_type, ordered step labels). recipe_type 131 / 13 follow COIN's ids for these classes
-# as quoted in PEERS.md; the other two are fixture ids.
+# in the official COIN taxonomy (COIN.json's recipe_type; Tang et al., CVPR 2019); the other two are fixture ids.
 TASKS: dict[str, tuple[int, list[str]]] = {
     "ReplaceCDDriveWithSSD": (131, ["unscrew the back cover", "take out the laptop CD drive",
                                     "install the SSD into the caddy", "insert the caddy into the laptop",

@@ -141,7 +141,10 @@ def test_sample_construction_pinned(tiny):
     assert (nxt.start, nxt.end, nxt.target) == (0.5, 3.5, "Take out the laptop cd drive.")
     task = coin.build_task(tiny, "task", "testing")[0]
     assert (task.start, task.end, task.target) == (0.0, 16.0, "Replace cd drive with ssd.")
-    assert task.categories == ("Change car tire.", "Make paper airplane.", "Replace cd drive with ssd.")
+    # the vocabulary is the testing split's own (ChangeCarTire is a training video)
+    assert task.categories == ("Make paper airplane.", "Replace cd drive with ssd.")
+    assert task.vocab == ("make paper airplane", "replace cd drive with ssd") and task.labels == (
+        "replace cd drive with ssd",)
     proc = coin.build_task(tiny, "procedure", "testing")
     assert proc[0].target == ("Take out the laptop cd drive.", "Insert the caddy into the laptop.",
                               "Screw the back cover.")
@@ -198,8 +201,9 @@ def _samples(task, targets):
 
 def test_score_single_answer():
     s = _samples("step", ["Remove the tire.", "Jack up the car.", "Tighten the nuts."])
-    assert coin.score("step", ["remove the tyre.", "jack up car", "Loosen the nuts."], s) == pytest.approx(200 / 3)
-    assert coin.score("step", [x.target for x in s], s) == 100.0
+    assert coin.score("step", ["remove the tyre.", "jack up car", "Loosen the nuts."], s,
+                      metric="strict") == pytest.approx(200 / 3)
+    assert coin.score("step", [x.target for x in s], s, metric="strict") == 100.0
 
 
 def test_score_procedure_per_step_position():
@@ -208,8 +212,9 @@ def test_score_procedure_per_step_position():
     preds = ["1. Jack up the car.\n2. Install the new tire.\n\n3. Install new tire\n4. Tighten the nuts.",
              "Tighten nuts."]
     # sample 0: positions 1 and 3 right, 2 wrong (extra 4th line ignored); sample 1: right -> 3 of 4 steps.
-    assert coin.score("procedure", preds, s) == 75.0
-    assert coin.score("procedure", ["Jack up the car.", ""], s) == 25.0  # too few lines count as wrong
+    assert coin.score("procedure", preds, s, metric="strict") == 75.0
+    # too few lines count as wrong
+    assert coin.score("procedure", ["Jack up the car.", ""], s, metric="strict") == 25.0
 
 
 def test_score_errors():
@@ -220,6 +225,75 @@ def test_score_errors():
         coin.score("next", ["a"], s)
     with pytest.raises(ValueError, match="unknown COIN task"):
         coin.score("nope", ["a"], s)
+    with pytest.raises(ValueError, match="unknown COIN metric 'exact'"):
+        coin.score("step", ["a"], s, metric="exact")
+    with pytest.raises(ValueError, match="no labels/vocabulary"):
+        coin.score("step", ["a"], s)  # hand-made Sample without VideoLLM-online labels
+
+
+# ------------------------------------------------------------------------------------------ VideoLLM-online metric
+# Hand-computed cases of compute_metrics (showlab/videollm-online data/coin/benchmarks.py).
+
+VOCAB = ("jack up the car", "loosen the nuts", "remove the tire", "tighten the nuts")
+
+
+def _vs(task, labels):
+    """Samples with VideoLLM-online labels (lower case) over VOCAB."""
+    out = []
+    for i, lab in enumerate(labels):
+        lab = tuple(lab) if isinstance(lab, (tuple, list)) else (lab,)
+        tgt = tuple(coin.as_category(x) for x in lab)
+        out.append(coin.Sample(f"{task}/v/{i}", "v", task, "testing", 0.0, 1.0, 10.0, "q",
+                               tgt if task in coin.PROCEDURE_TASKS else tgt[0], "", CATS, labels=lab, vocab=VOCAB))
+    return out
+
+
+def test_vlo_single_answer_lower_rstrip_and_nearest():
+    s = _vs("step", ["remove the tire", "jack up the car", "tighten the nuts"])
+    # "Remove the tire..." -> lower + rstrip('.') == label; " jack up the car." keeps its space: distance 1 to the
+    # label (nearest); "loosen the nuts" is itself a label -> wrong. 2 of 3.
+    assert coin.score("step", ["Remove the tire...", " jack up the car.", "loosen the nuts"], s) == pytest.approx(
+        200 / 3, abs=1e-12)
+    assert coin.score_counts("step", ["Remove the tire...", " jack up the car.", "loosen the nuts"], s) == (2, 3)
+
+
+def test_vlo_ties_go_to_smallest_label():
+    vocab = ("abc", "abd")
+    s = [coin.Sample("step/v/0", "v", "step", "testing", 0, 1, 10, "q", "Abd.", "", (), labels=("abd",),
+                     vocab=vocab)]
+    assert coin.nearest_label("abx", vocab) == "abc"   # distance 1 to both: smallest label wins
+    assert coin.score("step", ["abx"], s) == 0.0
+    assert coin.nearest_label("abx", ("abd", "abc")) == "abc"  # independent of vocabulary order
+
+
+def test_vlo_procedure_checkpoint_format_and_min_denominator():
+    labels = ("jack up the car", "remove the tire", "tighten the nuts")
+    s = _vs("procedure", [labels])
+    perfect = "1. Jack up the car.\n2. Remove the tire.\n3. Tighten the nuts."
+    # each line: split('. ')[-1] -> "Jack up the car." (capital, dot kept): never equal, but nearest is right
+    assert coin.score_counts("procedure", [perfect], s) == (3, 3)
+    # one line for three targets: zip stops after one -> denominator 1
+    assert coin.score_counts("procedure", ["Jack up the car."], s) == (1, 1)
+    # a blank line is kept and takes position 2: "" is 15 edits from three labels, the tie goes to the
+    # smallest, "jack up the car" != "remove the tire" -> 2 of 3 (strict drops the blank line: 1 of 3 positions
+    # match, "3. Tighten the nuts." lands on position 2)
+    c, t = coin.score_counts("procedure", ["1. Jack up the car.\n\n3. Tighten the nuts."], s)
+    assert (c, t) == (2, 3)
+    assert coin.score_counts("procedure", ["1. Jack up the car.\n\n3. Tighten the nuts."], s, "strict") == (1, 3)
+    # '. ' split keeps only the last piece: "Step 1. Loosen. Remove the tire." -> "Remove the tire."
+    assert coin.score_counts("procedure", ["tighten the nuts\nStep 1. Loosen. Remove the tire."], s) == (1, 2)
+    # strict differs: normalised, blank lines dropped, denominator = all targets
+    assert coin.score("procedure", ["Jack up the car."], s, metric="strict") == pytest.approx(100 / 3)
+
+
+def test_vlo_perfect_answers_can_score_below_100():
+    # The checkpoint's answer form (capital letter, final dot) can be nearer to another label:
+    # line 1 "Ab.": d(.., "ab") = 2 but d(.., "b.") = 1 -> wrong; line 2 "B..": d(.., "b.") = 2 < d(.., "ab") = 3.
+    vocab = ("ab", "b.")
+    s = [coin.Sample("procedure/v/0", "v", "procedure", "testing", 0, 1, 10, "q", ("Ab.", "B..."), "", (),
+                     labels=("ab", "b."), vocab=vocab)]
+    assert coin.score_counts("procedure", ["1. Ab.\n2. B.."], s) == (1, 2)
+    assert coin.score("procedure", ["1. Ab.\n2. B.."], s, metric="strict") == 100.0
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -311,3 +385,38 @@ def test_built_fixture_matches_spec_and_decodes():
         info = video.probe(coin.video_path(root / "videos", vid))
         assert (info.width, info.height) == mcm.MINI_SIZE
         assert abs(info.last_time - a.duration) <= 1.0 / mcm.MINI_FPS + 1e-3  # a frame exists at ~duration
+
+
+# ------------------------------------------------------------------------------------------ parsing rules
+
+
+def test_steps_keep_file_order(tmp_path):
+    steps = [((20, 25), "second in time"), ((1, 5), "first in time")]
+    ann = coin.load_annotations(_write(tmp_path, {"v": _entry(steps)}))
+    assert [st.label for st in ann["v"].steps] == ["second in time", "first in time"]
+    nxt = coin.build_task(ann, "next", "testing")
+    assert nxt[0].labels == ("first in time",) and (nxt[0].start, nxt[0].end) == (20.0, 25.0)
+
+
+def test_duplicate_video_id_is_an_error_naming_file_and_id(tmp_path):
+    one = json.dumps(_entry([((1, 2), "a")]))
+    p = tmp_path / "COIN.json"
+    p.write_text('{"database": {"vidX": %s, "vidY": %s, "vidX": %s}}' % (one, one, one))
+    with pytest.raises(coin.CoinFormatError, match=r"COIN.json: duplicate video id 'vidX'.*Remove or rename"):
+        coin.load_annotations(p)
+    with pytest.raises(coin.CoinFormatError, match="duplicate video id 'vidX'"):
+        coin.load_annotations(p, coin.SkipLog())  # not a per-entry problem: never skipped silently
+
+
+def test_vocabulary_follows_split_and_available_videos(tiny):
+    both = coin.build_task(tiny, "step", "testing")
+    assert "Unscrew the back cover." in both[0].categories and "Loosen the nuts." not in both[0].categories
+    only_c = coin.build_task(tiny, "step", "testing", available={"tinyC-plane1"})
+    assert {s.video_id for s in only_c} == {"tinyC-plane1"}
+    assert only_c[0].vocab == ("crop and fold paper", "fold the wings", "throw the airplane")
+
+
+def test_span_frames_truncate_like_the_reference():
+    # end clamped to a duration off the 2 fps grid: int(12.3456 * 2) = 24 (round would give 25)
+    assert coin.span_frame_range(10.0, 20.0, 12.3456) == range(20, 25)
+    assert coin.span_frame_range(4.0, 7.3, 16.5) == range(8, 16)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from vrex_lib import paper
 from vrex_lib.config import VRexCoreConfig
 from vrex_lib.hw import fixedpoint as fx
-from vrex_lib.hw import timing
+from vrex_lib.hw import bulk, timing
 from vrex_lib.hw.dre import dre_memory_bytes
 from vrex_lib.hw.hcu import HCUParams, simulate_hcu
 from vrex_lib.hw.kvmu import prefetch_requests, scattered_requests, simulate_kvmu
@@ -84,7 +84,7 @@ def _check_wtu(rows, ratio=RATIO, p=WTUParams()):
         sc = r.state_cycles
         cfg = VRexCoreConfig(n_wtu_w=p.lanes)
         assert r.cycles == timing.wtu_row_cycles(len(w), r.scans, sc.get("RES_G", 0), sc.get("RES_L", 0), cfg)
-        assert r.cycles <= timing.wtu_cycles(1, len(w), r.scans, cfg, resolve=None)  # resolve upper bound  # default resolve = its upper bound
+        assert r.cycles <= timing.wtu_cycles(1, len(w), r.scans, cfg, resolve=None)  # resolve at its upper bound
     return res
 
 
@@ -184,12 +184,51 @@ def test_bad_inputs_raise_clear_errors():
         HCUParams(code_bits=24).check()
 
 
-def test_measured_scans_constant_matches_a_fresh_simulation():
+def test_wtu_walk_by_hand_fig11_toy():
+    # The Fig. 11 toy row (Σ w·c = 1000, min/max 0/40) at ratio 0.8, walked by hand:
+    # r_q = round(0.8·2^16) = 52429, Th = floor(1000·52429 / 2^16) = 800; max - min = 40 -> s = 2 (40 >> 2 = 10 < 16),
+    # buckets of width 4 from lo = 40: [40,44) 200 -> 200; [36,40) 228 -> 428; [32,36) 140 -> 568;
+    # [28,32) 180 -> 748; [20,24) 110 -> 858 > 800: crossed at the 5th scan, one distinct weight (22) -> RES_G
+    # (1 row) then RES_L up to lane 4: j_cut = 4. Selected: clusters 0..4. Cycles: G·(2 + 5) + 2 + 1 + 5 = 15.
+    w = np.array([40, 38, 35, 30, 22, 18, 12, 9, 4, 0])
+    c = np.array([5, 6, 4, 6, 5, 3, 2, 4, 7, 3])
+    rq = fx.quantize_ratio(0.8)
+    assert rq == 52429 and fx.threshold(int(w @ c), rq) == 800
+    want_sel = [True] * 5 + [False] * 5
+    ref = bulk.wtu_walk_ref(w, c, rq)
+    assert (ref.scans, ref.resolve_rows, ref.resolve_lanes, ref.cycles) == (5, 1, 5, 15)
+    assert ref.selected.tolist() == want_sel
+    assert [b[1] for b in ref.buckets] == [40, 36, 32, 28, 20]
+    (r,), _ = simulate_wtu([(w, c)], rq, WTUParams())
+    assert (r.scans, r.cycles, r.state_cycles["RES_G"], r.state_cycles["RES_L"]) == (5, 15, 1, 5)
+    assert r.selected.tolist() == want_sel
+
+
+def test_wtu_walk_reference_equals_myhdl_and_the_selection_rule():
+    rng = np.random.default_rng(5)
+    rows = random_wtu_rows(30, rng, 256)
+    p = WTUParams(n_max=256)
+    res, _ = simulate_wtu(rows, RQ, p)
+    for (w, c), r in zip(rows, res):
+        ref = bulk.wtu_walk_ref(w, c, RQ, p)
+        assert ref.selected.tolist() == r.selected.tolist()
+        assert ref.selected.tolist() == fx.wicsum_select_ref(w, c, RATIO).tolist()
+        assert (ref.scans, ref.resolve_rows, ref.resolve_lanes, ref.cycles) == (
+            r.scans, r.state_cycles.get("RES_G", 0), r.state_cycles.get("RES_L", 0), r.cycles)
+
+
+def test_measured_scans_constants_equal_the_walk_reference_on_the_trace():
+    # timing.MEASURED_* are means over the recorded text rows; recompute them with the Python walk model (no RTL;
+    # equal to the MyHDL WTU row by row, test above) rather than comparing the RTL with a copy of its own output.
     tr = load_traces()
     if tr is None:
         pytest.skip("data/traces/dre_traces.npz missing: run `.venv/bin/python data/make_dre_traces.py`")
-    rows = trace_wtu_rows(tr)
+    refs = [bulk.wtu_walk_ref(w, c, RQ) for w, c in trace_wtu_rows(tr)]
+    assert len(refs) == 810
+    assert np.mean([r.scans for r in refs]) == pytest.approx(timing.MEASURED_SCANS_PER_ROW, abs=5e-5)
+    assert np.mean([r.resolve_rows + r.resolve_lanes for r in refs]) == pytest.approx(
+        timing.MEASURED_RESOLVE_PER_ROW, abs=5e-5)
+    # and the RTL agrees on a slice of the same rows
+    rows = trace_wtu_rows(tr, max_rows=40)
     res, _ = simulate_wtu(rows, RQ, WTUParams())
-    assert np.mean([r.scans for r in res]) == pytest.approx(timing.MEASURED_SCANS_PER_ROW, abs=5e-4)
-    resolve = [r.state_cycles.get("RES_G", 0) + r.state_cycles.get("RES_L", 0) for r in res]
-    assert np.mean(resolve) == pytest.approx(timing.MEASURED_RESOLVE_PER_ROW, abs=5e-4)
+    assert [r.scans for r in res] == [x.scans for x in refs[:40]]

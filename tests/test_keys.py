@@ -29,7 +29,23 @@ def test_capture_matches_cache_and_leaves_model_unchanged(tiny):
     with torch.no_grad():
         again = tiny(input_ids=ids).logits
     assert torch.equal(again, ref.logits)
-    # the recorded q/k/v reproduce the layer's attention: causal softmax(q k^T / sqrt d) v
+    # the recorded q/k/v reproduce the layer's attention: causal softmax(q k^T / sqrt d) v, each query head
+    # reading its GQA group's KV head, equals what layer 1's o_proj receives
+    seen = {}
+    hook = tiny.model.layers[1].self_attn.o_proj.register_forward_pre_hook(
+        lambda mod, args: seen.__setitem__("attn", args[0].detach()))
+    try:
+        with torch.no_grad():
+            tiny(input_ids=ids)
+    finally:
+        hook.remove()
+    hq, t, d = q.shape
+    group = hq // k.shape[0]
+    scores = q @ k.repeat_interleave(group, 0).transpose(1, 2) / d ** 0.5
+    scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    mine = (scores.softmax(-1) @ v.repeat_interleave(group, 0)).transpose(0, 1).reshape(t, hq * d)
+    assert seen["attn"].shape == (1, t, hq * d)
+    torch.testing.assert_close(mine, seen["attn"][0].float(), rtol=1e-4, atol=1e-5)
     only = capture_qk(tiny, inputs_embeds=tiny.get_input_embeddings()(ids)[0], layers=[0])
     assert list(only) == [0] and len(only[0]) == 2
 

@@ -9,6 +9,10 @@ from vrex_lib.config import RuntimeConfig
 from vrex_lib.retrieval import POLICIES
 
 TASKS = ("step",)
+# The smoke model has 2 layers, all dense under InfiniGen's reference rule (layers 0-1), and ReKV's reference mode
+# does not retrieve while encoding frames: run the modes that exercise frame-stage retrieval through the runtime
+# (the reference modes run through the runtime in tests/test_baselines.py).
+MODES = {"rekv": {"mode": "frame", "topk_blocks": 1}, "infinigen_p": {"mode": "oracle"}}  # 1 block: < 4 frames
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +23,7 @@ def study(tmp_path_factory):
     model = build_model("smoke")
     accuracy.run_study(list(POLICIES), TASKS, "smoke", root, model=model, max_samples=1,
                        runtime_cfg=RuntimeConfig(measure_attn_error=True, strict=True), max_new_tokens=3,
-                       max_frames=4)
+                       max_frames=4, method_kwargs=MODES)
     return root, accuracy.load_study(root, list(POLICIES), TASKS)
 
 

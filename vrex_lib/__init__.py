@@ -1,9 +1,31 @@
 """vrex: an open, runnable reproduction of V-Rex (HPCA 2026, arXiv 2512.12284).
 
-Layers (imports point down only):
-    report / paper                         -- paper-vs-reproduced tables, the paper's printed numbers
-    perf / estimate / hw                   -- simulator, energy-area estimator, MyHDL DRE
-    runtime / retrieval / resv             -- streaming video LLM, retrieval policies, ReSV itself
-    coin / video / config                  -- data, frames, configuration
+Library layers, top to bottom (a module imports only from its own layer or the layers below it; checked by
+tests/test_layers.py against every import, and the README shows the same diagram):
+
+```
+notebook, envcheck, dse, stream     notebook set-up; what this machine can run; design-space exploration
+perf, estimate, contract_adapter, report
+                                    performance simulator; energy/area estimator (cited constants);
+                                    paper-vs-reproduced tables, figures and REPORT.md
+accuracy, eval, workload, streams   measurement runners: COIN evaluation, accuracy study, workload file
+hw                                  MyHDL DRE (HCU, WTU, KVMU), timing, Verilog/yosys verification
+runtime, retrieval                  streaming video LLM + hierarchical KV store; one policy per method
+resv, keys, selection               ReSV (hash bits, HC table, WiCSum); post-RoPE Q/K capture; Selection
+coin, video, llm_weights            COIN annotations/tasks/metric; frame decoding; offline LLM weights
+paper, config, _io                  the paper's printed numbers; every default; atomic file writes
+```
 """
 __version__ = "0.1.0"
+
+#: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("notebook", "envcheck", "dse", "stream"),
+    ("perf", "estimate", "contract_adapter", "report"),
+    ("accuracy", "eval", "workload", "streams"),
+    ("hw",),
+    ("runtime", "retrieval"),
+    ("resv", "keys", "selection"),
+    ("coin", "video", "llm_weights"),
+    ("paper", "config", "_io"),
+)

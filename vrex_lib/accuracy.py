@@ -26,7 +26,7 @@ import pandas as pd
 
 from .config import RuntimeConfig
 
-#: Every method notebook 03 runs: Table II rows + FlexGen + the Fig. 19 ablation.
+#: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
 STUDY_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv", "resv_noclust")
 #: Policy stats summed per sample into prediction-cost columns.
 COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
@@ -40,12 +40,15 @@ def method_dir(root: str | Path, method: str, tag: str | None = None) -> Path:
 def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: str | Path, *, model,
               max_samples: int | None, runtime_cfg: RuntimeConfig | None = None, coin_root: str | None = None,
               method_kwargs: dict[str, dict] | None = None, tag: str | None = None, fresh: bool = True,
-              max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False) -> None:
+              max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False,
+              prompt_layout: str = "coin") -> None:
     """Run every method × task (``full`` first: it is everyone's reference) into ``root``.
 
     ``fresh`` deletes the method's previous results first (else eval resumes and skips done samples).
     ``tag`` names a variant directory ``<method>@<tag>``; its reference is still ``root/full``.
-    ``max_frames`` keeps only the last frames before the question (a CPU budget knob; same for every method).
+    ``max_frames`` keeps only the last frames before the question (a CPU budget knob, frames policy 'clamp'; same
+    for every method); None applies eval's default (Live1+'s 1,200-frame limit, VideoLLM-online's policy).
+    ``prompt_layout``: 'coin' (question before the frames, as the checkpoint was trained) or 'live'.
     """
     from .eval import run_eval
 
@@ -59,7 +62,8 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
             run_eval(t, m, profile, d / f"{t}.jsonl", coin_root=coin_root, max_samples=max_samples,
                      runtime_cfg=runtime_cfg, method_kwargs=(method_kwargs or {}).get(m),
                      reference=ref if m != "full" and ref.exists() else None, trace_dir=d / "traces" / t,
-                     model=model, max_new_tokens=max_new_tokens, max_frames=max_frames, progress=progress)
+                     model=model, max_new_tokens=max_new_tokens, progress=progress, prompt_layout=prompt_layout,
+                     **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
 
 
 def trace_path(root: str | Path, method: str, task: str, sample_id: str, tag: str | None = None) -> Path:
@@ -117,12 +121,22 @@ FIDELITY_COLS = {"ref_answer_match": "answer_match", "ref_first_token_agree": "f
 
 def summarize(df: pd.DataFrame, by: Sequence[str] = ("method", "task")) -> pd.DataFrame:
     """Means per group of retrieval ratios, fidelity proxies, COIN accuracy (``correct``) and cost columns."""
-    cols = ["ratio_frame", "ratio_text", "correct", *FIDELITY_COLS, "timing_total_s"]
+    cols = ["ratio_frame", "ratio_text", "correct", "correct_strict", *FIDELITY_COLS, "timing_total_s"]
     cols += [c for c in df.columns if any(c.startswith(k + "_") for k in COST_STATS)]
     cols = [c for c in dict.fromkeys(cols) if c in df.columns]
     g = df.groupby(list(by), sort=False)[cols].mean()
     g["n_samples"] = df.groupby(list(by), sort=False).size()
     return g.rename(columns=FIDELITY_COLS).reset_index()
+
+
+def coin_accuracy(root: str | Path, method: str, task: str, profile: str, coin_root: str | None = None,
+                  metric: str = "videollm-online", tag: str | None = None) -> float:
+    """COIN Top-1 (%) of one method × task over all its samples pooled, exactly as VideoLLM-online computes it
+    (``metric='videollm-online'``; procedure tasks weight each counted step, unlike the per-sample mean of
+    ``summarize``'s ``correct``) or with the strict variant."""
+    from .eval import score_results
+
+    return score_results(method_dir(root, method, tag) / f"{task}.jsonl", profile, coin_root, metric=metric)
 
 
 def retrieval_ratio_frame(summary: pd.DataFrame, profile: str) -> pd.DataFrame:

@@ -20,14 +20,26 @@ Task construction (VideoLLM-online, one stream span and one answer per sample):
 | ``taskprocedure``| as ``procedure``        | step i's segment    | as ``procedure``; the prompt names the task |
 
 Span times are snapped up to the 2 fps frame grid and clamped to [0, duration]
-(``ceil_time_by_fps``); the frames shown are indices ``ceil(start·fps) .. ceil(end·fps)`` inclusive.
+(``ceil_time_by_fps``); the frames shown are indices ``ceil(start·fps) .. ceil(end·fps)`` inclusive. Steps keep
+the order of the file (VideoLLM-online never sorts them). Only the split's videos count, and with
+``available=`` only those whose video file exists (VideoLLM-online keeps ``video_uid in self.metadata``): both
+the samples and the vocabulary follow that set.
 
-Metric (``fuzzy_match``): both sides are normalised (lower case, surrounding spaces, a leading ``"N. "``
-and a trailing ``"."`` removed). A prediction is correct if it equals the label, or if the category nearest
-to it in Levenshtein distance (``rapidfuzz``; ties -> the first category in vocabulary order) is the label.
-Procedure tasks split the prediction on new lines (blank lines dropped) and score each step position; the
-accuracy is correct steps / all target steps. Vocabularies are built from the whole annotation file (both
-splits), like VideoLLM-online's ``steps_categories`` / ``tasks_categories``.
+Metric, two variants (``score(..., metric=...)``):
+
+* ``"videollm-online"`` (default, Table II): VideoLLM-online's ``COINBenchmark.compute_metrics`` and
+  ``COINProcedure.compute_metrics`` (showlab/videollm-online, ``data/coin/benchmarks.py``), quirks included.
+  Labels are the step / task texts lower-cased; the vocabulary (``categories``) is the *split's own* labels;
+  ``fuzzy_match`` returns ``min((Levenshtein distance, label))`` -- ties go to the smallest (distance, label).
+  Single-answer tasks: ``p = prediction.lower().rstrip('.')``, correct if ``p == label`` or its nearest label is
+  the label; accuracy = correct / samples × 100. Procedure tasks: the prediction is split on ``'\n'`` (blank
+  lines kept), each line reduced with ``.split('. ')[-1]`` (neither lower-cased nor stripped of '.'), and zipped
+  with the targets, so a sample counts ``min(#lines, #targets)`` steps; accuracy = Σ correct / Σ counted × 100.
+  A perfect answer in the checkpoint's own format ("1. Take out the cd drive.") is therefore matched only
+  through the nearest label, and a one-line answer to a five-step target counts one step.
+* ``"strict"``: both sides normalised (lower case, surrounding spaces, a leading ``"N. "`` and trailing ``"."``
+  removed); procedure lines split on new lines with blank lines dropped and scored against every target step
+  (denominator = all target steps); ties to the first category in sorted order.
 
 Bad input: a malformed file raises :class:`CoinFormatError` naming the file and the fix. A bad *entry*
 (missing field, segment outside the video) raises too, unless a :class:`SkipLog` is passed: then the video is
@@ -38,20 +50,28 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from . import _io
 from .config import REPO_ROOT
 
 TASKS: tuple[str, ...] = ("step", "next", "task", "procedure", "taskprocedure")
 PROCEDURE_TASKS: frozenset[str] = frozenset({"procedure", "taskprocedure"})
 MAX_PROCEDURE_STEPS = 5  # VideoLLM-online's COINProcedure.max_num_steps
 FRAME_FPS = 2.0  # VideoLLM-online's COIN frame rate (frames pre-extracted at 2 fps)
+#: Live1+'s ``max_num_frames`` (showlab/videollm-online models/arguments_live.py, LiveOnePlusTrainingArguments).
+MAX_NUM_FRAMES = 1200
+METRICS: tuple[str, ...] = ("videollm-online", "strict")
+#: What happens to a span longer than ``max_frames`` (docs/DECISIONS.md D57):
+#: 'videollm-online' -- StreamMixIn.max_frames_clip: the whole stream is cut, the question is asked with no
+#: frames (the sample still counts); 'skip' -- the sample is not run (listed in the skip log);
+#: 'clamp' -- keep the last ``max_frames`` frames before the question.
+FRAMES_POLICIES: tuple[str, ...] = ("videollm-online", "skip", "clamp")
 
 # Accepted split names -> the subset name in the official file. The README of COIN says "validation"
 # while the real COIN.json uses "testing" (videollm-online #26): accept it, with a warning.
@@ -126,15 +146,18 @@ def normalize(text: str) -> str:
 
 
 def ceil_time_by_fps(t: float, fps: float, min_time: float, max_time: float) -> float:
-    """Snap ``t`` up to the ``fps`` frame grid, clamped to [min_time, max_time] (VideoLLM-online's rule)."""
-    return min(max(math.ceil(t * fps - 1e-9) / fps, min_time), max_time)
+    """Snap ``t`` up to the ``fps`` frame grid, clamped to [min_time, max_time] (VideoLLM-online's
+    ``ceil_time_by_fps``, data/utils.py; no tolerance, so the float products agree with it bit for bit)."""
+    return min(max(math.ceil(t * fps) / fps, min_time), max_time)
 
 
 def span_frame_range(start: float, end: float, duration: float, fps: float = FRAME_FPS) -> range:
-    """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds."""
+    """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds:
+    ``int(start_time·fps) .. int(end_time·fps)`` inclusive, truncating as the COIN benchmarks do (a span clamped
+    to a duration off the frame grid ends at the last whole frame)."""
     s = ceil_time_by_fps(start, fps, 0.0, duration)
     e = ceil_time_by_fps(end, fps, 0.0, duration)
-    return range(int(round(s * fps)), int(round(e * fps)) + 1)
+    return range(int(s * fps), int(e * fps) + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +172,7 @@ class StepAnnotation:
 
 @dataclass(frozen=True, slots=True)
 class VideoAnnotation:
-    """One COIN video. ``task_class`` is the CamelCase class, ``task`` its words; steps in time order."""
+    """One COIN video. ``task_class`` is the CamelCase class, ``task`` its words; steps in file order."""
 
     video_id: str
     task_class: str
@@ -171,7 +194,11 @@ class Sample:
     target:     the category the answer must match: ``'Take out the cd drive.'``, or for procedure tasks
                 the list of the next <= 5 step categories.
     answer:     the full assistant reply VideoLLM-online trains on (numbered lines for procedures).
-    categories: the vocabulary ``fuzzy_match`` maps predictions onto (steps, or tasks for ``task``).
+    categories: the vocabulary ``fuzzy_match`` maps predictions onto (steps, or tasks for ``task``), as answers
+                (``as_category``), from this split's own videos.
+    labels:     VideoLLM-online's labels: the target texts lower-cased, without the final '.'.
+    vocab:      VideoLLM-online's ``categories``: the split's labels lower-cased (sorted; the metric's tie rule
+                makes the order irrelevant).
     """
 
     sample_id: str
@@ -187,6 +214,8 @@ class Sample:
     categories: tuple[str, ...] = field(repr=False)
     task_name: str = ""
     step_index: int = -1
+    labels: tuple[str, ...] = ()
+    vocab: tuple[str, ...] = field(default=(), repr=False)
 
     def frame_range(self, fps: float = FRAME_FPS) -> range:
         return span_frame_range(self.start, self.end, self.duration, fps)
@@ -224,8 +253,8 @@ class SkipLog:
         by: dict[tuple[str, str], int] = {}
         for _, stage, action, _ in self.entries:
             by[(stage, action)] = by.get((stage, action), 0) + 1
-        return "; ".join(f"{n} {action}ped at {stage}" if action == "skip" else f"{n} {action}ed at {stage}"
-                         for (stage, action), n in sorted(by.items()))
+        verb = {"skip": "skipped", "clamp": "clamped", "cut": "cut (no frames)", "short": "short (fewer frames)"}
+        return "; ".join(f"{n} {verb.get(action, action)} at {stage}" for (stage, action), n in sorted(by.items()))
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write the log atomically as CSV (header even when empty, so 'nothing skipped' is visible)."""
@@ -236,12 +265,7 @@ class SkipLog:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["video_id", "stage", "action", "reason"])
         w.writerows(self.entries)
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, p)
+        p = _io.write_text(path, buf.getvalue())
         return p
 
 
@@ -301,10 +325,24 @@ def _parse_entry(video_id: str, e: Mapping, *, seg_tol: float) -> tuple[VideoAnn
         if t > duration:
             notes.append(f"step {label!r} end {t} > duration {duration}: clamped when frames are picked")
         steps.append(StepAnnotation(s, t, clean_step_label(label), str(a.get("id", ""))))
-    steps.sort(key=lambda st: (st.start, st.end))
     cls = str(e["class"])
     return VideoAnnotation(str(video_id), cls, clean_task_name(cls), int(e.get("recipe_type", -1)), subset,
                            start, end, duration, tuple(steps)), notes
+
+
+def _pairs_hook(dups: list[str]):
+    """``json.load`` object hook that keeps JSON's last-copy-wins rule but records every repeated key.
+
+    A repeated key whose value is a video entry is reported as ``video id '<id>'``, any other as ``key '<k>'``."""
+    def hook(pairs):
+        out: dict = {}
+        for k, v in pairs:
+            if k in out:
+                is_video = isinstance(v, dict) and "annotation" in v
+                dups.append(f"video id {k!r}" if is_video else f"key {k!r}")
+            out[k] = v
+        return out
+    return hook
 
 
 def load_annotations(path: str | os.PathLike, skip_log: SkipLog | None = None, *,
@@ -321,15 +359,23 @@ def load_annotations(path: str | os.PathLike, skip_log: SkipLog | None = None, *
     if not p.exists():
         raise FileNotFoundError(f"COIN annotations not found: {p}. Point coin_root at the folder holding COIN.json "
                                 "(the default profile's fixture is built by `make data`).")
+    dups: list[str] = []
     try:
         with open(p, "rb") as f:
-            raw = json.load(f)
+            raw = json.load(f, object_pairs_hook=_pairs_hook(dups))
     except json.JSONDecodeError as err:
         raise CoinFormatError(f"{p}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}). "
                               f"Re-download it; {_FIX_FORMAT}") from None
     db = raw.get("database") if isinstance(raw, dict) else None
     if not isinstance(db, dict):
         raise CoinFormatError(f"{p}: no top-level 'database' object. {_FIX_FORMAT}")
+    if dups:
+        # A JSON object keeps the last copy of a repeated key; which copy is right cannot be known, and either
+        # choice changes the samples, so it is an error naming the ids (docs/DECISIONS.md D56).
+        raise CoinFormatError(f"{p}: duplicate {', '.join(dups[:5])}"
+                              f"{' ...' if len(dups) > 5 else ''} ({len(dups)} in all): each video id must appear "
+                              "once in 'database' (and each field once per entry). Remove or rename the extra "
+                              "copies.")
     n_val = sum(1 for e in db.values() if isinstance(e, Mapping) and str(e.get("subset", "")).strip().lower()
                 in ("validation", "val"))
     if n_val:
@@ -353,32 +399,54 @@ def load_annotations(path: str | os.PathLike, skip_log: SkipLog | None = None, *
 
 # ---------------------------------------------------------------------------------------------- tasks
 
-def categories(annotations: Mapping[str, VideoAnnotation], kind: str) -> tuple[str, ...]:
-    """Vocabulary for fuzzy matching: kind 'step' (all step labels) or 'task' (all task names), as answers."""
+def _labels(annotations: Mapping[str, VideoAnnotation], kind: str) -> set[str]:
     if kind == "step":
-        labels = {st.label for a in annotations.values() for st in a.steps}
-    elif kind == "task":
-        labels = {a.task for a in annotations.values()}
-    else:
-        raise ValueError(f"unknown vocabulary {kind!r}: 'step' or 'task'")
-    return tuple(sorted({as_category(x) for x in labels}))
+        return {st.label for a in annotations.values() for st in a.steps}
+    if kind == "task":
+        return {a.task for a in annotations.values()}
+    raise ValueError(f"unknown vocabulary {kind!r}: 'step' or 'task'")
 
 
-def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str) -> list[Sample]:
-    """Samples of one VideoLLM-online COIN benchmark for one split, in file order (see module docstring)."""
+def split_videos(annotations: Mapping[str, VideoAnnotation], split: str,
+                 available: Collection[str] | None = None) -> dict[str, VideoAnnotation]:
+    """The videos of one split (file order), restricted to ``available`` ids when given."""
+    subset = normalize_split(split)
+    return {v: a for v, a in annotations.items()
+            if a.subset == subset and (available is None or v in available)}
+
+
+def categories(annotations: Mapping[str, VideoAnnotation], kind: str) -> tuple[str, ...]:
+    """Vocabulary of ``annotations`` (pass one split's videos, :func:`split_videos`): kind 'step' (step labels) or
+    'task' (task names), as answers (``as_category``), sorted."""
+    return tuple(sorted({as_category(x) for x in _labels(annotations, kind)}))
+
+
+def vocabulary(annotations: Mapping[str, VideoAnnotation], kind: str) -> tuple[str, ...]:
+    """VideoLLM-online's ``step_categories`` / ``task_categories`` (``COIN.__init__``, data/coin/coin.py): the
+    labels of ``annotations`` lower-cased, sorted."""
+    return tuple(sorted({x.lower() for x in _labels(annotations, kind)}))
+
+
+def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str,
+               available: Collection[str] | None = None) -> list[Sample]:
+    """Samples of one VideoLLM-online COIN benchmark for one split, in file order (see module docstring).
+
+    ``available``: ids of the videos that can be read; the others give no samples and no vocabulary, as in
+    VideoLLM-online (``video_uid in self.metadata``). The vocabulary is this split's own (``COIN.__init__``).
+    """
     if task not in TASKS:
         raise ValueError(f"unknown COIN task {task!r}: choose one of {', '.join(TASKS)}")
     subset = normalize_split(split)
-    cats = categories(annotations, "task" if task == "task" else "step")
+    videos = split_videos(annotations, subset, available)
+    kind = "task" if task == "task" else "step"
+    cats, vocab = categories(videos, kind), vocabulary(videos, kind)
     out: list[Sample] = []
-    for a in annotations.values():
-        if a.subset != subset:
-            continue
+    for a in videos.values():
         vid, dur, steps = a.video_id, a.duration, a.steps
         if task == "task":
             tgt = as_category(a.task)
             out.append(Sample(f"task/{vid}", vid, task, subset, min(a.start, dur), min(a.end, dur), dur,
-                              PROMPT_TASK, tgt, tgt, cats, a.task, -1))
+                              PROMPT_TASK, tgt, tgt, cats, a.task, -1, (a.task.lower(),), vocab))
             continue
         n = len(steps)
         for i in range(n if task == "step" else n - 1):
@@ -386,12 +454,14 @@ def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str
             s, e = min(st.start, dur), min(st.end, dur)
             if task == "step":
                 tgt = as_category(st.label)
-                prompt, target, answer = PROMPT_STEP, tgt, tgt
+                prompt, target, answer, labels = PROMPT_STEP, tgt, tgt, (st.label.lower(),)
             elif task == "next":
                 tgt = as_category(steps[i + 1].label)
-                prompt, target, answer = PROMPT_NEXT, tgt, tgt
+                prompt, target, answer, labels = PROMPT_NEXT, tgt, tgt, (steps[i + 1].label.lower(),)
             else:
-                nxt = tuple(as_category(x.label) for x in steps[i + 1:i + 1 + MAX_PROCEDURE_STEPS])
+                nxt_steps = steps[i + 1:i + 1 + MAX_PROCEDURE_STEPS]
+                nxt = tuple(as_category(x.label) for x in nxt_steps)
+                labels = tuple(x.label.lower() for x in nxt_steps)
                 if task == "procedure":
                     prompt = PROMPT_NEXT if len(nxt) == 1 else prompt_procedure(len(nxt))
                 else:
@@ -399,13 +469,14 @@ def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str
                 answer = nxt[0] if len(nxt) == 1 else "\n".join(f"{k + 1}. {c}" for k, c in enumerate(nxt))
                 target = nxt
             out.append(Sample(f"{task}/{vid}/{i}", vid, task, subset, s, e, dur, prompt, target, answer, cats,
-                              a.task, i))
+                              a.task, i, labels, vocab))
     return out
 
 
-def build_all(annotations: Mapping[str, VideoAnnotation], split: str) -> dict[str, list[Sample]]:
+def build_all(annotations: Mapping[str, VideoAnnotation], split: str,
+              available: Collection[str] | None = None) -> dict[str, list[Sample]]:
     """All five tasks for one split."""
-    return {t: build_task(annotations, t, split) for t in TASKS}
+    return {t: build_task(annotations, t, split, available) for t in TASKS}
 
 
 # ---------------------------------------------------------------------------------------------- metric
@@ -421,8 +492,20 @@ def _nearest(preds: Sequence[str], cats: Sequence[str]) -> np.ndarray:
     return np.argmin(d, axis=1)
 
 
+def nearest_label(text: str, vocab: Sequence[str]) -> str:
+    """VideoLLM-online's ``COINBenchmark.fuzzy_match``: ``min((Levenshtein distance, label))[1]`` -- the nearest
+    label, ties to the smallest label string (Python's str order). Unit-cost Levenshtein (rapidfuzz equals the
+    ``Levenshtein`` package the reference imports)."""
+    from rapidfuzz.distance import Levenshtein
+
+    if not vocab:
+        raise ValueError("nearest_label needs a non-empty vocabulary")
+    return min((Levenshtein.distance(text, c), c) for c in vocab)[1]
+
+
 def fuzzy_match(prediction: str, label: str, categories: Sequence[str]) -> bool:
-    """True if the prediction equals the label, or its Levenshtein-nearest category is the label."""
+    """Strict metric: True if the normalised prediction equals the label, or its Levenshtein-nearest category
+    (first in ``categories`` order on ties) is the label."""
     p, lab = normalize(prediction), normalize(label)
     if p == lab:
         return True
@@ -433,18 +516,15 @@ def fuzzy_match(prediction: str, label: str, categories: Sequence[str]) -> bool:
 
 
 def split_procedure(prediction: str) -> list[str]:
-    """A procedure answer -> its step lines (blank lines dropped; 'N. ' prefixes removed by normalize)."""
+    """Strict metric: a procedure answer -> its step lines (blank lines dropped; 'N. ' removed by normalize)."""
     return [ln for ln in prediction.split("\n") if ln.strip()]
 
 
-def score(task: str, predictions: Sequence[str], samples: Sequence[Sample]) -> float:
-    """Top-1 accuracy (%) of ``predictions`` (one string per sample, same order).
-
-    Single-answer tasks: mean of :func:`fuzzy_match`. Procedure tasks: each predicted line is matched to the
-    target step at the same position; accuracy = correct steps / total target steps.
-    """
+def _check_score_args(task: str, predictions: Sequence[str], samples: Sequence[Sample], metric: str) -> None:
     if task not in TASKS:
         raise ValueError(f"unknown COIN task {task!r}: choose one of {', '.join(TASKS)}")
+    if metric not in METRICS:
+        raise ValueError(f"unknown COIN metric {metric!r}: choose one of {', '.join(METRICS)}")
     if len(predictions) != len(samples):
         raise ValueError(f"score({task!r}): {len(predictions)} predictions for {len(samples)} samples")
     if not samples:
@@ -452,7 +532,41 @@ def score(task: str, predictions: Sequence[str], samples: Sequence[Sample]) -> f
     bad = [s.sample_id for s in samples if s.task != task]
     if bad:
         raise ValueError(f"score({task!r}): samples of another task, e.g. {bad[0]}")
-    # Group by vocabulary object so the distance matrix is computed once per vocabulary.
+
+
+def score_counts(task: str, predictions: Sequence[str], samples: Sequence[Sample],
+                 metric: str = "videollm-online") -> tuple[int, int]:
+    """(correct, counted) behind :func:`score`: samples for single-answer tasks, step positions for procedures."""
+    _check_score_args(task, predictions, samples, metric)
+    if metric == "strict":
+        return _strict_counts(task, predictions, samples)
+    memo: dict[tuple[int, str], str] = {}
+
+    def near(text: str, vocab: tuple[str, ...]) -> str:
+        key = (id(vocab), text)
+        if key not in memo:
+            memo[key] = nearest_label(text, vocab)
+        return memo[key]
+
+    correct = total = 0
+    for pred, s in zip(predictions, samples):
+        if not s.labels or not s.vocab:
+            raise ValueError(f"score: sample {s.sample_id} has no labels/vocabulary (build it with build_task)")
+        if task in PROCEDURE_TASKS:
+            # COINProcedure.compute_metrics: zip(prediction.split('\n'), labels), line.split('. ')[-1]
+            for line, lab in zip(str(pred).split("\n"), s.labels):
+                step = line.split(". ")[-1]
+                correct += int(step == lab or near(step, s.vocab) == lab)
+                total += 1
+        else:
+            # COINBenchmark.compute_metrics: prediction.lower().rstrip('.')
+            p, lab = str(pred).lower().rstrip("."), s.labels[0]
+            correct += int(p == lab or near(p, s.vocab) == lab)
+            total += 1
+    return correct, total
+
+
+def _strict_counts(task: str, predictions: Sequence[str], samples: Sequence[Sample]) -> tuple[int, int]:
     norm_cats: dict[int, list[str]] = {}
     correct = total = 0
     for pred, s in zip(predictions, samples):
@@ -466,7 +580,19 @@ def score(task: str, predictions: Sequence[str], samples: Sequence[Sample]) -> f
         ok += sum(1 for k, j in zip(need, near) if cats[int(j)] == tgts[k])
         correct += ok
         total += len(tgts)
-    return 100.0 * correct / total
+    return correct, total
+
+
+def score(task: str, predictions: Sequence[str], samples: Sequence[Sample],
+          metric: str = "videollm-online") -> float:
+    """Top-1 accuracy (%) of ``predictions`` (one string per sample, same order) under ``metric``.
+
+    ``"videollm-online"`` (default; Table II) reproduces ``compute_metrics`` of showlab/videollm-online
+    ``data/coin/benchmarks.py`` (``COINBenchmark`` for step/next/task, ``COINProcedure`` for the procedure
+    tasks); ``"strict"`` is the normalised variant. See the module docstring for both rules.
+    """
+    correct, total = score_counts(task, predictions, samples, metric)
+    return correct / total * 100
 
 
 # ---------------------------------------------------------------------------------------------- files
@@ -481,6 +607,21 @@ def video_path(videos_dir: str | os.PathLike, video_id: str) -> Path:
     raise MissingVideoError(f"video {video_id!r}: no file {d}/{video_id}{{{','.join(_VIDEO_EXTS)}}}. Download it "
                             "(VideoLLM-online data/coin/download_videos.py) or drop it from the run; "
                             "filter_available(...) skips and counts such videos.")
+
+
+def available_ids(annotations: Mapping[str, VideoAnnotation], videos_dir: str | os.PathLike,
+                  skip_log: SkipLog | None = None, split: str | None = None) -> set[str]:
+    """Ids (of ``split``, or all) whose video file exists; each missing one is recorded once in ``skip_log``."""
+    vids = annotations if split is None else split_videos(annotations, split)
+    out = set()
+    for v in vids:
+        try:
+            video_path(videos_dir, v)
+            out.add(v)
+        except MissingVideoError as err:
+            if skip_log is not None:
+                skip_log.add(v, "video file", str(err))
+    return out
 
 
 def filter_available(samples: Sequence[Sample], videos_dir: str | os.PathLike,

@@ -2,7 +2,7 @@
 
 The paper's printed hyper-parameters (N_hp=32, Th_hp=7, Th_r-wics=0.3; §VI.E) and the V-Rex core
 configuration (§VI.F) are *inputs* of the reproduction, so they live here as defaults. The choices
-the artifact makes where the paper is silent (digest §10 a–f) are fields too, never constants.
+the artifact makes where the paper is silent (docs/DECISIONS.md D1–D6) are fields too, never constants.
 """
 from __future__ import annotations
 
@@ -21,15 +21,16 @@ PROFILES: tuple[str, ...] = ("smoke", "default", "full")
 
 @dataclass(frozen=True)
 class ReSVConfig:
-    """ReSV hyper-parameters (paper §IV, §VI.E) and the artifact's choices where it is silent (digest §10).
+    """ReSV hyper-parameters (paper §IV, §VI.E) and the artifact's choices where it is silent (docs/DECISIONS.md
+    D1–D4).
 
     n_hp:  N_hp, number of random hyperplanes = hash bits per key (paper: 32).
     th_hp: Th_hp (a.k.a. Th_hd), strict Hamming-distance threshold for joining a cluster (paper: 7).
     ratio: Th_r-wics, WiCSum threshold ratio (paper: 0.3).
-    score: how Q·K_cluster^T becomes WiCSum weights: 'softmax' (exp(s/√d − max), default, §10a) or 'raw'.
-    granularity: 'kv_head' (select per layer × KV head, §10b), 'q_head' or 'layer'.
-    hash_mode: 'per_head' (hash each KV head's key, §10c) or 'concat' (hash the concatenated layer key).
-    code_rule: 'founder' (cluster code = founding token's code, §10d) or 'mean' (re-hash the mean key).
+    score: how Q·K_cluster^T becomes WiCSum weights: 'softmax' (exp(s/√d − max), default, D1) or 'raw'.
+    granularity: 'kv_head' (select per layer × KV head, D2), 'q_head' or 'layer'.
+    hash_mode: 'per_head' (hash each KV head's key, D3) or 'concat' (hash the concatenated layer key).
+    code_rule: 'founder' (cluster code = founding token's code, D4) or 'mean' (re-hash the mean key).
     seed: hyperplanes are drawn N(0,1) from seed + layer index.
     """
 
@@ -91,12 +92,12 @@ class VRexCoreConfig:
 
 @dataclass(frozen=True)
 class RuntimeConfig:
-    """The streaming runtime's choices where the paper is silent (digest §10e, §10f). Owner: runtime.
+    """The streaming runtime's choices where the paper is silent (docs/DECISIONS.md D5, D6).
 
-    kv_capacity:    KVMU recent-window capacity in tokens per stream (§10f, 4,096): positions older than the
+    kv_capacity:    KVMU recent-window capacity in tokens per stream (D6, 4,096): positions older than the
                     newest ``kv_capacity`` are in the "host" (offloaded) tier, except the pinned sinks.
-    recent_frames:  always-attended recent frame window, in frames (>= 1: at least the current frame, §10e).
-    dense_layers:   the first ``dense_layers`` layers attend to everything (layer 0 full, §10e / Fig. 6).
+    recent_frames:  always-attended recent frame window, in frames (>= 1: at least the current frame, D5).
+    dense_layers:   the first ``dense_layers`` layers attend to everything (layer 0 full, D5 / Fig. 6).
     interval_token: feed VideoLLM-online's frame interval token (',', '\\n[' before the first frame).
     measure_attn_error: also compute full attention where a policy selected and record the relative error of
                     the attention output per (layer, KV head) (a fidelity proxy; doubles attention cost).
@@ -157,6 +158,22 @@ def results_dir(override: str | os.PathLike | None = None) -> Path:
     d = Path(override) if override else Path(os.environ.get("VREX_RESULTS_DIR", REPO_ROOT / "results"))
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+_ARG_STYLE = {"style": "cli"}
+
+
+def use_notebook_arg_names(on: bool = True) -> None:
+    """Make :func:`arg_name` name notebook parameters (called by ``vrex_lib.notebook.setup``)."""
+    _ARG_STYLE["style"] = "notebook" if on else "cli"
+
+
+def arg_name(flag: str) -> str:
+    """How an error message should name an input: the CLI flag ``--vision-path``, or inside a notebook run by
+    papermill / Jupyter the parameter the user actually set, ``VISION_PATH``."""
+    if _ARG_STYLE["style"] == "notebook" and flag.startswith("--"):
+        return "the notebook parameter " + flag[2:].replace("-", "_").upper()
+    return flag
 
 
 def seed_everything(seed: int) -> None:

@@ -1,6 +1,6 @@
 """Capture the post-RoPE queries/keys (and values) of an HF Llama-family model, for analysis.
 
-Uses transformers' own extension point (PEERS.md §8): an attention function registered with
+Uses transformers' own extension point (its documented ``AttentionInterface``): an attention function registered with
 ``AttentionInterface`` (plus the sdpa mask via ``AttentionMaskInterface``) records what each layer's
 attention receives -- queries ``[B, Hq, T, D]`` and keys/values ``[B, Hkv, T, D]``, after RoPE -- and then
 calls the stock sdpa attention, so outputs are unchanged. No model class is patched. The runtime's

@@ -9,7 +9,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import ProfileConfig, profile_config, results_dir, seed_everything
+from . import _io
+from .config import (REPO_ROOT, ProfileConfig, arg_name, profile_config, results_dir, seed_everything,
+                     use_notebook_arg_names)
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,11 @@ class Context:
 
 
 def setup(profile: str, results: str | None = None, seed: int | None = None) -> Context:
+    use_notebook_arg_names()  # error messages name PROFILE, VISION_PATH, ... rather than CLI flags
     cfg = profile_config(profile)
+    # Checked before any expensive cell runs, not at the first table write.
+    _io.check_writable_dir(results or os.environ.get("VREX_RESULTS_DIR") or REPO_ROOT / "results",
+                           arg_name("--results-dir"))
     out = results_dir(results or None)
     # Later report.* calls default to this folder too.
     os.environ["VREX_RESULTS_DIR"] = str(out)

@@ -77,12 +77,51 @@ def _check_path(video: str | os.PathLike) -> Path:
     p = Path(video)
     if not p.exists():
         raise FileNotFoundError(f"video file not found: {p}. Check the videos folder (COIN: videos/<id>.mp4).")
+    if p.is_dir():
+        raise _corrupt(p, None)
     return p
 
 
-def _corrupt(p: Path, err: BaseException) -> VideoDecodeError:
-    return VideoDecodeError(f"{p}: cannot decode video ({type(err).__name__}: {err}). Re-download it or re-encode "
-                            f"with `ffmpeg -i {p.name} -c:v libx264 fixed.mp4`; a COIN run skips and counts it.")
+def _stream_types(p: Path) -> list[str] | None:
+    """Stream kinds in the container ('video', 'audio', ...), or None if no demuxer can open it."""
+    try:
+        import av
+
+        with av.open(str(p)) as c:
+            return [st.type for st in c.streams]
+    except Exception:
+        return None
+
+
+def _corrupt(p: Path, err: BaseException | None) -> VideoDecodeError:
+    """A decode failure as a message that names the file, what is wrong with it and the fix.
+
+    The decoder's own exception text (decord/ffmpeg internals) says little to a user, so the file is examined
+    instead: folder, unreadable, empty, not a container, no video stream, or a video stream that fails.
+    """
+    skip = "A COIN run skips it and lists it in the skip log."
+    if p.is_dir():
+        return VideoDecodeError(f"{p} is a folder, not a video file; put the video itself there "
+                                f"(COIN: videos/<youtube_id>.mp4). {skip}")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(1)
+    except OSError as e:
+        return VideoDecodeError(f"{p}: cannot be read ({e.strerror or e}); fix its permissions "
+                                f"(e.g. chmod a+r {p}). {skip}")
+    if not head:
+        return VideoDecodeError(f"{p}: the file is empty (0 bytes), an interrupted download; download it again. "
+                                f"{skip}")
+    kinds = _stream_types(p)
+    if kinds is None:
+        return VideoDecodeError(f"{p}: not a video container ffmpeg can open (corrupt, truncated or not a video "
+                                f"at all); download it again. {skip}")
+    if "video" not in kinds:
+        return VideoDecodeError(f"{p}: the file has no video stream (it holds {', '.join(kinds) or 'no streams'}; "
+                                f"an audio-only download?); download the video track. {skip}")
+    what = f" ({type(err).__name__})" if err is not None else ""
+    return VideoDecodeError(f"{p}: its video stream cannot be decoded{what}; download it again, or re-encode it "
+                            f"with `ffmpeg -i {p.name} -c:v libx264 fixed.mp4`. {skip}")
 
 
 def probe(video: str | os.PathLike) -> VideoInfo:

@@ -7,6 +7,9 @@ dre.py   the DRE top level (Fig. 10 memory sizes, 20.125 KB)
 fixedpoint.py  formats and the integer reference rules (same as vrex_lib.resv)
 timing.py      analytic cycle models (== the simulations), used by the performance simulator
 verify.py      reference checks, Verilog conversion + Icarus replay, yosys synthesis -> summary.json
+bulk.py        >= 10k vectors per block on the converted Verilog (Verilator; Icarus fallback), checked vs reference
+
+Design choices where the paper is silent: docs/DECISIONS.md D9 and D80-D87.
 """
 from .timing import cycles_to_us, hcu_cycles, hcu_cycles_trace, kvmu_cycles, wtu_cycles, wtu_row_cycles
 

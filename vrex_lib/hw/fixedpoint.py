@@ -1,14 +1,15 @@
 """Fixed-point formats of the DRE and the integer reference rules the MyHDL blocks must reproduce bit for bit.
 
-Formats (paper Fig. 10 memory sizes; digest §8.9 — the paper gives no widths, these are our choices):
+Formats (paper Fig. 10 memory sizes; the paper gives no widths — these are ours, ``docs/DECISIONS.md D80``):
 
 * hash codes: ``N_hp = 32`` bits, unsigned (bit i = hyperplane i), as :mod:`vrex_lib.resv.hashing` packs them.
 * Hamming distance: ``ceil(log2(W + 1))`` bits (6 for W = 32); the "no candidate" sentinel is ``2**bits - 1``.
 * WiCSum weights (scores): 16-bit unsigned, ``w_q = round(w * (2**16 - 1))`` for w in [0, 1] (the softmax
-  numerators of digest §10a are in (0, 1]); 8 KB score memory = 4096 entries.
+  numerators of ``docs/DECISIONS.md D1`` are in (0, 1]); 8 KB score memory = 4096 entries.
 * token counts: 16-bit unsigned, saturating at 65535; 8 KB count memory = 4096 entries.
 * products ``w·c``: 32 bits; accumulators (Sum, Acc): ``32 + ceil(log2(N_max))`` bits (44 for 4096 entries),
-  so they cannot overflow even with every weight and count at its maximum (tested) — no saturation needed.
+  so they cannot overflow even with every weight and count at its maximum (tested) — no saturation needed
+  (``docs/DECISIONS.md D81``).
 * ratio ``Th_r-wics``: unsigned Q0.16, ``r_q = round(ratio * 2**16)`` (0.3 -> 19661), 17-bit port (1.0 = 65536);
   ``Th = (Sum * r_q) >> 16`` (floor; equivalent to the software's ``Acc * 2**16 > r_q * Sum``).
 

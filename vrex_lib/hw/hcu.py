@@ -3,7 +3,8 @@
 Hardware (all widths/depths parameters; defaults = the paper's configuration, :class:`VRexCoreConfig`):
 
 * current hash-bit memory: ``CUR_DEPTH`` x ``W``-bit codes (32 x 32 b = 128 B), written by the LXE;
-* key-cache hash-bit memory: ``DEPTH`` x ``W``-bit cluster codes (1024 x 32 b = 4 KB) in ``LANES`` banks so one
+* key-cache hash-bit memory (banking: ``docs/DECISIONS.md D84``): ``DEPTH`` x ``W``-bit cluster codes
+  (1024 x 32 b = 4 KB) in ``LANES`` banks so one
   row of ``LANES`` codes is read per cycle; more clusters than ``DEPTH`` are tiled (analytic, see timing.py);
 * a ``LANES``-wide (N_HCU-w = 16) XOR-popcount accumulator: 16 Hamming distances per cycle, SWAR popcount;
 * a lowest-index minimum over the lanes, the running nearest cluster across rows (strict ``<``, so the lowest

@@ -6,7 +6,7 @@ KVMU reorders each frame's KV as it is offloaded; §V.C). A selection (the WTU's
 becomes a prefetch request stream: one transaction per maximal run of selected clusters with no unselected
 byte between them (unselected empty clusters do not break a run; empty runs are not issued). The baseline is
 the token-scattered layout (tokens in arrival order): one transaction per maximal run of consecutive
-selected tokens.
+selected tokens. The layout and the merge rule are ``docs/DECISIONS.md D85``.
 
 :func:`kvmu` is the MyHDL block (one cluster per cycle in, at most one request per cycle out);
 :func:`prefetch_requests` / :func:`scattered_requests` are the software references.

@@ -1,29 +1,43 @@
-"""Verify the DRE: simulate each block against the reference, convert to Verilog, replay in Icarus, synthesise.
+"""Verify the DRE: simulate each block against the reference, convert to Verilog, replay in Icarus, run the bulk
+vectors on the Verilog (Verilator), synthesise. The method is ``docs/DECISIONS.md D86``; the recipe D87.
 
     python -m vrex_lib.hw verify --out results/hdl [--blocks hcu wtu kvmu] [--size smoke|default]
     vrex_lib.hw.verify.run(Path("results/hdl"), blocks=None, size="default") -> dict
 
 Per block:
 
-1. **Reference check** — the MyHDL model at the paper's sizes runs random vectors (and the recorded real traces
-   of ``data/traces/dre_traces.npz`` when present: text and video-frame tokens); every output is compared with the integer reference of
-   :mod:`vrex_lib.hw.fixedpoint` (the same rules as :mod:`vrex_lib.resv`) -> ``vectors``, ``mismatches``.
+1. **Reference check** — the MyHDL model at the paper's sizes runs random vectors and part of the recorded real
+   traces of ``data/traces/dre_traces.npz`` (text and video-frame tokens, ``SIZES[size]["real_cap"]`` per source);
+   every output is compared with the integer reference of :mod:`vrex_lib.hw.fixedpoint` (the same rules as
+   :mod:`vrex_lib.resv`) -> ``vectors``, ``real_vectors``, ``mismatches``.
 2. **Verilog check** — the block is converted (``<block>.v``) and a generated self-checking-style testbench
    replays, cycle by cycle, the inputs the MyHDL run applied (``$readmemh``); every output is written each
    cycle and compared with the MyHDL run's outputs -> ``verilog.cycles``, ``verilog.mismatches``.
-3. **Synthesis** — yosys, ONE fixed recipe (:data:`YOSYS_RECIPE`): generic gates AND/NAND/OR/NOR/XOR/XNOR/MUX
+3. **Bulk Verilog check** — ``SIZES[size]["bulk"]`` vectors per block (every recorded real vector, then random
+   ones; 10,000 in ``default``) drive the converted Verilog from a stimulus file under Verilator (Icarus when
+   Verilator is absent, with a printed and recorded warning) and every vector is checked against the reference
+   (:mod:`vrex_lib.hw.bulk`) -> ``bulk``.
+4. **Synthesis** — yosys, ONE fixed recipe (:data:`YOSYS_RECIPE`): generic gates AND/NAND/OR/NOR/XOR/XNOR/MUX
    (+NOT) and flip-flops, memories kept as ``$mem_v2`` cells (not flattened into flip-flops). The logic is at the
    paper's widths and lane counts; the memories are synthesised at reduced depth (``synth_params``) to keep
    yosys fast — their full-size bits are reported analytically in ``memory_bits``.
 
 ``summary.json`` schema (version 1), read by the energy/area estimator:
 
-    {"schema": 1, "size": str, "recipe": str, "tools": {"myhdl", "yosys", "iverilog"},
+    {"schema": 1, "size": str, "recipe": str, "tools": {"myhdl", "yosys", "iverilog", "verilator"},
+     "th_hd": int, "ratio": float, "ratio_q": int,                       # from ReSVConfig unless given
+     "verilog_checks": "run" | "skipped (--no-verilog)",
+     "bulk_simulator": "verilator" | "icarus" | null, "bulk_warning": str | null,
+     "simulator_cycles_per_s": {"myhdl"|"icarus"|"verilator": {<block>: float | null}},
      "blocks": {<name>: {
          "params": {...}, "synth_params": {...},
          "vectors": int, "real_vectors": int, "mismatches": int,          # MyHDL vs reference
          "cycles": int, "sim_cycles_per_s": float,                       # cycles of the checked vectors
-         "verilog": {"file": str, "cycles": int, "mismatches": int} | null,
+         "verilog": {"file": str, "cycles": int, "mismatches": int, "run_s": float,
+                     "cycles_per_s": float} | null,                       # Icarus replay of the MyHDL run
+         "bulk": {"simulator": str, "vectors": int, "real_vectors": int, "random_vectors": int,
+                  "mismatches": int, "cycles": int, "compile_s": float, "run_s": float,
+                  "cycles_per_s": float} | null,
          "synth": {"cells": int, "cells_by_type": {type: n}, "flip_flops": int, "memories": int,
                    "memory_bits_synth": int, "seconds": float} | null,
          "cells_by_type": {...}, "flip_flops": int,                       # = synth.*, when synthesised
@@ -46,7 +60,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import REPO_ROOT, VRexCoreConfig
+from .. import _io
+from ..config import REPO_ROOT, ReSVConfig, VRexCoreConfig
+from . import bulk
 from . import fixedpoint as fx
 from .dre import dre_memory_bytes, make_dre
 from .hcu import HCUParams, hcu, hcu_ports, simulate_hcu
@@ -61,13 +77,36 @@ YOSYS_RECIPE = ("read_verilog {v}; hierarchy -top {top}; proc; flatten; opt_expr
                 "techmap; opt -fast; abc -fast -g AND,NAND,OR,NOR,XOR,XNOR,MUX; opt_clean; "
                 "tee -q -o {stat} stat -json")
 # Problem sizes per run size: (random HCU tokens, random WTU rows, random KVMU selections, Verilog-replay share)
-SIZES = {"smoke": dict(hcu_tokens=64, wtu_rows=24, kvmu_sel=40, replay=1.0, synth=False),
-         "default": dict(hcu_tokens=640, wtu_rows=240, kvmu_sel=400, replay=0.25, synth=True),
-         "full": dict(hcu_tokens=10240, wtu_rows=10000, kvmu_sel=10000, replay=0.05, synth=True)}
+# ``bulk``: vectors per block (HCU tokens, WTU rows, KVMU selections) checked on the converted Verilog by
+# :mod:`vrex_lib.hw.bulk` -- every recorded real vector plus random ones up to this count (docs/DECISIONS.md D86).
+# ``real_cap``: recorded real vectors per source in the MyHDL check (HCU frames, WTU rows; None = all); the bulk
+# check always takes every recorded one (``real_cap`` too in smoke).
+SIZES = {"smoke": dict(hcu_tokens=64, wtu_rows=24, kvmu_sel=40, replay=1.0, synth=False, bulk=400,
+                       real_cap=(12, 30)),
+         "default": dict(hcu_tokens=640, wtu_rows=240, kvmu_sel=400, replay=0.25, synth=True, bulk=10_000,
+                         real_cap=(40, 60)),
+         "full": dict(hcu_tokens=10240, wtu_rows=10000, kvmu_sel=10000, replay=0.05, synth=True, bulk=100_000,
+                      real_cap=(None, None))}
 
 
 def tools_available() -> dict[str, str | None]:
-    return {t: shutil.which(t) for t in ("iverilog", "vvp", "yosys")}
+    return {t: shutil.which(t) for t in ("iverilog", "vvp", "yosys", "verilator")}
+
+
+class VerifyError(RuntimeError):
+    """A bad flag, a missing tool or an unwritable output, found before any simulation."""
+
+
+def check_writable(out: Path) -> None:
+    """Create ``out`` and write a probe file there, so an unwritable ``--out`` fails before the simulations."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".write_probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise VerifyError(f"--out {out}: cannot write there ({e.strerror}); choose a writable directory") from None
 
 
 # ------------------------------------------------------------------------------------- vectors
@@ -90,6 +129,15 @@ def random_hcu_frames(n_tokens: int, rng: np.random.Generator, p: HCUParams, th:
 def _flips(rng: np.random.Generator, bits: int, most: int) -> int:
     k = int(rng.integers(0, most + 1))
     return int(sum(1 << int(b) for b in rng.choice(bits, size=min(k, bits), replace=False)))
+
+
+def random_kvmu_selections(n: int, rng: np.random.Generator) -> list:
+    """KVMU selections of 1..63 clusters: random selection density, counts 0..5 (empty clusters included)."""
+    sels = []
+    for _ in range(n):
+        C = int(rng.integers(1, 64))
+        sels.append((rng.random(C) < rng.random(), rng.integers(0, 6, C)))
+    return sels
 
 
 def random_wtu_rows(n_rows: int, rng: np.random.Generator, n_max: int) -> list:
@@ -283,14 +331,17 @@ endmodule
     exe = work / "replay.vvp"
     subprocess.run(["iverilog", "-g2005", "-o", str(exe), str(work / "tb_replay.v"), str(vfile)], check=True,
                    capture_output=True, text=True)
+    t0 = time.perf_counter()
     subprocess.run(["vvp", "-n", str(exe)], check=True, capture_output=True, text=True, cwd=work)
+    run_s = time.perf_counter() - t0
     got = (work / "out.hex").read_text().split()
     bad = 0
     for j, r in enumerate(record):
         want = pack(r, outputs)
         if j >= len(got) or "x" in got[j].lower() or int(got[j], 16) != want:
             bad += 1
-    return dict(cycles=n, mismatches=bad, outputs_bits=outw)
+    return dict(cycles=n, mismatches=bad, outputs_bits=outw, run_s=round(run_s, 3),
+                cycles_per_s=round(n / run_s, 1) if run_s > 0 else None)
 
 
 def _convert(inst_fn, ports: dict, params, top: str, out: Path) -> Path:
@@ -326,14 +377,22 @@ OUTPUTS = {
 }
 
 
-def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed: int = 0, th: int = 7,
-        ratio: float = 0.3, bytes_per_token: int = 256, cfg: VRexCoreConfig | None = None,
-        synth: bool | None = None, use_traces: bool = True, return_results: bool = False) -> dict:
+def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed: int = 0, th: int | None = None,
+        ratio: float | None = None, bytes_per_token: int = 256, cfg: VRexCoreConfig | None = None,
+        synth: bool | None = None, use_traces: bool = True, return_results: bool = False, verilog: bool = True,
+        simulator: str | None = None) -> dict:
     """Verify the blocks and write ``out/summary.json`` and the ``.v`` files; returns the summary.
 
+    ``th`` / ``ratio`` default to :class:`vrex_lib.config.ReSVConfig` (``th_hp``, ``ratio``). ``verilog=False``
+    skips the Icarus replay and the bulk Verilog check (recorded as ``summary["verilog_checks"] = "skipped"``);
+    with ``verilog=True`` a missing ``iverilog``/``vvp`` is an error raised before any simulation. ``simulator``
+    forces the bulk simulator ("verilator" or "icarus"); by default Verilator, else Icarus with a warning
+    recorded in ``summary["bulk_warning"]`` and printed.
+
     ``return_results`` adds ``summary["_results"][block] = {"real": [...], "real_inputs": [...], "real_source":
-    [...]}`` (not written to JSON): the per-vector simulation results of the real-trace vectors and their source
-    ("text" or "frame", in that order), for notebook 04.
+    [...], "simulator": str}`` (not written to JSON): the per-vector simulation results of the real-trace vectors
+    and their source ("text" or "frame", in that order), for notebook 04 — from the bulk Verilog run (every
+    recorded vector) when it ran, else from the MyHDL run.
     """
     if size not in SIZES:
         raise ValueError(f"size={size!r}: choose one of {', '.join(SIZES)}")
@@ -344,10 +403,28 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     S = SIZES[size]
     synth = S["synth"] if synth is None else synth
     cfg = cfg or VRexCoreConfig()
+    rcfg = ReSVConfig()
+    th = rcfg.th_hp if th is None else int(th)
+    ratio = rcfg.ratio if ratio is None else float(ratio)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_writable(out)
     tools = tools_available()
     have_iv = bool(tools["iverilog"] and tools["vvp"])
+    bulk_sim, bulk_warning = None, None
+    if verilog:
+        if not have_iv:
+            raise VerifyError("iverilog/vvp not on PATH: the Verilog replay needs Icarus Verilog. Run `make setup` "
+                              "(apt-get install iverilog verilator), or pass --no-verilog to skip the Verilog "
+                              "checks (recorded in summary.json)")
+        try:
+            bulk_sim, bulk_warning = bulk.pick_simulator(simulator)
+        except bulk.SimulatorMissing as e:
+            raise VerifyError(str(e)) from None
+        if bulk_warning:
+            warnings.warn(bulk_warning, stacklevel=2)
+    else:
+        have_iv = False
+    brng = np.random.default_rng([seed, 1])  # the bulk vectors' own stream: the MyHDL vectors do not change
     have_yosys = bool(tools["yosys"])
     rng = np.random.default_rng(seed)
     tr = load_traces() if use_traces else None
@@ -355,7 +432,10 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     summary: dict = dict(schema=SCHEMA, size=size, seed=seed, th_hd=th, ratio=ratio, ratio_q=rq,
                          recipe=YOSYS_RECIPE.format(v="<block>.v", top="<block>", stat="<block>.stat.json"),
                          tools=dict(myhdl=_version("myhdl"), yosys=_tool_version(["yosys", "-V"]),
-                                    iverilog=_tool_version(["iverilog", "-V"])), blocks={})
+                                    iverilog=_tool_version(["iverilog", "-V"]),
+                                    verilator=_tool_version(["verilator", "--version"])),
+                         verilog_checks="run" if verilog else "skipped (--no-verilog)",
+                         bulk_simulator=bulk_sim, bulk_warning=bulk_warning, blocks={})
     kept: dict = {}
     with tempfile.TemporaryDirectory(prefix="vrex_hdl_") as tmp:
         tmp = Path(tmp)
@@ -368,7 +448,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 sp = HCUParams(p.code_bits, 4 * p.lanes, p.cur_depth, p.lanes)
                 frames = random_hcu_frames(S["hcu_tokens"], rng, p, th)
                 n_rand = len(frames)
-                real, tags = _real(tr, trace_hcu_frames, 12 if size == "smoke" else None)
+                real, tags = _real(tr, trace_hcu_frames, S["real_cap"][0])
                 k = max(1, int(len(frames) * S["replay"]))
                 # the replayed part (random, recorded) first, then the rest and the real traces
                 r1 = check_hcu(frames[:k], th, p, record=rec)
@@ -376,23 +456,28 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = hcu_ports, hcu
                 real_vectors = sum(len(n) for _, n in real)
+                bulk_real, bulk_tags = _real(tr, trace_hcu_frames, S["real_cap"][0] if size == "smoke" else None)
+                n_real = sum(len(n) for _, n in bulk_real)
+                bulk_vecs = bulk_real + random_hcu_frames(max(0, S["bulk"] - n_real), brng, p, th)
+                bulk_kw = dict(th=th, p=p)
             elif b == "wtu":
                 p = WTUParams.from_core(cfg)
                 sp = WTUParams(16 * p.lanes, p.lanes, p.n_buckets)
                 rows = random_wtu_rows(S["wtu_rows"], rng, p.n_max)
-                real, tags = _real(tr, trace_wtu_rows, 30 if size == "smoke" else None)
+                real, tags = _real(tr, trace_wtu_rows, S["real_cap"][1])
                 k = max(1, int(len(rows) * S["replay"]))
                 r1 = check_wtu(rows[:k], ratio, p, record=rec)
                 r2 = check_wtu(rows[k:] + real, ratio, p) if len(rows) > k or real else None
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = wtu_ports, wtu
                 real_vectors = len(real)
+                bulk_real, bulk_tags = _real(tr, trace_wtu_rows, S["real_cap"][1] if size == "smoke" else None)
+                n_real = len(bulk_real)
+                bulk_vecs = bulk_real + random_wtu_rows(max(0, S["bulk"] - n_real), brng, p.n_max)
+                bulk_kw = dict(ratio_q=rq, p=p)
             else:
                 p, sp = None, None
-                sels = []
-                for _ in range(S["kvmu_sel"]):
-                    C = int(rng.integers(1, 64))
-                    sels.append((rng.random(C) < rng.random(), rng.integers(0, 6, C)))
+                sels = random_kvmu_selections(S["kvmu_sel"], rng)
                 real, tags = _real(tr, trace_kvmu_selections, None)
                 k = max(1, int(len(sels) * S["replay"]))
                 r1 = check_kvmu(sels[:k], bytes_per_token, record=rec)
@@ -400,9 +485,13 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                 parts = [r for r in (r1, r2) if r]
                 ports_fn, inst_fn = kvmu_ports, kvmu
                 real_vectors = len(real)
+                bulk_real, bulk_tags = _real(tr, trace_kvmu_selections, None)
+                n_real = len(bulk_real)
+                bulk_vecs = bulk_real + random_kvmu_selections(max(0, S["bulk"] - n_real), brng)
+                bulk_kw = dict(bytes_per_token=bytes_per_token)
             allres = [x for r in parts for x in r["results"]]
             kept[b] = dict(real=allres[len(allres) - len(real):] if real else [], real_inputs=real,
-                           real_source=tags)
+                           real_source=tags, simulator="myhdl")
             cyc = sum(r["cycles"] for r in parts)
             secs = sum(r["sim_seconds"] for r in parts)
             actions: dict = {}
@@ -420,6 +509,14 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
             shutil.copy(vfile, out / f"{b}.v")
             if have_iv:
                 entry["verilog"] = dict(file=f"{b}.v", **replay_verilog(vfile, b, ports, OUTPUTS[b], rec, work))
+            entry["bulk"] = None
+            if bulk_sim is not None:
+                bk = bulk.run_block(b, bulk_vecs, vfile, work / "bulk", bulk_sim, **bulk_kw)
+                bres = bk.pop("_results")
+                entry["bulk"] = dict(bk, real_vectors=n_real, random_vectors=bk["vectors"] - n_real)
+                # the notebook's per-vector results of the real traces: all of them, from the Verilog run
+                kept[b] = dict(real=bres[:len(bulk_real)], real_inputs=bulk_real, real_source=bulk_tags,
+                               simulator=bulk_sim)
             if synth and have_yosys:
                 sports = ports_fn(sp) if sp is not None else ports_fn()
                 svfile = _convert(inst_fn, sports, sp, b, work / "synth")
@@ -439,6 +536,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
             r = subprocess.run(["iverilog", "-g2005", "-o", str(tmp / "dre.vvp"), str(dv)], capture_output=True,
                                text=True)
             compiles = r.returncode == 0
+    summary["simulator_cycles_per_s"] = simulator_speeds(summary)
     mem = HCUParams.from_core(cfg).memory_bits + WTUParams.from_core(cfg).memory_bits
     summary["dre"] = dict(memory_bits=mem, memory_bytes=mem // 8, verilog_compiles=compiles,
                           memory_bytes_by_block=dre_memory_bytes(cfg),
@@ -446,10 +544,33 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
                           flip_flops=sum((e["synth"] or {}).get("flip_flops", 0)
                                          for e in summary["blocks"].values()),
                           note="DRE = HCU + WTU + KVMU side by side (dre.py); memories of Fig. 10")
-    _atomic_json(out / "summary.json", summary)
+    _io.write_json(out / "summary.json", summary)
     if return_results:
         summary["_results"] = kept
     return summary
+
+
+def simulator_speeds(summary: dict) -> dict[str, dict[str, float | None]]:
+    """Simulated clock cycles per wall-clock second of each simulator, per block: MyHDL (the reference check),
+    Icarus (the replay of the MyHDL run's cycles, or the bulk run when it fell back to Icarus) and Verilator
+    (the bulk run). None where that simulator did not run."""
+    out: dict = {"myhdl": {}, "icarus": {}, "verilator": {}}
+    for b, e in summary["blocks"].items():
+        out["myhdl"][b] = e.get("sim_cycles_per_s")
+        out["icarus"][b] = (e.get("verilog") or {}).get("cycles_per_s")
+        out["verilator"][b] = None
+        bk = e.get("bulk") or {}
+        if bk.get("simulator") == "verilator":
+            out["verilator"][b] = bk["cycles_per_s"]
+        elif bk.get("simulator") == "icarus":
+            out["icarus"][b] = bk["cycles_per_s"]
+    return out
+
+
+def mismatches_total(summary: dict) -> int:
+    """Every mismatch of a summary: MyHDL vs reference, Verilog replay vs MyHDL, bulk Verilog vs reference."""
+    return sum(e["mismatches"] + ((e.get("verilog") or {}).get("mismatches") or 0)
+               + ((e.get("bulk") or {}).get("mismatches") or 0) for e in summary["blocks"].values())
 
 
 def run_isolated(out: Path, **kw) -> dict:
@@ -466,13 +587,6 @@ def run_isolated(out: Path, **kw) -> dict:
 
 def _run_with_results(out: Path, **kw) -> dict:
     return run(out, return_results=True, **kw)
-
-
-def _atomic_json(path: Path, obj: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
-    os.replace(tmp, path)
 
 
 def _version(mod: str) -> str:

@@ -7,12 +7,13 @@ Hardware (N_WTU-w = ``lanes`` = 16 entries per cycle; all sizes parameters):
 * per lane: a 16x16 multiplier (w·c), the upper and lower bucket sorters (``w < hi``, ``w >= lo``) producing
   the bitmask of the entries in the current bucket, and max comparators; an adder tree over the lanes;
 * the preprocess step (PRE): Sum = Σ w·c, min, max over the row, then Th_wics = (Sum·r_q) >> 16 (TH);
-* the bucket walk (WALK, Fig. 11): buckets of width 2^s over [min, max], walked from the highest; one row
+* the bucket walk (WALK, Fig. 11; bucket widths ``docs/DECISIONS.md D82``): buckets of width 2^s over [min, max],
+  walked from the highest; one row
   scan per bucket accumulates the bucket's Σ w·c; if ``Acc + bucket > Th`` the walk exits from this bucket,
   else it is accumulated and the *bucket-range updater* jumps straight to the bucket holding the largest
   weight below it (tracked during the scan, so empty buckets are never scanned);
-* exact resolution of the crossing bucket (our design; the paper does not say how ties inside a bucket are
-  resolved): a crossing bucket of width 2^s > 1 is refined into ``n_buckets`` sub-buckets (s -= log2
+* exact resolution of the crossing bucket (``docs/DECISIONS.md D83``; the paper does not say how ties inside a
+  bucket are resolved): a crossing bucket of width 2^s > 1 is refined into ``n_buckets`` sub-buckets (s -= log2
   n_buckets), again starting at the sub-bucket holding the bucket's maximum; a crossing bucket of width 1
   holds a single weight w*, whose entries are walked in index order — first a row at a time (RES_G), then
   lane by lane inside the crossing row (RES_L) — to find the last selected index j_cut. This reproduces the

@@ -12,6 +12,12 @@
 | ``rekv``      | ReKV                      | yes                | mean-key frame blocks, fixed top-k, per layer    |
 | ``resv``      | V-Rex's ReSV              | yes                | hash clusters + WiCSum, per layer × KV head      |
 | ``resv_noclust`` | Fig. 19 "w/o clustering" | yes             | WiCSum over individual keys                      |
+| ``resv_candwics`` | (D7 alternative)        | yes                | ReSV, WiCSum total over candidate tokens only    |
+
+ReKV and InfiniGen follow their reference repositories by default (``rekv``: ``mode='question'``, pre-RoPE
+scoring once per question, 64 frames; ``infinigen``: ``mode='reference'``, calibrated skewing, previous-layer
+speculation, layers 0-1 dense); ``mode='frame'`` / ``'legacy'`` and ``mode='oracle'`` select the variants.
+The retrieval ratio is defined once in :mod:`vrex_lib.retrieval.ratio` (docs/DECISIONS.md D7).
 
 Every policy implements :class:`~vrex_lib.retrieval.base.RetrievalPolicy`. ``Selection.stats`` uses
 common keys so the hardware and performance models can count prediction work for any method:
@@ -28,6 +34,7 @@ from .base import RetrievalPolicy, Selection, Stage
 from .flexgen import FlexGen
 from .full import FullAttention
 from .infinigen import InfiniGen, InfiniGenP
+from .ratio import ReSVCandidatesWiCSum, retrieval_ratio
 from .rekv import ReKV
 from .resv_policy import ReSV, ReSVNoClustering
 
@@ -39,6 +46,7 @@ POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {
     "rekv": ReKV,
     "resv": ReSV,
     "resv_noclust": ReSVNoClustering,
+    "resv_candwics": ReSVCandidatesWiCSum,
 }
 
 #: The methods of Table II, in the paper's row order (``full`` = VideoLLM-Online).
@@ -53,4 +61,5 @@ def make_policy(name: str, **kwargs) -> RetrievalPolicy:
 
 
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
-           "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "make_policy"]
+           "ReSVCandidatesWiCSum", "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "make_policy",
+           "retrieval_ratio"]

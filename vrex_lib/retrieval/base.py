@@ -11,6 +11,11 @@ forward step (one frame prefill, a question prefill, one generated token) its at
 3. attends over always-attended ∪ selected positions (per KV head), and counts the bytes of the
    selected positions by tier in the KV store.
 
+A policy may also define ``bind(model)``: :class:`~vrex_lib.runtime.StreamingSession` calls it once, before
+``reset``, with its model, for what post-RoPE tensors do not carry (ReKV's pre-RoPE scoring needs the step's
+RoPE, InfiniGen its calibration, ``W_q`` and the previous layer's attention input; see
+:mod:`vrex_lib.runtime.capture`). Such policies used without a session raise an error naming the fix.
+
 Shapes (batch 1; the runtime loops over batch if ever needed):
     new_keys   [Hkv, N, D]      keys:  [Hkv, S, D] (whole cache, post-RoPE, this step included)
     query      [Hq, Nq, D]      post-RoPE queries of this step (Hq = Hkv * group)

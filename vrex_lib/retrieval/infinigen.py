@@ -1,62 +1,221 @@
 """``infinigen`` and ``infinigen_p`` — InfiniGen's speculative token selection (Lee et al., OSDI 2024).
 
-InfiniGen (snu-comparch/InfiniGen, ``speculate_attention``) scores every cached token with a *partial*
-query and a *partial* key (a fraction of the head dimensions), counts per row the tokens whose
-logit exceeds ``max − alpha``, averages that count over heads and rows, caps it
-(``k = min(mean count, max_num_kv)``) and takes a per-head top-k. It retrieves only while generating
-text; frame prefill attends to everything (Table II: 100 % at the frame stage).
+What the reference code (snu-comparch/InfiniGen, ``accuracy/``) does, and how it is reproduced here
+(``mode="reference"``, the default):
 
-InfiniGenP is the V-Rex paper's own prefill extension (unpublished): the same partial-key scoring
-also during frame prefill, with a fixed top-k of up to 50 % of the candidates (§VI.A accuracy setup).
+* **Skewing matrices** (``setup/gen_llama_skewing_matrix.py``, ``main``): one forward over a calibration text
+  (the first 2,048 tokens of PG-19's first book there; ``data/text/alice_ch1.txt`` here, shipped with the
+  repository); per layer and head, SVD of the post-RoPE query and key matrices ``Q = U_q S_q V_q^T``,
+  ``K = U_k S_k V_k^T``; ``A`` holds ``V_q``'s columns placed by the order of ``S_q·S_k`` (``a.scatter(-1,
+  argsort(s), V_q)``). ``A`` is orthogonal, so ``(QA)(KA)^T = QK^T``, and it concentrates the products in few
+  columns. Under GQA one ``A`` per KV head, from the stacked queries of its group (the key side is per KV head;
+  the reference's Llama-2 is MHA).
+* **Partial columns** (``setup/gen_partial_weight.py`` with ``src/modeling_llama_ours_setup.py``,
+  ``LlamaAttention.forward``): per head the union of the ``int(head_dim × ratio)`` columns with the largest
+  ``Σ_tokens |QA|`` and the ``int(head_dim × ratio)`` with the largest ``Σ_tokens |KA|``; ratio 0.2. The
+  reference picks them on a short prompt; here on the calibration text (one pass computes both).
+* **Speculation** (``src/modeling_llama_ours.py``, ``LlamaAttention.forward``, "Speculate attention"): layer
+  ℓ's query is predicted from layer ℓ-1's *attention input* (``previous_hidden_states``) times layer ℓ's
+  ``W_q``, rotated at the step's positions, skewed by ``A`` and masked to the partial columns; it is scored
+  against the skewed post-RoPE keys, ``/√d``. Layers 0 and 1 attend densely (``LlamaModel.forward`` passes
+  ``previous_hidden_states`` only to layers ≥ 2).
+* **Selection** (``kv_cache_mask``): per row the tokens with a logit ≥ max − ``alpha`` are counted, the count
+  averaged over heads, capped at ``budget × tokens``; then a per-head top-k. ``alpha`` = 5; the cap here is
+  ``cap`` (the V-Rex paper's accuracy runs: up to 50 %). Under GQA a KV head's ranking sums its rows'
+  attention probabilities (the runtime attends per KV head).
+* Text generation only: frame prefill attends to everything (Table II: 100 % at the frame stage).
 
-Where we differ from InfiniGen, and why:
-- InfiniGen picks its partial columns offline (SVD "skewing" of W_q/W_k + column magnitudes on
-  calibration data). We have no calibration pass, so the columns are chosen on the fly from running
-  means of |q| and |k| per (layer, KV head) -- the same criterion (largest |q_d|·|k_d|), learned
-  online, no skewing. ``partial_ratio=1.0`` gives exact full-key scores.
-- GQA: InfiniGen's models are MHA. Here each KV head's rows are (query head in its group, query
-  token) pairs; a KV head's ranking is the sum of its rows' (partial) attention probabilities.
-- Prediction uses this layer's own queries (digest §10e default), not layer ℓ-1's hidden state.
+The calibration runs once per model and is cached under ``results/cache/infinigen/`` (keyed by the model's
+name, shape, a weight fingerprint, the text and the ratio); the session binds the policy to its model
+(``bind``), which loads or computes it.
+
+``mode="oracle"`` is this artifact's earlier variant, kept for comparison: no skewing, the exact current query
+of layer ℓ (a best case no real system has), partial columns learned online from running means of |q| and
+|k|, only the runtime's dense layers (layer 0).
+
+InfiniGenP (``infinigen_p``) is the V-Rex paper's own prefill extension (unpublished): the same scoring also
+during frame prefill, with a fixed top-k of ``cap`` × candidates at frames (§VI.A accuracy setup).
 """
 from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
 
 import torch
 
 from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
 from .base import Selection, Stage
 
+INFINIGEN_MODES: tuple[str, ...] = ("reference", "oracle")
+CALIBRATION_TEXT = Path(__file__).resolve().parents[2] / "data" / "text" / "alice_ch1.txt"
+CALIBRATION_TOKENS = 2048  # the reference truncates its calibration text to 2,048 tokens
+_CALIB_MEMO: dict = {}
+
+
+# ---------------------------------------------------------------------------------------------- calibration
+
+def skewing_matrix(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """InfiniGen's skewing matrix of one head from post-RoPE ``q`` [Nq, D] and ``k`` [Nk, D] -> ``A`` [D, D].
+
+    ``A[:, order[j]] = V_q[:, j]`` where ``order = argsort(S_q · S_k)`` ascending (the reference's
+    ``a.scatter(-1, ind.repeat(r, 1), vq)``): an orthogonal matrix whose columns are ``V_q``'s, permuted.
+    """
+    _, sq, vqh = torch.linalg.svd(q.double(), full_matrices=False)
+    _, sk, _ = torch.linalg.svd(k.double(), full_matrices=False)
+    d = q.shape[-1]
+    if sq.numel() < d or sk.numel() < d:
+        raise ValueError(f"skewing_matrix needs at least head_dim={d} tokens, got {q.shape[0]} / {k.shape[0]}")
+    order = torch.sort(sq * sk, stable=True).indices
+    a = torch.zeros(d, d, dtype=torch.float64)
+    a[:, order] = vqh.transpose(0, 1)
+    return a.float()
+
+
+def partial_columns(q: torch.Tensor, k: torch.Tensor, a: torch.Tensor, ratio: float) -> torch.Tensor:
+    """Bool [D]: the union of the ``int(D·ratio)`` columns with the largest Σ|qA| and those with the largest
+    Σ|kA| (``q`` [Nq, D], ``k`` [Nk, D], ``a`` [D, D]) -- InfiniGen's partial weight mask of one head."""
+    d = a.shape[0]
+    n = max(1, int(d * ratio))
+    mask = torch.zeros(d, dtype=torch.bool)
+    mask[torch.topk((q.float() @ a).abs().sum(0), n).indices] = True
+    mask[torch.topk((k.float() @ a).abs().sum(0), n).indices] = True
+    return mask
+
+
+def _fingerprint(model) -> str:
+    layers = model.llm.model.layers
+    h = hashlib.sha256()
+    for lay in (layers[0], layers[-1]):
+        for w in (lay.self_attn.q_proj.weight, lay.self_attn.k_proj.weight):
+            h.update(repr(float(w.detach().double().sum())).encode())
+            h.update(repr(float(w.detach().double().abs().sum())).encode())
+    return h.hexdigest()[:16]
+
+
+def calibrate(model, text_path: str | os.PathLike = CALIBRATION_TEXT, ratio: float = 0.2,
+              cache_dir: str | os.PathLike | None = None, n_tokens: int = CALIBRATION_TOKENS) -> dict:
+    """Skewing matrices and partial columns of every (layer, KV head) of ``model`` from its post-RoPE Q/K over
+    ``text_path``: ``{'A': [L, Hkv, D, D], 'mask': bool [L, Hkv, D], 'n_tokens', 'text', 'ratio', 'key'}``.
+
+    Cached (in memory and as ``<cache_dir>/<key>.pt``, default ``results/cache/infinigen``); the key covers the
+    model's name, shape and weight fingerprint, the text's bytes, ``ratio`` and ``n_tokens``.
+    """
+    from ..config import results_dir
+    from ..runtime.capture import attach, rope
+
+    p = Path(text_path)
+    if not p.is_file():
+        raise FileNotFoundError(f"InfiniGen calibration text {p} not found: it ships with the repository "
+                                "(data/text/alice_ch1.txt); pass text_path= to use another")
+    text = p.read_text(encoding="utf-8")
+    key = hashlib.sha256(repr((model.name, model.n_layers, model.n_kv_heads, model.head_dim, _fingerprint(model),
+                               hashlib.sha256(text.encode()).hexdigest(), float(ratio), int(n_tokens))
+                              ).encode()).hexdigest()[:20]
+    if key in _CALIB_MEMO:
+        return _CALIB_MEMO[key]
+    cdir = Path(cache_dir) if cache_dir is not None else results_dir() / "cache" / "infinigen"
+    f = cdir / f"{key}.pt"
+    if f.exists():
+        out = torch.load(f, weights_only=True)
+        if out.get("key") == key:
+            _CALIB_MEMO[key] = out
+            return out
+    store = attach(model)
+    max_pos = int(getattr(model.config, "max_position_embeddings", n_tokens))
+    ids = model.encode(text)[:min(n_tokens, max_pos)]
+    if len(ids) < model.head_dim:
+        raise ValueError(f"{p}: {len(ids)} tokens, fewer than head_dim {model.head_dim}; use a longer text")
+    with torch.inference_mode():
+        model.llm(input_ids=torch.as_tensor([ids], device=model.device), use_cache=False)
+        L, hkv, d = model.n_layers, model.n_kv_heads, model.head_dim
+        A = torch.zeros(L, hkv, d, d)
+        mask = torch.zeros(L, hkv, d, dtype=torch.bool)
+        for layer in range(L):
+            h, (cos, sin) = store[layer]
+            attn = model.llm.model.layers[layer].self_attn
+            t = h.shape[1]
+            q = attn.q_proj(h)[0].float().reshape(t, -1, d).transpose(0, 1)   # [Hq, T, D] pre-RoPE
+            k = attn.k_proj(h)[0].float().reshape(t, hkv, d).transpose(0, 1)  # [Hkv, T, D]
+            c, s = cos[0].float(), sin[0].float()
+            q, k = rope(q, c, s), rope(k, c, s)
+            rows = kv_rows(q, hkv)                                            # [Hkv, group*T, D]
+            for g in range(hkv):
+                A[layer, g] = skewing_matrix(rows[g].cpu(), k[g].cpu())
+                mask[layer, g] = partial_columns(rows[g].cpu(), k[g].cpu(), A[layer, g], ratio)
+    out = dict(A=A, mask=mask, n_tokens=len(ids), text=str(p.name), ratio=float(ratio), key=key)
+    cdir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cdir, prefix=f".{key}.", suffix=".tmp")
+    os.close(fd)
+    torch.save(out, tmp)
+    os.replace(tmp, f)
+    _CALIB_MEMO[key] = out
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- policies
 
 class InfiniGen:
     """Threshold-then-cap token selection during text generation only.
 
-    alpha:         logit margin below the row maximum counted as "critical" (InfiniGen accuracy
-                   harness for Llama: 5).
-    cap:           max fraction of candidates fetched (paper's accuracy runs: "up to 50%").
-    partial_ratio: fraction of head dims in the partial query/key (InfiniGen: 0.1-0.2).
+    mode:          'reference' (default: skewing, previous-layer speculation, layers 0-1 dense) or 'oracle'.
+    alpha:         logit margin below the row maximum counted as "critical" (reference: 5).
+    cap:           max fraction of candidates fetched (V-Rex paper's accuracy runs: "up to 50%").
+    partial_ratio: fraction of head dims per side (query / key) in the partial columns (reference: 0.2 here).
+    dense_layers:  reference mode: layers below this attend densely (reference: 2).
+    calibration_text: the text of the calibration pass (reference mode).
     """
 
     name = "infinigen"
     retrieves_at_frame = False
 
-    def __init__(self, alpha: float = 5.0, cap: float = 0.5, partial_ratio: float = 0.2):
+    def __init__(self, alpha: float = 5.0, cap: float = 0.5, partial_ratio: float = 0.2, mode: str = "reference",
+                 dense_layers: int = 2, calibration_text: str | os.PathLike | None = None):
+        if mode not in INFINIGEN_MODES:
+            raise ValueError(f"infinigen: unknown mode {mode!r}: choose one of {', '.join(INFINIGEN_MODES)}")
         if not 0.0 < cap <= 1.0:
             raise ValueError(f"infinigen: cap must be in (0, 1], got {cap}")
         if not 0.0 < partial_ratio <= 1.0:
             raise ValueError(f"infinigen: partial_ratio must be in (0, 1], got {partial_ratio}")
+        if dense_layers < 1:
+            raise ValueError(f"infinigen: dense_layers must be >= 1 (layer 0 has no previous layer), got "
+                             f"{dense_layers}")
         self.alpha, self.cap, self.partial_ratio = float(alpha), float(cap), float(partial_ratio)
+        self.mode, self.dense_layers = mode, int(dense_layers)
+        self.calibration_text = Path(calibration_text) if calibration_text else CALIBRATION_TEXT
+        self.calib: dict | None = None
+        self._inputs = None
+        self._q_proj = None
+
+    @property
+    def config(self) -> dict:
+        return dict(mode=self.mode, alpha=self.alpha, cap=self.cap, partial_ratio=self.partial_ratio,
+                    dense_layers=self.dense_layers if self.mode == "reference" else None)
+
+    def bind(self, model) -> None:
+        """Reference mode: calibrate (or load the cached calibration) and keep the attention inputs and W_q."""
+        if self.mode != "reference":
+            return
+        from ..runtime.capture import attach
+
+        self._inputs = attach(model)
+        self._q_proj = [lay.self_attn.q_proj for lay in model.llm.model.layers]
+        self.calib = calibrate(model, self.calibration_text, self.partial_ratio)
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.head_dim = head_dim
         self.n_partial = max(1, round(self.partial_ratio * head_dim))
-        # Running sums of |k| and |q| per (layer, KV head, dim): the online stand-in for calibration.
+        # oracle: running sums of |k| and |q| per (layer, KV head, dim), the online stand-in for calibration.
         self._abs_k = [torch.zeros(n_kv_heads, head_dim) for _ in range(n_layers)]
         self._abs_q = [torch.zeros(n_kv_heads, head_dim) for _ in range(n_layers)]
 
     def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: Stage, frame_id: int | None) -> None:
-        self._abs_k[layer] += new_keys.detach().float().abs().sum(1).cpu()
+        if self.mode == "oracle":
+            self._abs_k[layer] += new_keys.detach().float().abs().sum(1).cpu()
 
     def _partial_dims(self, layer: int, rows: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """[Hkv, d'] head dims with the largest running |q_d|·|k_d| (sorted for readability)."""
+        """Oracle: [Hkv, d'] head dims with the largest running |q_d|·|k_d| (sorted for readability)."""
         self._abs_q[layer] += rows.detach().float().abs().sum(1).cpu()
         abs_k = self._abs_k[layer]
         if not torch.any(abs_k):  # nothing observed (e.g. a policy used stand-alone): use the cache itself
@@ -64,32 +223,68 @@ class InfiniGen:
         imp = self._abs_q[layer] * abs_k
         return torch.sort(torch.topk(imp, self.n_partial, dim=-1).indices, dim=-1).values.to(rows.device)
 
-    def _select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
-                fixed_topk: bool) -> Selection:
+    def speculated_query(self, layer: int, n_q: int) -> torch.Tensor:
+        """Reference mode: layer ``layer``'s query [Hq, N, D] predicted from layer-1's attention input × this
+        layer's W_q, rotated with this step's RoPE (``src/modeling_llama_ours.py``, "Speculate attention")."""
+        from ..runtime.capture import rope
+
+        if self._inputs is None or self.calib is None:
+            raise ValueError("infinigen mode 'reference' needs its model (skewing matrices, W_q, the previous "
+                             "layer's input): run it in a StreamingSession (which binds it) or call bind(model); "
+                             "mode='oracle' does not")
+        prev, here = self._inputs[layer - 1], self._inputs[layer]
+        if prev is None or here is None or here[1] is None:
+            raise ValueError(f"infinigen: no captured attention input for layers {layer - 1}/{layer} in this step")
+        h = prev[0][0, -n_q:]                                               # [N, hidden]
+        w = self._q_proj[layer]
+        q = w(h.to(w.weight.dtype)).float()                                  # [N, Hq*D] pre-RoPE
+        q = q.reshape(n_q, -1, self.head_dim).transpose(0, 1)              # [Hq, N, D]
+        cos, sin = here[1]
+        return rope(q, cos[0, -n_q:].float().to(q.device), sin[0, -n_q:].float().to(q.device))
+
+    def _logits(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor
+                ) -> tuple[torch.Tensor, int]:
+        """Partial attention logits [Hkv, R, C] and the dims scored per row."""
         hkv, n_c = keys.shape[0], int(candidates.numel())
-        with Stopwatch() as sw:
+        if self.mode == "oracle":
             rows = kv_rows(query, hkv)                                    # [Hkv, R, D]
             dims = self._partial_dims(layer, rows, keys)                  # [Hkv, d']
             k_part = torch.gather(keys[:, candidates], 2, dims[:, None, :].expand(-1, n_c, -1))
             q_part = torch.gather(rows, 2, dims[:, None, :].expand(-1, rows.shape[1], -1))
-            logits = scaled_scores(q_part, k_part, self.head_dim)          # [Hkv, R, C]
+            return scaled_scores(q_part, k_part, self.head_dim), self.n_partial
+        q = self.speculated_query(layer, query.shape[1])
+        rows = kv_rows(q, hkv)                                            # [Hkv, R, D]
+        A = self.calib["A"][layer].to(rows.device)                        # [Hkv, D, D]
+        m = self.calib["mask"][layer].to(rows.device).float()             # [Hkv, D]
+        q_sk = torch.matmul(rows, A) * m[:, None, :]                      # masked skewed query
+        k_sk = torch.matmul(keys[:, candidates].float(), A)               # skewed keys
+        return scaled_scores(q_sk, k_sk, self.head_dim), int(self.calib["mask"][layer].sum(-1).max())
+
+    def _select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+                fixed_topk: bool) -> Selection:
+        hkv, n_c = keys.shape[0], int(candidates.numel())
+        with Stopwatch() as sw:
+            logits, n_dims = self._logits(layer, query.detach(), keys.detach(), candidates)   # [Hkv, R, C]
             cap_k = int(self.cap * n_c)
             if fixed_topk:
                 k = cap_k
             else:
-                crit = logits > logits.amax(-1, keepdim=True) - self.alpha
+                crit = logits >= logits.amax(-1, keepdim=True) - self.alpha
                 k = min(int(crit.sum(-1).float().mean()), cap_k)        # mean over heads and rows
             score = row_probs(logits).sum(1)                               # [Hkv, C]
             indices = [topk_sorted(candidates, score[h], k) for h in range(hkv)]
-        r = rows.shape[1]
-        stats = dict(rows=hkv * r, scored=hkv * n_c, score_dims=self.n_partial,
-                     score_macs=hkv * r * n_c * self.n_partial, k=k, select_s=sw.seconds)
+        r = logits.shape[1]
+        stats = dict(rows=hkv * r, scored=hkv * n_c, score_dims=n_dims,
+                     score_macs=hkv * r * n_c * n_dims, k=k, select_s=sw.seconds)
         return Selection(indices, n_c, stats)
+
+    def _dense_here(self, layer: int) -> bool:
+        return self.mode == "reference" and layer < self.dense_layers
 
     def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                stage: Stage) -> Selection | None:
-        if stage == "frame" or candidates.numel() == 0:
-            return None  # InfiniGen does not retrieve during (frame) prefill: attend to everything
+        if stage == "frame" or candidates.numel() == 0 or self._dense_here(layer):
+            return None  # no retrieval during (frame) prefill, nor in the dense layers: attend to everything
         return self._select(layer, query, keys, candidates, fixed_topk=False)
 
 
@@ -101,6 +296,6 @@ class InfiniGenP(InfiniGen):
 
     def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                stage: Stage) -> Selection | None:
-        if candidates.numel() == 0:
+        if candidates.numel() == 0 or self._dense_here(layer):
             return None
         return self._select(layer, query, keys, candidates, fixed_topk=(stage == "frame"))

@@ -2,8 +2,8 @@
 
 All K/V stay in memory (the runtime must be able to attend anywhere), but every cache position has a *tier*:
 
-* ``device``: the pinned sink tokens (system prompt) and the most recent ``capacity`` positions (digest §10f:
-  the KVMU keeps the recent KV on the accelerator's DRAM, 4,096 tokens by default);
+* ``device``: the pinned sink tokens (system prompt) and the most recent ``capacity`` positions (docs/DECISIONS.md
+  D6: the KVMU keeps the recent KV on the accelerator's DRAM; ``RuntimeConfig.kv_capacity`` by default);
 * ``host``: everything older, i.e. offloaded to CPU memory / SSD and fetched over PCIe when selected.
 
 :meth:`KVStore.gather` returns the K/V of chosen positions per KV head and books the tokens and bytes it
@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
+
+from ..config import RuntimeConfig
 
 
 class KVStoreLayer(CacheLayerMixin):
@@ -96,11 +98,12 @@ class KVStore(Cache):
     ``n_sink`` (set by the session after the system prompt) positions are pinned on device.
     """
 
-    def __init__(self, n_layers: int, n_kv_heads: int, head_dim: int, *, capacity: int = 4096,
+    def __init__(self, n_layers: int, n_kv_heads: int, head_dim: int, *, capacity: int | None = None,
                  bytes_per_elem: int = 4, paper_bytes_per_elem: int = 2):
         super().__init__(layers=[KVStoreLayer() for _ in range(n_layers)])
         self.n_layers, self.n_kv_heads, self.head_dim = n_layers, n_kv_heads, head_dim
-        self.capacity = int(capacity)
+        # One source for the default: RuntimeConfig.kv_capacity (docs/DECISIONS.md D6).
+        self.capacity = int(RuntimeConfig.kv_capacity if capacity is None else capacity)
         self.bytes_per_elem = int(bytes_per_elem)
         self.paper_bytes_per_elem = int(paper_bytes_per_elem)
         self.n_sink = 0

@@ -288,7 +288,11 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
 def _load_hf_llm(path: Path, dtype: torch.dtype):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _require_file(path / "config.json", "the LLM folder (--llm-path) must be a Hugging Face model folder")
+    from ..config import arg_name
+
+    _require_file(path / "config.json", f"the LLM folder ({arg_name('--llm-path')}) must be a Hugging Face model "
+                  "folder")
+    _read_json(path / "config.json", arg_name("--llm-path"))
     llm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
     tok = AutoTokenizer.from_pretrained(path)
     return llm, tok
@@ -300,11 +304,35 @@ def _require_file(p: Path, why: str) -> None:
 
 
 def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Tensor name -> shape from a .safetensors header, without loading any data."""
+    """Tensor name -> shape from a .safetensors header, without loading any data; a ValueError naming the file
+    if it is empty, truncated or not safetensors."""
+    fix = "re-download it or convert the .bin checkpoint with safetensors"
+    size = path.stat().st_size
     with open(path, "rb") as f:
+        if size < 8:
+            raise ValueError(f"{path}: {size} bytes, too short for a safetensors file (empty or truncated); {fix}")
         n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-    return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+        if n > size - 8:
+            raise ValueError(f"{path}: header claims {n} bytes but the file has {size}: truncated or not a "
+                             f"safetensors file; {fix}")
+        try:
+            header = json.loads(f.read(n))
+            return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            raise ValueError(f"{path}: unreadable safetensors header ({type(err).__name__}); {fix}") from None
+
+
+def _read_json(path: Path, what: str) -> dict:
+    """A JSON config file as a dict; a ValueError naming the file (and the flag it came from) if it is not."""
+    try:
+        obj = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not a valid JSON file ({err}); {what} must point at an unmodified Hugging Face "
+                         "folder -- re-download it") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(obj).__name__}; {what} must point at an "
+                         "unmodified Hugging Face folder")
+    return obj
 
 
 _PEFT_PREFIX = re.compile(r"^(base_model\.model\.)+")
@@ -317,43 +345,52 @@ def _adapter_key(k: str) -> str:
 
 
 def validate_full_paths(llm_path, vision_path, connector_path) -> dict:
-    """Check the full profile's three folders and their shapes agree; returns their configs. Loads no weights."""
-    missing = [n for n, p in (("--llm-path", llm_path), ("--vision-path", vision_path),
-                              ("--connector-path", connector_path)) if not p]
+    """Check the full profile's three folders and their shapes agree; returns their configs. Loads no weights.
+
+    Messages name the flag (``--vision-path``) or, in a notebook, the parameter (``VISION_PATH``).
+    """
+    from ..config import arg_name
+
+    fl, fv, fc = arg_name("--llm-path"), arg_name("--vision-path"), arg_name("--connector-path")
+    missing = [n for n, p in ((fl, llm_path), (fv, vision_path), (fc, connector_path)) if not p]
     if missing:
         raise ValueError(f"the full profile needs {', '.join(missing)}: local folders of Llama-3-8B-Instruct, "
                          "google/siglip-large-patch16-384 and the VideoLLM-online checkpoint "
                          "(chenjoya/videollm-online-8b-v1plus or your COIN-trained one)")
     llm_path, vision_path, connector_path = Path(llm_path), Path(vision_path), Path(connector_path)
-    for p, what in ((llm_path, "LLM"), (vision_path, "SigLIP"), (connector_path, "VideoLLM-online checkpoint")):
+    for p, what, flag in ((llm_path, "LLM", fl), (vision_path, "SigLIP", fv),
+                          (connector_path, "VideoLLM-online checkpoint", fc)):
         if not p.is_dir():
-            raise FileNotFoundError(f"{p} does not exist or is not a folder ({what}); pass the local folder path")
-    _require_file(llm_path / "config.json", "--llm-path must hold a Hugging Face Llama model (config.json)")
-    _require_file(vision_path / "config.json", "--vision-path must hold a Hugging Face SigLIP model (config.json)")
+            raise FileNotFoundError(f"{flag} {p} does not exist or is not a folder ({what}); pass the local folder")
+    _require_file(llm_path / "config.json", f"{fl} must hold a Hugging Face Llama model (config.json)")
+    _require_file(vision_path / "config.json", f"{fv} must hold a Hugging Face SigLIP model (config.json)")
     _require_file(connector_path / "adapter_config.json",
-                  "--connector-path must hold the VideoLLM-online PEFT checkpoint (adapter_config.json)")
+                  f"{fc} must hold the VideoLLM-online PEFT checkpoint (adapter_config.json)")
     _require_file(connector_path / "adapter_model.safetensors",
-                  "--connector-path must hold adapter_model.safetensors (convert a .bin with safetensors first)")
-    llm_cfg = json.loads((llm_path / "config.json").read_text())
+                  f"{fc} must hold adapter_model.safetensors (convert a .bin with safetensors first)")
+    llm_cfg = _read_json(llm_path / "config.json", fl)
     if llm_cfg.get("model_type") != "llama":
         raise ValueError(f"{llm_path / 'config.json'}: model_type is {llm_cfg.get('model_type')!r}, expected "
-                         "'llama' (VideoLLM-online uses Llama-3-8B-Instruct)")
-    vis_cfg = json.loads((vision_path / "config.json").read_text())
+                         f"'llama' (VideoLLM-online uses Llama-3-8B-Instruct); check {fl}")
+    vis_cfg = _read_json(vision_path / "config.json", fv)
     vis_cfg = vis_cfg.get("vision_config", vis_cfg)
     if "siglip" not in str(vis_cfg.get("model_type", "siglip")):
         raise ValueError(f"{vision_path / 'config.json'}: not a SigLIP config (model_type "
-                         f"{vis_cfg.get('model_type')!r})")
+                         f"{vis_cfg.get('model_type')!r}); check {fv}")
+    adapter = _read_json(connector_path / "adapter_config.json", fc)
     shapes = _safetensors_shapes(connector_path / "adapter_model.safetensors")
     conn = {_adapter_key(k): s for k, s in shapes.items() if "connector" in k}
     w0 = [s for k, s in conn.items() if k.endswith("connector.0.weight")]
     if not w0:
         raise ValueError(f"{connector_path / 'adapter_model.safetensors'} has no connector.0.weight: not a "
-                         "VideoLLM-online checkpoint (the connector is saved with the LoRA adapter)")
+                         f"VideoLLM-online checkpoint (the connector is saved with the LoRA adapter); check {fc}")
+    if "hidden_size" not in llm_cfg:
+        raise ValueError(f"{llm_path / 'config.json'} has no hidden_size: not a complete Llama config; check {fl}")
     hv, h = int(vis_cfg.get("hidden_size", 0)), int(llm_cfg["hidden_size"])
     if tuple(w0[0]) != (h, hv):
         raise ValueError(f"connector.0.weight has shape {w0[0]}, but the LLM hidden size is {h} and SigLIP's is "
-                         f"{hv}: the checkpoint does not match these base models")
-    return dict(llm=llm_cfg, vision=vis_cfg, adapter=json.loads((connector_path / "adapter_config.json").read_text()))
+                         f"{hv}: the checkpoint does not match these base models ({fl}, {fv}, {fc})")
+    return dict(llm=llm_cfg, vision=vis_cfg, adapter=adapter)
 
 
 def merge_lora(llm: nn.Module, adapter_state: dict[str, torch.Tensor], alpha: float, r: int,

@@ -7,9 +7,16 @@
     answer = sess.ask("What is the action in the video?", max_new_tokens=32)
     sess.trace().save("trace.npz")
 
-Text follows VideoLLM-online's chat template (showlab/videollm-online ``tokenization_live.py``):
-``<bos>{system}\\n`` · ``\\n[`` before the first frame of a stream segment and ``,`` between frames (the
-frame-interval token) · ``]\\nUser: {question}\\nAssistant:`` · the greedy answer · ``<eos>\\n[`` if frames follow.
+Text follows VideoLLM-online's chat template (showlab/videollm-online ``models/tokenization_live.py``,
+``chat_template``). Two prompt layouts (recorded as ``trace().meta['prompt_layout']``):
+
+* ``live`` (streaming narration / questions after the frames): ``<bos>{system}\\n`` · ``\\n[`` before the first
+  frame of a stream segment and ``,`` between frames (the frame-interval token) · ``]\\nUser: {question}\\nAssistant:``
+  · the greedy answer · ``<eos>\\n[`` if frames follow. Calls: frames, then :meth:`ask`.
+* ``coin`` (the layout the COIN benchmarks were trained and evaluated with, ``data/coin/benchmarks.py``:
+  user, stream, assistant): ``<bos>{system}\\n`` · ``\\nUser: {prompt}`` · ``\\n[`` frames joined by ``,`` ``]`` ·
+  ``\\nAssistant:`` · the greedy answer. Calls: :meth:`add_user_prompt`, frames, :meth:`answer`. A stream with
+  no frames (cut by ``max_num_frames``) is ``...User: {prompt}\\nAssistant:``, as the template drops it.
 
 Every forward is one *step* of the trace: 'system' and 'question'/'decode' steps are the text stage, 'frame'
 steps the frame stage.
@@ -84,6 +91,13 @@ class StreamingSession:
 
     def __init__(self, model: StreamingVideoLLM, policy=None, cfg: RuntimeConfig | None = None):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
+        # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
+        # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
+        # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
+        members = [policy] + list(getattr(policy, "policies", {}).values()) if policy is not None else []
+        for p in members:
+            if hasattr(p, "bind"):
+                p.bind(model)
         self.reset()
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
@@ -108,6 +122,8 @@ class StreamingSession:
         self._prev_selection: dict = {}  # {(stage, layer): per-KV-head indices} -> the trace's ``reused``
         self.inputs: list[torch.Tensor] = []
         self.last_answer: dict = {}
+        self.prompt_layout: str | None = None  # 'live' | 'coin', set by the first ask / add_user_prompt
+        self._builder.meta["prompt_layout"] = None
 
     @property
     def n_tokens(self) -> int:
@@ -209,16 +225,49 @@ class StreamingSession:
             raise RuntimeError("nothing has been prefilled yet")
         return self._logits
 
+    def _set_layout(self, layout: str) -> None:
+        if self.prompt_layout not in (None, layout):
+            raise RuntimeError(f"this stream already uses the {self.prompt_layout!r} prompt layout; call reset() "
+                               f"before a {layout!r} one")
+        self.prompt_layout = self._builder.meta["prompt_layout"] = layout
+
+    def add_user_prompt(self, prompt: str) -> None:
+        """COIN layout: prefill ``\\nUser: {prompt}`` *before* the frames (one text step, kind 'question')."""
+        if self._last_role not in ("system", None) or self.n_frames:
+            raise RuntimeError("add_user_prompt opens a COIN-layout turn: call it right after add_system_prompt")
+        self._set_layout("coin")
+        self._text(f"\nUser: {prompt}", kind="question")
+        # Everything before the stream is pinned like the system prompt (always attended, never a retrieval
+        # candidate): the question must not be dropped by a policy (docs/DECISIONS.md D58).
+        self.n_sink = self.store.n_sink = self.n_tokens
+        self._last_role = "user"
+
+    def answer(self, max_new_tokens: int = 64, force_ids: list[int] | None = None,
+               stop_strings: tuple[str, ...] = (), strip: bool = False) -> str:
+        """COIN layout: close the stream (``]``, if frames came) and prefill ``\\nAssistant:``, then decode greedily
+        (as :meth:`ask`). The text is returned as decoded (``strip=False``): VideoLLM-online scores the decoded
+        answer as it is, leading space included."""
+        if self.prompt_layout != "coin" or self._last_role not in ("user", "stream"):
+            raise RuntimeError("answer() follows add_user_prompt (and frames); use ask() for the live layout")
+        close = "]" if self._last_role == "stream" else ""
+        logits = self._text(f"{close}\nAssistant:", kind="question")
+        return self._generate(logits, max_new_tokens, force_ids, stop_strings, strip)
+
     def ask(self, question: str, max_new_tokens: int = 64, force_ids: list[int] | None = None,
             stop_strings: tuple[str, ...] = ()) -> str:
-        """Prefill the question, then decode greedily until EOS, ``max_new_tokens`` or a stop string.
+        """Live layout: prefill the question, then decode greedily until EOS, ``max_new_tokens`` or a stop string.
 
         ``force_ids`` (teacher forcing): feed these tokens instead of the argmax, recording at each step
         whether the argmax agreed (``last_answer['agreement']``); the returned text is then the argmax tokens.
         """
+        self._set_layout("live")
         close = "]" if self._last_role == "stream" else ""
         eos = [self.model.eos_token_id] if self._last_role == "assistant" else []  # ends the previous answer
         logits = self._text(f"{close}\nUser: {question}\nAssistant:", kind="question", prefix_ids=eos)
+        return self._generate(logits, max_new_tokens, force_ids, stop_strings, strip=True)
+
+    def _generate(self, logits: torch.Tensor, max_new_tokens: int, force_ids: list[int] | None,
+                  stop_strings: tuple[str, ...], strip: bool) -> str:
         first_logits = logits.clone()
         argmax, fed = [], []
         n_steps = max_new_tokens if force_ids is None else min(max_new_tokens, len(force_ids))
@@ -246,4 +295,4 @@ class StreamingSession:
         text = self.model.decode(out_ids)
         for s in stop_strings:
             text = text.split(s)[0]
-        return text.strip()
+        return text.strip() if strip else text

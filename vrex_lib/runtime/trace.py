@@ -1,4 +1,5 @@
-"""The retrieval trace: what one streamed sample leaves for the hardware and performance models (DESIGN.md).
+"""The retrieval trace: what one streamed sample leaves for the hardware and performance models
+(vrex_lib.hw, vrex_lib.perf).
 
 Per forward step (system prompt, each frame, the question, each generated token) and per (layer, KV head):
 tokens in cache, candidates, selected, tokens attended, tokens read from each tier and their bytes, whether the
@@ -22,11 +23,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .. import _io
 
 SCHEMA_VERSION = 2
 _READABLE_VERSIONS = (1, 2)  # 2 added ``reused``; a version-1 file loads with reused = -1 (unknown)
@@ -143,16 +145,7 @@ class RetrievalTrace:
         payload["meta_json"] = np.array(json.dumps({"schema_version": SCHEMA_VERSION, **self.meta}, default=str))
         buf = io.BytesIO()
         np.savez_compressed(buf, **payload)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(buf.getvalue())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        _io.write_bytes(path, buf.getvalue())
         return path
 
 

@@ -1,0 +1,424 @@
+"""ReKV and InfiniGen as their reference repositories do them; the COIN prompt layout; hand-computed cases."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vrex_lib.retrieval import make_policy
+from vrex_lib.retrieval.infinigen import calibrate, partial_columns, skewing_matrix
+from vrex_lib.runtime.capture import rope, unrope
+
+HKV, GROUP, D, TOK = 2, 3, 16, 10
+HQ = HKV * GROUP
+
+
+@pytest.fixture(scope="module")
+def tiny4():
+    """A 4-layer tiny random Llama streaming model (InfiniGen needs layers beyond its dense 0-1)."""
+    from transformers import LlamaForCausalLM
+
+    from vrex_lib.llm_weights import tiny_llama_config
+    from vrex_lib.runtime.attention import ATTN_IMPL, register
+    from vrex_lib.runtime.model import ByteTokenizer, StreamingVideoLLM, _tiny_siglip, make_connector
+
+    register()
+    torch.manual_seed(0)
+    tok = ByteTokenizer()
+    llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size, num_hidden_layers=4)).eval()
+    llm.set_attn_implementation(ATTN_IMPL)
+    m = StreamingVideoLLM(llm, tok, _tiny_siglip(32, 1, 2, 64), make_connector(32, 64), "tiny4-llama", 64)
+    for mod in (m.llm, m.vision, m.connector):
+        mod.requires_grad_(False)
+    return m
+
+
+def _cos_sin(positions: torch.Tensor, d: int = D, base: float = 10000.0):
+    inv = 1.0 / base ** (torch.arange(0, d, 2).float() / d)
+    ang = positions.float()[:, None] * inv[None]
+    emb = torch.cat([ang, ang], -1)
+    return emb.cos(), emb.sin()
+
+
+def test_unrope_inverts_rope():
+    x = torch.randn(3, 7, D)
+    c, s = _cos_sin(torch.arange(100, 107))
+    assert torch.allclose(unrope(rope(x, c, s), c, s), x, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ ReKV
+
+
+class _FakeInputs(list):
+    """Stands in for the runtime's captured attention inputs: entry ℓ = (None, (cos, sin)) of the current step."""
+
+    def set_positions(self, positions: torch.Tensor) -> None:
+        c, s = _cos_sin(positions)
+        for i in range(len(self)):
+            self[i] = (None, (c[None], s[None]))
+
+
+def _rekv_stream(pol, pre_keys: torch.Tensor, offset: int = 0):
+    """Feed frames of given pre-RoPE keys [Hkv, S, D] (rotated at positions offset+i) to layer 0 of ``pol``."""
+    inputs = _FakeInputs([None])
+    pol._inputs = inputs
+    pol.reset(1, HKV, D)
+    n_frames = pre_keys.shape[1] // TOK
+    for f in range(n_frames):
+        pos = torch.arange(f * TOK, (f + 1) * TOK) + offset
+        inputs.set_positions(pos)
+        c, s = _cos_sin(pos)
+        pol.observe(0, rope(pre_keys[:, f * TOK:(f + 1) * TOK], c, s), f * TOK, "frame", f)
+    return inputs
+
+
+def _rekv_ask(pol, inputs, pre_q: torch.Tensor, pos0: int, n_cache: int, stage="text"):
+    pos = torch.arange(pos0, pos0 + pre_q.shape[1])
+    inputs.set_positions(pos)
+    c, s = _cos_sin(pos)
+    keys = torch.zeros(HKV, n_cache, D)  # unused by ReKV (block means come from observe)
+    return pol.select(0, rope(pre_q, c, s), keys, torch.arange(0, n_cache), stage)
+
+
+def test_rekv_scores_pre_rope_keys_and_is_position_free():
+    g = torch.Generator().manual_seed(3)
+    pre_k = torch.randn(HKV, 8 * TOK, D, generator=g)
+    pre_q = torch.randn(HQ, 4, D, generator=g)
+    # by hand: block score = Σ_g (Σ_{h in g} mean_t q_h) · mean_{block} k_g, on pre-RoPE tensors
+    qm = pre_q.mean(1).reshape(HKV, GROUP, D).sum(1)
+    score = torch.stack([(pre_k[:, b * TOK:(b + 1) * TOK].mean(1) * qm).sum() for b in range(8)])
+    want = sorted(torch.topk(score, 3).indices.tolist())
+    for offset in (0, 5000):  # absolute positions change post-RoPE keys, not the pre-RoPE choice
+        pol = make_policy("rekv", topk_blocks=3)
+        inputs = _rekv_stream(pol, pre_k, offset)
+        sel = _rekv_ask(pol, inputs, pre_q, offset + 8 * TOK, 8 * TOK)
+        got = sorted({int(i) // TOK for i in sel.indices[0]})
+        assert got == want and torch.equal(sel.indices[0], sel.indices[1])
+
+
+def test_rekv_retrieves_once_per_question_and_anew_after_frames():
+    g = torch.Generator().manual_seed(4)
+    pol = make_policy("rekv", topk_blocks=2)
+    pre_k = torch.randn(HKV, 6 * TOK, D, generator=g)
+    inputs = _rekv_stream(pol, pre_k)
+    assert _rekv_ask(pol, inputs, torch.randn(HQ, 3, D, generator=g), 60, 60, stage="frame") is None
+    first = _rekv_ask(pol, inputs, torch.randn(HQ, 3, D, generator=g), 60, 60)
+    assert first.stats["retrieved_now"] == 1 and len({int(i) // TOK for i in first.indices[0]}) == 2
+    for q in range(3):  # generated tokens: other queries, the question's set is kept
+        again = _rekv_ask(pol, inputs, torch.randn(HQ, 1, D, generator=g), 63 + q, 60)
+        assert again.stats["retrieved_now"] == 0 and torch.equal(again.indices[0], first.indices[0])
+    # a new frame ends the answer: the next text step retrieves again
+    c, s = _cos_sin(torch.arange(60, 70))
+    inputs.set_positions(torch.arange(60, 70))
+    pol.observe(0, rope(torch.randn(HKV, TOK, D, generator=g), c, s), 60, "frame", 6)
+    assert _rekv_ask(pol, inputs, torch.randn(HQ, 3, D, generator=g), 70, 70).stats["retrieved_now"] == 1
+
+
+def test_rekv_budget_is_64_frames_or_all():
+    pol = make_policy("rekv")
+    assert pol.topk_blocks == 64 and not pol.retrieves_at_frame
+    inputs = _rekv_stream(pol, torch.randn(HKV, 8 * TOK, D))
+    sel = _rekv_ask(pol, inputs, torch.randn(HQ, 2, D), 80, 80)
+    assert sel.ratio() == 1.0  # 8 frames <= 64: every frame
+    fr = make_policy("rekv", mode="frame", topk_blocks=3)
+    assert fr.retrieves_at_frame
+    inputs = _rekv_stream(fr, torch.randn(HKV, 8 * TOK, D))
+    s1 = _rekv_ask(fr, inputs, torch.randn(HQ, TOK, D), 80, 80, stage="frame")
+    assert len(s1.indices[0]) == 3 * TOK and s1.stats["retrieved_now"] == 1
+    with pytest.raises(ValueError, match="unknown mode"):
+        make_policy("rekv", mode="nope")
+
+
+def test_rekv_needs_rope_unless_legacy():
+    pol = make_policy("rekv")
+    pol.reset(1, HKV, D)
+    with pytest.raises(ValueError, match="pre-RoPE.*StreamingSession"):
+        pol.observe(0, torch.randn(HKV, TOK, D), 0, "frame", 0)
+
+
+def test_rekv_in_a_session_matches_unrotated_projection(tiny4):
+    """Inside the runtime the un-rotated keys equal k_proj of the layer's input (the true pre-RoPE keys)."""
+    from vrex_lib.runtime import StreamingSession
+
+    pol = make_policy("rekv", mode="frame", topk_blocks=1)
+    sess = StreamingSession(tiny4, pol)
+    sess.add_system_prompt("sys")
+    emb = torch.randn(3, 10, tiny4.hidden_size) * 0.02
+    for i in range(3):
+        sess.add_frame_embeds(emb[i], float(i))
+    h, _ = tiny4._vrex_attn_inputs[1]
+    k_pre = tiny4.llm.model.layers[1].self_attn.k_proj(h)[0].reshape(h.shape[1], -1, tiny4.head_dim)
+    assert torch.allclose(pol._means[1][-1], k_pre.transpose(0, 1).float().mean(1), atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------ InfiniGen
+
+
+def test_skewing_matrix_hand_case():
+    q = torch.tensor([[3.0, 0.0], [0.0, 1.0], [0.0, 0.0]])   # S_q = (3, 1), V_q = I (up to sign)
+    k = torch.tensor([[0.0, 2.0], [1.0, 0.0]])                # S_k = (2, 1)
+    a = skewing_matrix(q, k)
+    # s = S_q·S_k = (6, 1); order = argsort ascending = (1, 0) -> A[:, 1] = V_q[:, 0], A[:, 0] = V_q[:, 1]
+    assert torch.allclose(a.abs(), torch.tensor([[0.0, 1.0], [1.0, 0.0]]))
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(40, 8, generator=g), torch.randn(30, 8, generator=g)
+    a = skewing_matrix(q, k)
+    assert torch.allclose(a @ a.T, torch.eye(8), atol=1e-5)
+    assert torch.allclose((q @ a) @ (k @ a).T, q @ k.T, atol=1e-4)  # skewing keeps every logit
+
+
+def test_partial_columns_union_of_query_and_key_tops():
+    q = torch.tensor([[5.0, -1.0, 0.0, 0.0, 0.2], [1.0, 0.5, 0.1, 0.0, 0.0]])  # Σ|q| = (6, 1.5, .1, 0, .2)
+    k = torch.tensor([[0.0, 0.0, 2.0, -4.0, 0.0]])                               # Σ|k| = (0, 0, 2, 4, 0)
+    m = partial_columns(q, k, torch.eye(5), ratio=0.4)                           # int(5·0.4) = 2 per side
+    assert m.tolist() == [True, True, True, True, False]
+    m = partial_columns(q, q, torch.eye(5), ratio=0.4)                           # same tops: union of 2
+    assert m.tolist() == [True, True, False, False, False]
+
+
+def test_infinigen_calibration_cached_and_speculates_from_previous_layer(tiny4, tmp_path):
+    from vrex_lib.runtime import StreamingSession
+
+    cal = calibrate(tiny4, ratio=0.2, cache_dir=tmp_path)
+    L, hkv, d = tiny4.n_layers, tiny4.n_kv_heads, tiny4.head_dim
+    assert cal["A"].shape == (L, hkv, d, d) and cal["mask"].shape == (L, hkv, d)
+    assert 0 < int(cal["mask"].sum(-1).min()) and int(cal["mask"].sum(-1).max()) <= 2 * int(d * 0.2)
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    again = calibrate(tiny4, ratio=0.2, cache_dir=tmp_path)
+    assert again is cal or torch.equal(again["A"], cal["A"])
+
+    pol = make_policy("infinigen")
+    sess = StreamingSession(tiny4, pol)
+    sess.add_system_prompt("s")
+    ids = torch.randint(3, 200, (1, 12))
+    for i in range(4):
+        sess.add_frame_embeds(torch.randn(10, tiny4.hidden_size) * 0.02, float(i))
+    sess.ask("what?", max_new_tokens=2)
+    # the speculated query of layer 3: layer 2's attention input (post input-norm) × W_q of layer 3, rotated
+    h2 = tiny4._vrex_attn_inputs[2][0]
+    cos, sin = tiny4._vrex_attn_inputs[3][1]
+    n = h2.shape[1]
+    want = tiny4.llm.model.layers[3].self_attn.q_proj(h2)[0].reshape(n, -1, d).transpose(0, 1)
+    want = rope(want.float(), cos[0].float(), sin[0].float())
+    assert torch.allclose(pol.speculated_query(3, n), want, atol=1e-5)
+    actual = tiny4.llm.model.layers[3].self_attn.q_proj(tiny4._vrex_attn_inputs[3][0])[0]
+    assert not torch.allclose(actual.reshape(n, -1, d).transpose(0, 1).float(), want, atol=1e-3)
+    # layers 0 and 1 dense (no selection stats), layers 2-3 select at text steps; frames never
+    tr = sess.trace()
+    text = tr.step_mask("text") & (tr["n_candidates"] > 0)
+    k = tr.stats["k"][text]
+    assert k.shape[1] == L and bool(torch.isnan(torch.as_tensor(k[:, :2])).all())
+    assert bool(torch.isfinite(torch.as_tensor(k[:, 2:])).all())
+    assert "k" not in tr.stats or bool(torch.isnan(torch.as_tensor(tr.stats["k"][tr.step_mask("frame")])).all())
+    del ids
+
+
+def test_infinigen_oracle_keeps_the_earlier_variant():
+    pol = make_policy("infinigen", mode="oracle")
+    assert pol.config["mode"] == "oracle"
+    pol.reset(2, HKV, D)
+    sel = pol.select(1, torch.randn(HQ, 1, D), torch.randn(HKV, 80, D), torch.arange(0, 70), "text")
+    assert sel is not None and sel.stats["score_dims"] == round(0.2 * D)  # layer 1 selects: only layer 0 dense
+    with pytest.raises(ValueError, match="needs its model"):
+        p = make_policy("infinigen")
+        p.reset(4, HKV, D)
+        p.select(2, torch.randn(HQ, 1, D), torch.randn(HKV, 80, D), torch.arange(0, 70), "text")
+
+
+# ------------------------------------------------------------------------------------------------ prompt layout
+
+
+def test_coin_prompt_layout_order_and_trace(tiny):
+    from vrex_lib.runtime import StreamingSession
+    from vrex_lib.config import RuntimeConfig
+
+    sess = StreamingSession(tiny, None, RuntimeConfig(record_inputs=True))
+    sess.add_system_prompt("SYS")
+    sess.add_user_prompt("Q?")
+    for i in range(2):
+        sess.add_frame_embeds(torch.zeros(10, tiny.hidden_size), float(i))
+    sess.answer(max_new_tokens=1)
+    tr = sess.trace()
+    assert tr.meta["prompt_layout"] == "coin"
+    assert list(tr["kind"][:5]) == ["system", "question", "frame", "frame", "question"]
+    texts = [tiny.decode(tiny.encode(t)) for t in ("\nUser: Q?", "\n[", ",", "]\nAssistant:")]
+    n_user = len(tiny.encode(texts[0]))
+    assert sess.n_sink == tr["n_new"][0] + n_user  # the prompt before the stream is pinned
+    assert tr["n_new"][2] == len(tiny.encode("\n[")) + 10 and tr["n_new"][3] == len(tiny.encode(",")) + 10
+    assert tr["n_new"][4] == len(tiny.encode("]\nAssistant:"))
+    with pytest.raises(RuntimeError, match="prompt layout"):
+        sess.ask("again?")
+    live = StreamingSession(tiny, None)
+    live.add_system_prompt("SYS")
+    live.add_frame_embeds(torch.zeros(10, tiny.hidden_size), 0.0)
+    live.ask("Q?", max_new_tokens=1)
+    assert live.trace().meta["prompt_layout"] == "live"
+
+
+# ------------------------------------------------------------------------------------------------ ratio (D7)
+
+
+def _trace():
+    import numpy as np
+
+    from vrex_lib.runtime.trace import RetrievalTrace
+
+    # 2 steps (frame stage), 2 layers (layer 0 dense: not applied), 1 KV head
+    arrays = dict(kind=np.array(["frame", "frame"]), stage=np.array(["frame", "frame"]),
+                  n_candidates=np.array([10, 30]), n_cache=np.array([40, 80]),
+                  applied=np.array([[False, True], [False, True]]),
+                  selected=np.array([[[10], [5]], [[30], [3]]]), attended=np.array([[[40], [35]], [[80], [53]]]))
+    return RetrievalTrace({}, arrays)
+
+
+def test_ratio_definitions_hand_computed():
+    from vrex_lib.retrieval.ratio import ratio_table, retrieval_ratio
+
+    tr = _trace()
+    assert retrieval_ratio(tr, "frame") == pytest.approx(8 / 40)               # (5 + 3) / (10 + 30), layer 1 only
+    assert retrieval_ratio(tr, "frame", "selected/candidates (step mean)") == pytest.approx((0.5 + 0.1) / 2)
+    assert retrieval_ratio(tr, "frame", "attended/all") == pytest.approx((40 + 35 + 80 + 53) / (2 * 40 + 2 * 80))
+    assert ratio_table([tr, tr], "frame")["selected/candidates"] == pytest.approx(0.2)
+    assert tr.retrieval_ratio("frame") == pytest.approx(retrieval_ratio(tr, "frame"))  # the trace's own = D7
+    with pytest.raises(ValueError, match="unknown retrieval-ratio definition"):
+        retrieval_ratio(tr, "frame", "mean")
+
+
+def test_wicsum_over_candidates_only_equals_resv_when_all_are_candidates():
+    pol, ref = make_policy("resv_candwics"), make_policy("resv")
+    g = torch.Generator().manual_seed(5)
+    keys = torch.randn(HKV, 60, D, generator=g)
+    for p in (pol, ref):
+        p.reset(1, HKV, D)
+        for f in range(6):
+            p.observe(0, keys[:, f * TOK:(f + 1) * TOK], f * TOK, "frame", f)
+    q = torch.randn(HQ, 2, D, generator=g)
+    every = torch.arange(0, 60)
+    a, b = pol.select(0, q, keys, every, "frame"), ref.select(0, q, keys, every, "frame")
+    assert all(torch.equal(x, y) for x, y in zip(a.indices, b.indices))
+    part = torch.arange(0, 30)
+    c = pol.select(0, q, keys, part, "frame")
+    assert all(set(i.tolist()) <= set(part.tolist()) for i in c.indices)
+
+
+# ------------------------------------------------------------------------------------------------ eval: frames, layout
+
+
+def test_frames_action_rules():
+    from vrex_lib.eval import frames_action
+
+    assert frames_action(1200, 1200, "videollm-online") == "keep"
+    assert frames_action(1201, 1200, "videollm-online") == "cut"
+    assert frames_action(1201, 1200, "skip") == "skip" and frames_action(1201, 1200, "clamp") == "clamp"
+    assert frames_action(10**6, None, "videollm-online") == "keep"
+    with pytest.raises(ValueError, match="unknown frames policy 'drop'"):
+        frames_action(1, 1, "drop")
+
+
+def _coin_copy(tmp_path, edit):
+    import json
+    import shutil
+
+    from vrex_lib.config import REPO_ROOT
+
+    root = tmp_path / "coin"
+    shutil.copytree(REPO_ROOT / "data" / "coin_tiny", root)
+    js = json.loads((root / "COIN.json").read_text())
+    edit(js["database"])
+    (root / "COIN.json").write_text(json.dumps(js))
+    return root
+
+
+def test_eval_cut_skip_and_short_video_are_logged(tiny, tmp_path):
+    import csv
+
+    from vrex_lib import eval as ev
+
+    def short(db):  # tinyC's file is 12 s long: claim 30 s and a last step reaching 20 s
+        db["tinyC-plane1"]["duration"] = 30.0
+        db["tinyC-plane1"]["annotation"][2]["segment"] = [8.5, 20.0]
+
+    root = _coin_copy(tmp_path, short)
+    kw = dict(model=tiny, coin_root=str(root), max_new_tokens=2, progress=False, reference=None)
+    out = ev.run_eval("step", "full", "full", tmp_path / "cut" / "step.jsonl", max_frames=7, **kw)
+    rows = {r["sample_id"]: r for r in ev.read_jsonl(out)}
+    assert len(rows) == 7  # every sample still counts (VideoLLM-online's max_frames_clip)
+    cut = [r for r in rows.values() if r["frames_action"] == "cut"]
+    assert cut and all(r["n_frames"] == 0 and r["n_frames_expected"] > 7 for r in cut)
+    assert all(r["prompt_layout"] == "coin" for r in rows.values())
+    log = list(csv.DictReader(open(out.with_name("step.skips.csv"))))
+    assert sum(e["action"] == "cut" for e in log) == len(cut)
+    # the short video (default max_frames 1,200): its last step expects 24 frames (8.5 s .. 20 s), the file has 8
+    # -> run on 8, logged with the counts
+    full = ev.run_eval("step", "full", "full", tmp_path / "all" / "step.jsonl", **kw)
+    r = {x["sample_id"]: x for x in ev.read_jsonl(full)}["step/tinyC-plane1/2"]
+    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (8, 24)
+    log_all = list(csv.DictReader(open(full.with_name("step.skips.csv"))))
+    assert [e["video_id"] for e in log_all if e["action"] == "short"] == ["tinyC-plane1"]
+    assert "8 of 24 annotated frames" in [e for e in log_all if e["action"] == "short"][0]["reason"]
+    out2 = ev.run_eval("step", "full", "full", tmp_path / "skip" / "step.jsonl", max_frames=7, frames_policy="skip",
+                       **kw)
+    assert len(ev.read_jsonl(out2)) == 7 - len(cut)
+    log2 = list(csv.DictReader(open(out2.with_name("step.skips.csv"))))
+    assert sum(e["action"] == "skip" and e["stage"] == "max_frames" for e in log2) == len(cut)
+
+
+def test_eval_prompt_layout_and_metric_columns(tiny, tmp_path):
+    from vrex_lib import eval as ev
+
+    kw = dict(model=tiny, max_samples=1, max_new_tokens=2, progress=False, reference=None)
+    coin_rec = ev.read_jsonl(ev.run_eval("procedure", "full", "smoke", tmp_path / "c" / "p.jsonl", **kw))[0]
+    live_rec = ev.read_jsonl(ev.run_eval("procedure", "full", "smoke", tmp_path / "l" / "p.jsonl",
+                                         prompt_layout="live", **kw))[0]
+    assert coin_rec["prompt_layout"] == "coin" and live_rec["prompt_layout"] == "live"
+    assert {"correct", "correct_strict"} <= set(coin_rec)
+    # same frames, different token order: the cache lengths agree, the frame-step predictions need not
+    assert coin_rec["n_frames"] == live_rec["n_frames"]
+    with pytest.raises(ValueError, match="unknown prompt layout"):
+        ev.run_eval("step", "full", "smoke", tmp_path / "x.jsonl", prompt_layout="chat", **kw)
+
+
+def test_score_results_pools_procedure_steps_like_the_reference(tiny, tmp_path):
+    import json
+
+    from vrex_lib import coin
+    from vrex_lib import eval as ev
+
+    out = ev.run_eval("procedure", "full", "smoke", tmp_path / "p.jsonl", model=tiny, max_samples=2,
+                      max_new_tokens=1, progress=False, reference=None)
+    rows = ev.read_jsonl(out)
+    samples = {s.sample_id: s for s in coin.build_task(coin.load_annotations(coin.dataset_paths("smoke")[0]),
+                                                       "procedure", "testing")}
+    # first sample answers its first two steps in the checkpoint's format, the second one line only
+    a, b = (samples[r["sample_id"]] for r in rows)
+    preds = ["\n".join(f"{k + 1}. {x}" for k, x in enumerate(a.targets[:2])), b.targets[0]]
+    out.write_text("".join(json.dumps(dict(r, prediction=p)) + "\n" for r, p in zip(rows, preds)))
+    c, t = coin.score_counts("procedure", preds, [a, b])
+    assert t == 3 and ev.score_results(out, "smoke") == pytest.approx(100 * c / t)
+
+
+def test_session_binds_members_of_a_composite_policy(tiny):
+    from vrex_lib.runtime import StreamingSession
+
+    class Composite:
+        name, retrieves_at_frame = "composite", True
+
+        def __init__(self):
+            self.policies = {"rekv": make_policy("rekv", mode="frame", topk_blocks=1)}
+
+        def reset(self, *a):
+            for p in self.policies.values():
+                p.reset(*a)
+
+        def observe(self, *a):
+            for p in self.policies.values():
+                p.observe(*a)
+
+        def select(self, *a):
+            return self.policies["rekv"].select(*a)
+
+    comp = Composite()
+    sess = StreamingSession(tiny, comp)
+    sess.add_system_prompt("s")
+    for i in range(3):
+        sess.add_frame_embeds(torch.zeros(10, tiny.hidden_size), float(i))
+    assert comp.policies["rekv"]._inputs is tiny._vrex_attn_inputs

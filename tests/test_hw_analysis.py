@@ -1,0 +1,69 @@
+"""Notebook 04's tables computed in vrex_lib.hw.analysis, checked on hand-made inputs."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vrex_lib import paper
+from vrex_lib.config import VRexCoreConfig
+from vrex_lib.hw import analysis, timing
+
+
+def test_kv_bytes_per_token_head():
+    assert analysis.kv_bytes_per_token_head(64) == 256  # K + V, 64 dims, 2 B each
+    assert analysis.kv_bytes_per_token_head(128, 1) == 256
+    with pytest.raises(ValueError, match="head_dim"):
+        analysis.kv_bytes_per_token_head(0)
+
+
+def test_fig10_memory_bytes_equal_the_paper():
+    mem = analysis.fig10_memory_bytes()
+    assert set(mem) == {f"dre.mem_bytes.{k}" for k in ("hcu_cur_hash", "hcu_key_hash", "wtu_score", "wtu_count",
+                                                       "total")}
+    for k, v in mem.items():
+        assert v == paper.value(k), k
+    assert mem["dre.mem_bytes.total"] == 128 + 4096 + 8192 + 8192
+
+
+def test_kvmu_layout_table_by_hand():
+    # 3 clusters of 2, 1, 2 tokens; clusters 0 and 1 selected. Arrival order of the 5 tokens: clusters 0,2,1,2,0.
+    # Contiguous: clusters 0,1 adjacent -> one transaction of 3 tokens. Scattered: selected tokens at arrival
+    # positions 0, 2, 4 -> three transactions of one token.
+    tr = dict(kvmu_start=np.array([0, 3]), kvmu_selected=np.array([1, 1, 0]), kvmu_counts=np.array([2, 1, 2]),
+              kvmu_assign_start=np.array([0, 5]), kvmu_assign=np.array([0, 2, 1, 2, 0]))
+    t = analysis.kvmu_layout_table(tr, 100, bandwidth_bps=1e6, per_txn_s=1e-3)
+    assert t.loc[0, ["clusters", "selected", "tokens", "txn_contiguous", "txn_scattered", "bytes"]].tolist() == \
+        [3, 2, 3, 1, 3, 300]
+    assert t.loc[0, "us_contiguous"] == pytest.approx(1e3 + 300)  # 1 ms + 300 B at 1 MB/s
+    assert t.loc[0, "us_scattered"] == pytest.approx(3e3 + 300)
+    assert analysis.txn_ratio(t) == 3.0
+
+
+def test_early_exit_summary_by_hand():
+    ee = pd.DataFrame(dict(source=["frame", "frame", "text"], layer=[3, 3, 15], clusters=[4, 6, 10],
+                           consumed_frac=[0.25, 0.5, 0.1], selected=[1, 3, 1], scans=[1, 3, 2], cycles=[9, 11, 20],
+                           resolve=[2, 4, 6]))
+    s = analysis.early_exit_summary(ee)
+    assert s.loc["frame", "consumed_pct"] == pytest.approx(37.5)  # mean of 25 % and 50 %
+    assert s.loc["frame", "consumed_pct_cluster_weighted"] == pytest.approx(40.0)  # 4 of 10 clusters
+    assert s.loc["text", "rows"] == 1 and s.loc["frame", "scans_mean"] == 2
+
+
+def test_early_exit_table_rejects_ragged_inputs():
+    with pytest.raises(ValueError, match="one of each per row"):
+        analysis.early_exit_table([(np.ones(2), np.ones(2))], [], ["text"], [0])
+
+
+def test_dre_cycle_sweep_by_hand():
+    cfg = VRexCoreConfig()
+    sw = analysis.dre_cycle_sweep([1000], 32, tokens_per_frame=10, n_kv_heads=8, group=4, scans_per_row=1.5,
+                                  resolve_per_row=4.0, cfg=cfg)
+    r = sw.iloc[0]
+    assert r.clusters == 32  # ceil(1000 / 32)
+    assert r.hcu_cycles_per_head == 10 * 2 + 1  # 10 tokens x ceil(32 / 16) rows + DONE
+    # 40 rows on 1 WTU core: G = 2 -> 2·(2 + 1.5) + 2 + 4 = 13 cycles per row
+    assert r.wtu_cycles_per_head == int(np.ceil(40 / cfg.n_wtu_h)) * 13
+    assert r.dre_cycles_per_layer == 8 * (r.hcu_cycles_per_head + r.wtu_cycles_per_head)
+    assert r.dre_us_per_layer == pytest.approx(r.dre_cycles_per_layer / 800)
+    assert timing.cycles_to_us(800, cfg) == pytest.approx(1.0)

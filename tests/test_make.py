@@ -1,0 +1,126 @@
+"""The Makefile's structure on a throw-away notebook folder: parameters decide reruns, a bad PROFILE changes
+nothing, two runs on one results folder cannot interleave, `make report` lists what is missing, `make lab` as
+root. Each case runs real make + papermill on a two-cell notebook (seconds)."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+def _built() -> bool:
+    """The venv and fixture are up to date for make (else a test would run `make setup`, i.e. pip install)."""
+    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
+    if not ok.exists() or not coin.exists():
+        return False
+    deps = ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml")
+    return (all((REPO / d).stat().st_mtime <= ok.stat().st_mtime for d in deps if (REPO / d).exists())
+            and (REPO / "data" / "make_coin_mini.py").stat().st_mtime <= coin.stat().st_mtime)
+
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None or not _built(),
+                                reason="needs make and an up-to-date .venv and data/coin_mini (make setup)")
+
+NB = {
+    "cells": [
+        {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+         "outputs": [],
+         "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'X = "1"\n']},
+        {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["from pathlib import Path\n",
+                    "with open(Path(RESULTS_DIR) / 'runs.log', 'a') as f:\n",
+                    "    f.write(f'{PROFILE} {X}\\n')\n",
+                    "from vrex_lib import report\n",
+                    "report.write_table(\"t_demo\", [report.info_row(\"demo\", \"x\", \"\", float(X))], "
+                    "profile=PROFILE, out=RESULTS_DIR)\n"]},
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+@pytest.fixture
+def nbdir(tmp_path) -> Path:
+    d = tmp_path / "nbs"
+    d.mkdir()
+    (d / "00_demo.ipynb").write_text(json.dumps(NB))
+    return d
+
+
+def make(*args, tmp, nbdir, **kw):
+    # The workload measurement `reproduce` runs first is not what these tests are about: an up-to-date stand-in
+    # file makes make skip it (it is newer than every library source).
+    for prof in ("smoke", "default", "full", "bogus"):
+        wl = tmp / "res" / "data" / f"workload_{prof}.json"
+        if not wl.exists():
+            wl.parent.mkdir(parents=True, exist_ok=True)
+            wl.write_text("{}")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1"}
+    env.pop("MAKEFLAGS", None)
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={tmp / 'res'}",
+                           f"NOTEBOOK_DIR={nbdir}", *args], capture_output=True, text=True, env=env, timeout=300,
+                          **kw)
+
+
+def _runs(tmp) -> list[str]:
+    log = tmp / "res" / "runs.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.slow
+def test_reproduce_reruns_on_parameters_refuses_bad_profile_and_report_lists_missing(tmp_path, nbdir):
+    # nothing run yet: `make report` writes a REPORT.md that lists the absent table, and fails
+    r = make("report", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "00_demo.ipynb: t_demo" in r.stderr
+    assert "`notebooks/00_demo.ipynb`: `t_demo` absent" in (tmp_path / "res" / "REPORT.md").read_text()
+
+    r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0, r.stderr
+    assert "reproduce: done" in r.stdout and _runs(tmp_path) == ["smoke 1"]
+    assert "absent" not in (tmp_path / "res" / "REPORT.md").read_text()
+    # the same parameters: nothing reruns
+    r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0 and _runs(tmp_path) == ["smoke 1"]
+    # another papermill parameter (e.g. another COIN_ROOT) reruns the notebook with it
+    r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p X 2", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0 and "parameters changed" in r.stdout and _runs(tmp_path) == ["smoke 1", "smoke 2"]
+    # a bogus profile is refused before anything is touched: the stamp stays...
+    stamp = tmp_path / "res" / ".params"
+    before = (stamp.read_text(), stamp.stat().st_mtime_ns)
+    r = make("reproduce", "PROFILE=bogus", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "PROFILE=bogus is not a profile" in r.stderr
+    assert (stamp.read_text(), stamp.stat().st_mtime_ns) == before
+    # so is a parameter no notebook declares (papermill would only warn and run without it)
+    r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p COIN_ROTO /data", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "COIN_ROTO" in r.stderr and "PROFILE, RESULTS_DIR, X" in r.stderr
+    assert (stamp.read_text(), stamp.stat().st_mtime_ns) == before and len(_runs(tmp_path)) == 2
+    # ...so going back to the last parameters reruns nothing
+    r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p X 2", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0 and len(_runs(tmp_path)) == 2
+    # a partial results folder (one table deleted): `make report` fails and names it
+    (tmp_path / "res" / "tables" / "t_demo.csv").unlink()
+    r = make("report", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "00_demo.ipynb: t_demo" in r.stderr
+
+
+def test_concurrent_reproduce_is_refused_not_interleaved(tmp_path, nbdir):
+    res = tmp_path / "res"
+    res.mkdir()
+    with open(res / ".lock", "a+") as held:  # another `make reproduce` holds the results folder
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "already running" in r.stderr and "done" not in r.stdout
+    assert _runs(tmp_path) == [] and not (res / "executed").exists()
+
+
+def test_lab_binds_localhost_and_allows_root(tmp_path, nbdir):
+    r = make("-n", "lab", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0
+    assert "--ip=127.0.0.1" in r.stdout and "http://127.0.0.1:8888/lab" in r.stdout
+    assert ("--allow-root" in r.stdout) == (os.geteuid() == 0)

@@ -1,0 +1,534 @@
+"""Design-space exploration around the paper's V-Rex point (notebook 08).
+
+The paper fixes N_hp = 32, Th_hp = 7, Th_r-wics = 0.3 (§VI.E), a 16-lane HCU and WTU (§VI.F, Table I) and a
+KVMU window (docs/DECISIONS.md D6: 4,096 tokens, ``RuntimeConfig.kv_capacity``). This module varies them one at a
+time around that point and reports, per point:
+
+* fidelity proxies measured on the runtime: greedy-answer agreement with ``full`` attention (teacher forcing on
+  full's answer) and the relative attention-output error, on the fixture (one real COIN-format clip) and on a
+  long stream (real clips back to back);
+* the selection workload that point produces (selected fraction, tokens per cluster, WiCSum walk fraction,
+  retrieved-KV reuse), measured on the same runtime steps;
+* simulated per-frame latency and energy of the paper's model on V-Rex8 and V-Rex48 with that workload
+  (:func:`vrex_lib.contract_adapter.simulate_measured`);
+* DRE cycles per layer (WTU bucket walk measured by simulating the MyHDL WTU on recorded real rows) and DRE
+  area/power per core from :mod:`vrex_lib.estimate`.
+
+ReSV parameters change selections, so they are measured on the runtime (cached in ``results/data``; a cache whose
+inputs differ is recomputed, never reused). Hardware parameters (HCU/WTU lanes, WTU buckets, KVMU capacity) do not
+change which tokens are selected, so they reuse the paper point's measured workload and are swept analytically.
+
+    spec = sweep_spec("default")
+    fid = measure_fidelity(spec, out=results_dir() / "data" / "dse_fidelity_default.json")
+    df = design_space(spec, fid)                    # one row per point, with pareto_* columns
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .config import REPO_ROOT, ReSVConfig, RuntimeConfig, VRexCoreConfig
+
+#: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
+PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
+                   kv_capacity=RuntimeConfig().kv_capacity, n_hcu_w=VRexCoreConfig().n_hcu_w,
+                   n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=16)
+RESV_KEYS = ("n_hp", "th_hp", "ratio")
+HW_KEYS = ("kv_capacity", "n_hcu_w", "n_wtu_w", "n_buckets")
+SCHEMA = "vrex.dse_fidelity/1"
+QUESTION = "What is the person doing in the video?"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What one profile sweeps. Lists hold the values tried for each parameter (the others at the paper point).
+
+    fixture_video: the clip of the fixture stream; long_videos: clips streamed back to back for the long stream;
+    fixture_frames / long_frames: frames fed at ``fps``; long_points: ReSV points also measured on the long stream
+    ('all' or names); kv_len_sim: cache length (tokens) the simulator evaluates each point at; wtu_rows: real WTU
+    rows simulated in MyHDL per (ratio, lanes, buckets) combination; shadow_kv: cache lengths at which every ReSV
+    point's workload is measured in shadow on one full-attention long stream (:func:`vrex_lib.workload.measure`
+    with ``variants``); () = take the workload from the steered fixture runs instead.
+    """
+
+    profile: str
+    n_hp: tuple[int, ...]
+    th_hp: tuple[int, ...]
+    ratio: tuple[float, ...]
+    kv_capacity: tuple[int, ...]
+    n_hcu_w: tuple[int, ...]
+    n_wtu_w: tuple[int, ...]
+    n_buckets: tuple[int, ...]
+    fixture_video: str
+    long_videos: tuple[str, ...]
+    fixture_frames: int
+    long_frames: int
+    long_points: tuple[str, ...] | str = "all"
+    fps: float = 2.0
+    max_new_tokens: int = 12
+    kv_len_sim: int = 20_000
+    wtu_rows: int = 48
+    seed: int = 0
+    shadow_kv: tuple[int, ...] = ()
+
+    def resv_points(self) -> dict[str, dict]:
+        """{name: dict(n_hp, th_hp, ratio)}: the paper point, then one-at-a-time variations (no duplicates)."""
+        base = {k: PAPER_POINT[k] for k in RESV_KEYS}
+        pts = {point_name(base): base}
+        for k in RESV_KEYS:
+            for v in getattr(self, k):
+                p = dict(base, **{k: v})
+                pts.setdefault(point_name(p), p)
+        return pts
+
+    def inputs_key(self, model_name: str) -> str:
+        blob = json.dumps(dict(spec=asdict(self), model=model_name, schema=SCHEMA), sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def point_name(p: dict) -> str:
+    """'resv@nhp32_th7_r0.3' -- the contract's variant naming (method@tag)."""
+    return f"resv@nhp{p['n_hp']}_th{p['th_hp']}_r{p['ratio']:g}"
+
+
+def sweep_spec(profile: str) -> SweepSpec:
+    """The sweep of each profile; smoke is CI-sized, default fits ``make reproduce``, full sweeps densely."""
+    mini = tuple(f"data/coin_mini/videos/{n}" for n in ("mini00-replac.mp4", "mini02-change.mp4",
+                                                        "mini04-plantt.mp4", "mini06-makerj.mp4"))
+    if profile == "smoke":
+        return SweepSpec("smoke", n_hp=(16,), th_hp=(), ratio=(0.9,), kv_capacity=(256, 4096),
+                         n_hcu_w=(8, 16), n_wtu_w=(8, 16), n_buckets=(2,),
+                         fixture_video="data/coin_tiny/videos/tinyA-ssd01.mp4",
+                         long_videos=("data/coin_tiny/videos/tinyA-ssd01.mp4",
+                                      "data/coin_tiny/videos/tinyC-plane1.mp4"),
+                         fixture_frames=4, long_frames=8, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=4,
+                         kv_len_sim=5000, wtu_rows=6)
+    if profile == "default":
+        return SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
+                         kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
+                         n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=10,
+                         long_frames=40, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=12,
+                         kv_len_sim=20_000, wtu_rows=12, shadow_kv=())
+    if profile == "full":
+        return SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+                         kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64),
+                         n_wtu_w=(4, 8, 32, 64), n_buckets=(2, 4, 8, 32, 64), fixture_video=mini[0], long_videos=mini,
+                         fixture_frames=60, long_frames=240, long_points="all", max_new_tokens=32,
+                         kv_len_sim=40_000, wtu_rows=400, shadow_kv=(1000, 5000, 10000, 20000, 40000))
+    raise ValueError(f"unknown profile {profile!r}: choose smoke, default or full")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Streams over real footage.
+
+def stream_frames_of(videos: Sequence[str], n_frames: int, fps: float,
+                     root: Path = REPO_ROOT) -> tuple[np.ndarray, np.ndarray]:
+    """``n_frames`` frames at ``fps`` from ``videos`` played back to back: (uint8 [T, H, W, 3], times [T] s on one
+    clock). Missing clips are a clear error; fewer frames than asked is an error naming the fix."""
+    from .video import read_frames
+
+    frames, times, t0 = [], [], 0.0
+    for v in videos:
+        p = root / v
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: design-space stream clip missing; build the fixture with `make data`")
+        fr, ts = read_frames(p, fps=fps, max_side=384, pad_square=True)
+        need = n_frames - len(frames)
+        frames += list(fr[:need])
+        times += list(ts[:need] + t0)
+        t0 += float(ts[-1]) + 1.0 / fps
+        if len(frames) >= n_frames:
+            break
+    if len(frames) < n_frames:
+        raise ValueError(f"the clips {list(videos)} give {len(frames)} frames at {fps} fps, fewer than the "
+                         f"{n_frames} asked; add clips or lower the frame count")
+    return np.stack(frames), np.asarray(times)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fidelity + workload of the ReSV points, measured on the runtime.
+
+def _run_one(model, frame_embeds, times, policy, answer_ids, cfg: RuntimeConfig, max_new_tokens: int) -> dict:
+    from .runtime import StreamingSession
+
+    sess = StreamingSession(model, policy, cfg)
+    sess.add_system_prompt()
+    for e, t in zip(frame_embeds, times):
+        sess.add_frame_embeds(e, float(t))
+    kv_len = sess.n_tokens
+    ans = sess.ask(QUESTION, max_new_tokens=max_new_tokens, force_ids=answer_ids)
+    tr = sess.trace()
+    rec = dict(kv_len=int(kv_len), answer=ans, answer_ids=list(sess.last_answer["ids"]))
+    agree = sess.last_answer.get("agreement")
+    rec["answer_agreement"] = float(np.mean(agree)) if agree else None
+    if policy is None:
+        return rec
+    err = tr.arrays["attn_err"].astype(np.float64)
+    app = np.broadcast_to(tr.arrays["applied"][:, :, None], err.shape)
+    ok = app & np.isfinite(err)
+    rec["attn_rel_error"] = float(err[ok].mean()) if ok.any() else None
+    fr = tr.step_mask("frame")
+    r = tr.retrieval_ratio("frame")
+    rec["selected_frac"] = None if math.isnan(r) else r
+    reuse = tr.reuse_fraction("frame")
+    rec["reuse_frac"] = None if math.isnan(reuse) else reuse
+    st = tr.stats
+    if "clusters" in st and "table_tokens" in st:
+        last = np.nonzero(fr)[0][-1]
+        cl, tt = st["clusters"][last], st["table_tokens"][last]
+        ok2 = np.isfinite(cl) & (cl > 0)
+        rec["tokens_per_cluster"] = float(np.mean(tt[ok2] * model.n_kv_heads / cl[ok2])) if ok2.any() else None
+        rec["n_clusters"] = float(np.mean(cl[ok2] / model.n_kv_heads)) if ok2.any() else None
+    if "prefix_frac" in st:
+        pf = st["prefix_frac"][fr]
+        rec["wics_exit_frac"] = float(np.nanmean(pf)) if np.isfinite(pf).any() else None
+    return rec
+
+
+def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: bool = True,
+                     force: bool = False) -> dict:
+    """Measure every ReSV point of ``spec`` on the fixture (and the long stream for ``spec.long_points``); cached in
+    ``out`` (JSON, schema ``vrex.dse_fidelity/1``) under an inputs key (spec + model): a matching file is reused,
+    a mismatching one recomputed. Returns the file's dict: points {name: {fixture: rec, long: rec | None}}.
+
+    Each point is run as its own session with the policy applied (its selections shape the rest of the stream, as
+    in deployment); ``full`` runs first on each stream and its greedy answer is the teacher-forced reference.
+    """
+    from .runtime import build_model
+
+    out = Path(out)
+    model = model or build_model(spec.profile)
+    key = spec.inputs_key(model.name)
+    if out.exists() and not force:
+        try:
+            old = json.loads(out.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        if old.get("schema") == SCHEMA and old.get("inputs_key") == key:
+            return old
+    from tqdm.auto import tqdm
+
+    from .retrieval import make_policy
+
+    t_start = time.perf_counter()
+    cfg = RuntimeConfig(measure_attn_error=True)
+    pts = spec.resv_points()
+    long_names = list(pts) if spec.long_points == "all" else [n for n in spec.long_points if n in pts]
+    streams = {"fixture": ((spec.fixture_video,), spec.fixture_frames, list(pts)),
+               "long": (spec.long_videos, spec.long_frames, long_names)}
+    res: dict = {n: {"fixture": None, "long": None} for n in pts}
+    stream_info = {}
+    total = sum(1 + len(names) for _, _, names in streams.values())
+    bar = tqdm(total=total, desc=f"design space ({spec.profile})", unit="run", disable=not progress)
+    for sname, (videos, n_frames, names) in streams.items():
+        frames, times = stream_frames_of(videos, n_frames, spec.fps)
+        emb = model.embed_frames(frames)
+        ref = _run_one(model, emb, times, None, None, cfg, spec.max_new_tokens)
+        stream_info[sname] = dict(videos=list(videos), n_frames=int(n_frames), kv_len=ref["kv_len"],
+                                  full_answer=ref["answer"])
+        bar.update(1)
+        for n in names:
+            p = pts[n]
+            pol = make_policy("resv", n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])
+            rec = _run_one(model, emb, times, pol, ref["answer_ids"] or None, cfg, spec.max_new_tokens)
+            if not ref["answer_ids"]:
+                rec["answer_agreement"] = None  # full answered nothing: nothing to agree with
+            rec.pop("answer_ids", None)
+            res[n][sname] = rec
+            bar.update(1)
+    bar.close()
+    doc = dict(schema=SCHEMA, profile=spec.profile, model=model.name, inputs_key=key, points=pts, results=res,
+               streams=stream_info, fidelity_source="runtime sessions per point, teacher-forced on full's answer",
+               elapsed_s=time.perf_counter() - t_start)
+    from .report import atomic_write_text
+
+    atomic_write_text(out, json.dumps(doc, indent=1, default=float))
+    return doc
+
+
+def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bool = False) -> dict:
+    """Every ReSV point's frame-stage workload in shadow on one long full-attention stream of real footage, at each
+    of ``spec.shadow_kv`` (contract C: :func:`vrex_lib.workload.measure` with ``variants``; cached there by inputs
+    key). Returns {point name: [checkpoint dicts of schema A, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
+    if not spec.shadow_kv:
+        return {}
+    from .workload import measure
+
+    pts = spec.resv_points()
+    paper = next(iter(pts))
+    variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
+                if n != paper}
+    path = measure(spec.profile, ["resv"], list(spec.shadow_kv), out, variants=variants, model=model,
+                   progress=progress, fidelity_kv=())
+    doc = json.loads(Path(path).read_text())
+    res: dict = {}
+    for c in doc["checkpoints"]:
+        if c.get("stage") != "frame":
+            continue
+        name = paper if c["method"] == "resv" else c["method"]
+        if name in pts:
+            res.setdefault(name, []).append(c)
+    for v in res.values():
+        v.sort(key=lambda c: c["kv_len"])
+    return res
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DRE: WTU walk measured in MyHDL on real rows; cycles per layer; area/power from the estimator.
+
+_WTU_CACHE: dict = {}
+
+
+def wtu_walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> dict:
+    """Mean bucket scans and resolve cycles per WTU row, and mean clusters per row, from simulating the MyHDL WTU
+    on the first ``n_rows`` recorded real rows of each trace source (data/traces/dre_traces.npz)."""
+    key = (round(float(ratio), 6), int(lanes), int(n_buckets), int(n_rows))
+    if key in _WTU_CACHE:
+        return _WTU_CACHE[key]
+    from .hw import fixedpoint as fx
+    from .hw.verify import TRACE_FILE, load_traces, trace_sources, trace_wtu_rows
+    from .hw.wtu import WTUParams, simulate_wtu
+
+    tr = load_traces()
+    if tr is None:
+        raise FileNotFoundError(f"{TRACE_FILE}: recorded DRE rows missing; rebuild with "
+                                "`.venv/bin/python data/make_dre_traces.py`")
+    rows = []
+    for src in trace_sources(tr):
+        rows += trace_wtu_rows(tr, max_rows=n_rows, source=src)
+    p = WTUParams(n_max=4096, lanes=int(lanes), n_buckets=int(n_buckets))
+    res, _ = simulate_wtu(rows, fx.quantize_ratio(float(ratio)), p)
+    scans = np.array([r.scans for r in res], float)
+    resolve = np.array([r.state_cycles.get("RES_G", 0) + r.state_cycles.get("RES_L", 0) for r in res], float)
+    out = dict(scans_per_row=float(scans.mean()), resolve_per_row=float(resolve.mean()),
+               cycles_per_row=float(np.mean([r.cycles for r in res])),
+               clusters_per_row=float(np.mean([len(w) for w, _ in rows])), rows=len(rows))
+    _WTU_CACHE[key] = out
+    return out
+
+
+def dre_layer_cycles(core: VRexCoreConfig, kv_len: int, tokens_per_cluster: float, walk: dict, *, n_cores: int,
+                     n_new: int = 10, n_kv_heads: int = 8, n_q_heads: int = 32, kv_capacity: int = 4096) -> dict:
+    """HCU and WTU cycles of one decoder layer of the paper's model (Llama-3-8B: 8 KV / 32 query heads) for one
+    frame step of ``n_new`` tokens at ``kv_len``, spread over ``n_cores`` DREs, with the measured walk ``walk``."""
+    from .hw import timing
+
+    C = max(1, int(math.ceil(kv_len / max(1.0, tokens_per_cluster))))
+    C_recent = max(1, int(round(min(kv_len, kv_capacity) / max(1.0, tokens_per_cluster))))
+    tok_per_unit = math.ceil(n_kv_heads * n_new / n_cores)
+    rows_per_unit = math.ceil(n_q_heads * n_new / n_cores)
+    hcu = timing.hcu_cycles(tok_per_unit, C_recent, core)
+    wtu = timing.wtu_cycles(rows_per_unit, C, walk["scans_per_row"], core, resolve=walk["resolve_per_row"])
+    return dict(hcu_cycles=int(hcu), wtu_cycles=int(wtu), dre_us=(hcu + wtu) / core.freq_hz * 1e6)
+
+
+def dre_area_power(core: VRexCoreConfig, n_hp: int) -> dict:
+    """DRE (HCU + WTU + KVMU) area (mm²) and full-activity power (mW) of one core, and the core's area."""
+    from .estimate import core_breakdown
+
+    df = core_breakdown(core, resv=ReSVConfig(n_hp=int(n_hp)))
+    dre = df[df["group"] == "DRE"]
+    return dict(dre_area_mm2=float(dre["area_mm2"].sum()), dre_power_mW=float(dre["power_mW"].sum()),
+                core_area_mm2=float(df["area_mm2"].sum()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The table.
+
+@dataclass
+class Point:
+    kind: str
+    params: dict
+    label: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def hardware_points(spec: SweepSpec) -> list[Point]:
+    pts = []
+    for k, label in (("kv_capacity", "KVMU capacity"), ("n_hcu_w", "HCU lanes"), ("n_wtu_w", "WTU lanes"),
+                     ("n_buckets", "WTU buckets")):
+        for v in getattr(spec, k):
+            if v != PAPER_POINT[k]:
+                pts.append(Point(k, dict(PAPER_POINT, **{k: v}), f"{label} {v}"))
+    return pts
+
+
+def _sim(system: str, kv_len: int, wl: dict, core: VRexCoreConfig, p: dict) -> tuple:
+    from .contract_adapter import simulate_measured
+
+    r = simulate_measured(system, "resv", "frame", kv_len, selected_frac=wl.get("selected_frac"),
+                          tokens_per_cluster=wl.get("tokens_per_cluster"), wics_exit_frac=wl.get("wics_exit_frac"),
+                          reuse=wl.get("reuse_frac"), source=f"design point {point_name(p)}", system_core=core,
+                          recent_capacity=int(p["kv_capacity"]), n_hp=int(p["n_hp"]))
+    return float(r.latency_ms), float(r.energy_J) * 1e3, r.workload_source, r
+
+
+def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.DataFrame:
+    """One row per design point: parameters, fidelity proxies, workload, DRE cycles/area/power, simulated V-Rex8 and
+    V-Rex48 per-frame latency (ms) and energy (mJ); ``pareto_latency`` / ``pareto_area`` mark the points no other
+    point beats on (attention error, V-Rex8 latency) / (attention error, DRE area). ``shadow``
+    (:func:`measure_shadow`) supplies every point's workload from the long stream (its longest checkpoint)."""
+    from .hw.timing import MEASURED_RESOLVE_PER_ROW, MEASURED_SCANS_PER_ROW
+
+    res = fid["results"]
+    paper_name = point_name({k: PAPER_POINT[k] for k in RESV_KEYS})
+    points = [Point("paper" if n == paper_name else "resv", dict(PAPER_POINT, **p), n)
+              for n, p in fid["points"].items()]
+    points += hardware_points(spec)
+    rows = []
+    L = 32  # Llama-3-8B decoder layers (the simulated model)
+    for pt in points:
+        p = pt.params
+        rname = point_name(p)
+        m = res.get(rname) or {}
+        fx_, lg = m.get("fixture") or {}, m.get("long") or {}
+        # Every point's workload comes from the same stream: the shadow long stream when measured, else the
+        # steered long stream when all points ran on it, else the fixture.
+        sh = (shadow or {}).get(rname)
+        if shadow:
+            wl, wsrc = (dict(sh[-1]) if sh else {}), f"shadow long stream, kv {sh[-1]['kv_len'] if sh else '?'}"
+        elif spec.long_points == "all":
+            wl, wsrc = lg, "long stream (steered)"
+        else:
+            wl, wsrc = fx_, "fixture (steered)"
+        core = VRexCoreConfig(n_hcu_w=int(p["n_hcu_w"]), n_wtu_w=int(p["n_wtu_w"]))
+        walk = wtu_walk_stats(p["ratio"], p["n_wtu_w"], p["n_buckets"], spec.wtu_rows)
+        tpc = wl.get("tokens_per_cluster") or 32.0
+        row = dict(point=pt.label, kind=pt.kind, **{k: p[k] for k in RESV_KEYS + HW_KEYS},
+                   is_paper=all(p[k] == PAPER_POINT[k] for k in PAPER_POINT),
+                   answer_agreement_fixture=fx_.get("answer_agreement"),
+                   attn_rel_error_fixture=fx_.get("attn_rel_error"),
+                   answer_agreement_long=lg.get("answer_agreement"), attn_rel_error_long=lg.get("attn_rel_error"),
+                   selected_frac=wl.get("selected_frac"), tokens_per_cluster=wl.get("tokens_per_cluster"),
+                   wics_exit_frac=wl.get("wics_exit_frac"), reuse_frac=wl.get("reuse_frac"),
+                   workload_stream=wsrc, measured_kv_len=wl.get("kv_len"),
+                   wtu_scans_per_row=walk["scans_per_row"], wtu_rows_simulated=walk["rows"])
+        for sysname, n_cores in (("vrex8", 8), ("vrex48", 48)):
+            lat, e_mj, src, r = _sim(sysname, spec.kv_len_sim, wl, core, p)
+            dre = dre_layer_cycles(core, spec.kv_len_sim, tpc, walk, n_cores=n_cores, kv_capacity=int(p["kv_capacity"]))
+            # The simulator's DRE model uses the 16-bucket walk measured in hw.timing; a point whose measured walk
+            # is longer adds the part of the difference the LXE's layer time cannot hide (docs/DECISIONS.md D91).
+            base = dre_layer_cycles(core, spec.kv_len_sim, tpc, dict(scans_per_row=MEASURED_SCANS_PER_ROW,
+                                    resolve_per_row=MEASURED_RESOLVE_PER_ROW), n_cores=n_cores,
+                                    kv_capacity=int(p["kv_capacity"]))
+            lxe_layer_us = 1e3 * (lat - r.breakdown_ms.get("vision_mlp", 0.0)) / L
+            exposed_ms = L * max(0.0, dre["dre_us"] - max(base["dre_us"], lxe_layer_us)) / 1e3
+            row[f"{sysname}_latency_ms"] = lat + exposed_ms
+            row[f"{sysname}_energy_mJ"] = e_mj
+            row[f"{sysname}_dre_us_per_layer"] = dre["dre_us"]
+            row[f"{sysname}_dre_exposed_ms"] = exposed_ms
+        row["workload_source"] = src
+        row.update(dre_area_power(core, p["n_hp"]))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    df["pareto_latency"] = pareto_mask(df["attn_rel_error_fixture"], df["vrex8_latency_ms"])
+    df["pareto_area"] = pareto_mask(df["attn_rel_error_fixture"], df["dre_area_mm2"])
+    df["profile"] = spec.profile
+    df["model"] = fid.get("model")
+    df["kv_len_sim"] = spec.kv_len_sim
+    return df
+
+
+def pareto_mask(a, b) -> np.ndarray:
+    """True where no other point is <= on both (minimised) objectives and < on one; NaN rows are never on it."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    out = np.zeros(len(a), bool)
+    for i in np.nonzero(ok)[0]:
+        dom = ok & (a <= a[i]) & (b <= b[i]) & ((a < a[i]) | (b < b[i]))
+        out[i] = not dom.any()
+    return out
+
+
+def write_design_space(df: pd.DataFrame, profile: str, out: str | Path | None = None) -> Path:
+    """``results/tables/design_space.csv`` (atomic, via :func:`vrex_lib.report.write_wide_table`)."""
+    from . import report
+
+    n_p = int(df["pareto_latency"].sum())
+    summary = ["point", "attn_rel_error_fixture", "answer_agreement_fixture", "selected_frac", "tokens_per_cluster",
+               "vrex8_latency_ms", "vrex8_energy_mJ", "vrex48_latency_ms", "dre_area_mm2", "dre_power_mW"]
+    return report.write_wide_table("design_space", df, profile=profile, out=out, summary_columns=summary,
+                                   title=f"Design space around the paper's point ({len(df)} points, {n_p} on the "
+                                         "error x V-Rex8 latency front)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Interactive view: one layer's selection on a real stream, and the simulated step it implies.
+
+def capture_stream_qkv(model, videos: Sequence[str], n_frames: int, fps: float = 2.0, layer: int | None = None) -> dict:
+    """Post-RoPE q, k, v [H, T, D] of one layer for ``<bos> system prompt`` + ``n_frames`` frames of ``videos``
+    (10 tokens each, no interval tokens: a plain prefill, for the selection view). Returns dict(q, k, v, n_sink,
+    frame_len, layer)."""
+    import torch
+
+    from .keys import capture_qkv
+    from .runtime import DEFAULT_SYSTEM_PROMPT, FRAME_TOKENS
+
+    layer = model.n_layers // 2 if layer is None else int(layer)
+    frames, _ = stream_frames_of(videos, n_frames, fps)
+    ids = ([] if model.bos_token_id is None else [model.bos_token_id]) + model.encode(DEFAULT_SYSTEM_PROMPT + "\n")
+    emb = torch.cat([model.embed_text(ids), model.embed_frames(frames).reshape(-1, model.hidden_size)], 0)
+    q, k, v = capture_qkv(model.llm, inputs_embeds=emb, layers=[layer])[layer]
+    return dict(q=q, k=k, v=v, n_sink=len(ids), frame_len=FRAME_TOKENS, layer=layer)
+
+
+def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = PAPER_POINT["n_hp"]) -> dict:
+    """ReSV at (N_hp, Th_hp, Th_r-wics) on the captured layer, for the last frame's queries: selected mask
+    [Hkv, T] (True = selected candidate), selected fraction, tokens per cluster, relative attention-output error
+    vs full attention."""
+    import torch
+
+    from .resv import HashClusterTable, select_tokens
+    from .resv.analysis import masked_attention
+
+    q, k, v, n_sink, fl = cap["q"], cap["k"], cap["v"], cap["n_sink"], cap["frame_len"]
+    Hq, T, D = q.shape
+    cfg = ReSVConfig(n_hp=int(n_hp), th_hp=int(th_hp), ratio=float(ratio))
+    table = HashClusterTable(k.shape[0], D, cfg, cap["layer"])
+    pos = torch.arange(T)
+    table.add_frame(k[:, :n_sink], pos[:n_sink])
+    starts = list(range(n_sink, T, fl))
+    for a in starts:
+        table.add_frame(k[:, a:min(a + fl, T)], pos[a:min(a + fl, T)])
+    a = starts[-1]
+    cands = pos[n_sink:a]
+    sel = select_tokens(q[:, a:T], table, cfg.ratio, cfg, candidates=cands)
+    mask = torch.zeros(len(sel.indices), T, dtype=torch.bool)
+    for i, idx in enumerate(sel.indices):
+        mask[i, idx] = True
+    keep = mask.clone()
+    keep[:, :n_sink] = True
+    keep[:, a:] = True
+    causal = pos[None, :T] <= pos[a:T, None]
+    full = masked_attention(q[:, a:T], k, v, causal.expand(Hq, -1, -1))
+    kk = keep.repeat_interleave(Hq // keep.shape[0], 0)
+    approx = masked_attention(q[:, a:T], k, v, kk[:, None, :] & causal[None])
+    n_cl = float(np.mean(sel.stats["clusters"]))
+    return dict(mask=mask.numpy(), selected_frac=float(sel.ratio()), tokens_per_cluster=table.n_tokens / max(1.0, n_cl),
+                rel_err=float((approx - full).norm() / full.norm()), n_candidates=int(cands.numel()),
+                wics_exit_frac=float(sel.stats["prefix_frac"]), n_sink=n_sink, frame_start=a)
+
+
+def simulated_step(kv_len: int, view: dict, systems: Sequence[str] = ("vrex8", "agx_orin")) -> dict[str, float]:
+    """Per-frame latency (ms) of the paper's model at ``kv_len`` with the view's selection, per system."""
+    from .contract_adapter import simulate_measured
+
+    return {s: float(simulate_measured(s, "resv", "frame", int(kv_len), selected_frac=view["selected_frac"],
+                                       tokens_per_cluster=view["tokens_per_cluster"],
+                                       wics_exit_frac=view["wics_exit_frac"], source="selection view").latency_ms)
+            for s in systems}
+
+
+def interactive() -> bool:
+    """True in a live Jupyter kernel (widgets work); False under papermill or plain Python (draw static plots)."""
+    from .notebook import _interactive
+
+    return _interactive()

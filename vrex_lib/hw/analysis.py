@@ -1,0 +1,124 @@
+"""Tables notebook 04 reports from a DRE verification run and the recorded traces (the notebook only plots).
+
+* :func:`kv_bytes_per_token_head` — K+V bytes of one token of one KV head (the KVMU's transfer unit);
+* :func:`fig10_memory_bytes` — each memory of Fig. 10 at our block sizes, keyed like ``vrex_lib.paper``;
+* :func:`early_exit_table` / :func:`early_exit_summary` — per real WTU row: share of clusters consumed before
+  exit, bucket scans, cycles; per source (video frames / text);
+* :func:`kvmu_layout_table` — per recorded selection: transactions and link time, cluster-contiguous vs
+  token-scattered (``docs/DECISIONS.md D85``);
+* :func:`dre_cycle_sweep` — DRE cycles per layer for the paper's workload from the analytic models of
+  :mod:`vrex_lib.hw.timing`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..config import VRexCoreConfig
+from . import timing
+from .hcu import HCUParams
+from .kvmu import prefetch_requests, scattered_requests, transfer_time_s
+from .wtu import WTUParams
+
+# The recorded traces come from SmolLM2-135M (vrex_lib/llm_weights.py: 9 query / 3 KV heads, head_dim 64).
+TRACE_HEAD_DIM = 64
+BF16_BYTES = 2
+
+
+def kv_bytes_per_token_head(head_dim: int, bytes_per_elem: int = BF16_BYTES) -> int:
+    """K and V of one token of one KV head: ``2 · head_dim · bytes_per_elem`` (SmolLM2 in BF16: 256 B)."""
+    if head_dim <= 0 or bytes_per_elem <= 0:
+        raise ValueError(f"head_dim={head_dim}, bytes_per_elem={bytes_per_elem}: both must be positive")
+    return 2 * int(head_dim) * int(bytes_per_elem)
+
+
+def fig10_memory_bytes(cfg: VRexCoreConfig | None = None, code_bits: int = 32) -> dict[str, int]:
+    """Bytes of each DRE memory at our block sizes, keyed ``dre.mem_bytes.<name>`` as in ``vrex_lib.paper``:
+    current and key-cache hash-bit memories (codes × code_bits / 8), score and count memories (entries × 2 B)."""
+    h, w = HCUParams.from_core(cfg, code_bits), WTUParams.from_core(cfg)
+    out = {"hcu_cur_hash": h.cur_depth * code_bits // 8, "hcu_key_hash": h.depth * code_bits // 8,
+           "wtu_score": w.n_max * 2, "wtu_count": w.n_max * 2}
+    out["total"] = sum(out.values())
+    return {f"dre.mem_bytes.{k}": v for k, v in out.items()}
+
+
+def early_exit_table(rows: Sequence, results: Sequence, sources: Sequence[str], layers: Sequence[int]) \
+        -> pd.DataFrame:
+    """One line per real WTU row: source, layer, clusters, consumed_frac (= selected / clusters: the share of
+    the row consumed before the cumulative sum exceeds Th_wics), selected, scans, cycles, resolve cycles.
+
+    ``rows`` are ``(weights, counts)``; ``results`` the WTU results (``.selected``, ``.scans``, ``.cycles``) in the
+    same order, from the MyHDL or the Verilog simulation."""
+    if not (len(rows) == len(results) == len(sources) == len(layers)):
+        raise ValueError(f"early_exit_table: {len(rows)} rows, {len(results)} results, {len(sources)} sources, "
+                         f"{len(layers)} layers: one of each per row needed")
+    return pd.DataFrame(dict(
+        source=np.asarray(sources), layer=np.asarray(layers, dtype=np.int64),
+        clusters=[len(w) for w, _ in rows], consumed_frac=[float(r.selected.mean()) for r in results],
+        selected=[int(r.selected.sum()) for r in results], scans=[int(r.scans) for r in results],
+        cycles=[int(r.cycles) for r in results],
+        resolve=[resolve_cycles(len(w), r.cycles, r.scans) for (w, _), r in zip(rows, results)]))
+
+
+def resolve_cycles(n_clusters: int, cycles: int, scans: int, cfg: VRexCoreConfig | None = None) -> int:
+    """RES_G + RES_L cycles of a WTU row, from its total cycles and scans (``timing.wtu_row_cycles`` inverted)."""
+    return int(cycles) - timing.wtu_row_cycles(n_clusters, scans, 0, 0, cfg)
+
+
+def early_exit_summary(ee: pd.DataFrame) -> pd.DataFrame:
+    """Per source: rows, mean clusters, consumed_pct (mean over rows of the per-row share, %),
+    consumed_pct_cluster_weighted (Σ selected / Σ clusters, %), mean scans, cycles and resolve cycles."""
+    g = ee.groupby("source", sort=False)
+    out = g.agg(rows=("clusters", "size"), clusters_mean=("clusters", "mean"), consumed_pct=("consumed_frac", "mean"),
+                scans_mean=("scans", "mean"), cycles_mean=("cycles", "mean"), resolve_mean=("resolve", "mean"))
+    out["consumed_pct"] *= 100
+    out["consumed_pct_cluster_weighted"] = 100 * g.selected.sum() / g.clusters.sum()
+    return out
+
+
+def kvmu_layout_table(tr: dict, bytes_per_token: int, bandwidth_bps: float, per_txn_s: float,
+                      source: str = "text") -> pd.DataFrame:
+    """Per recorded aggregated selection of ``source``: clusters, selected, tokens, transactions and link µs of the
+    cluster-contiguous layout (:func:`prefetch_requests`) and of the token-scattered one (:func:`scattered_requests`).
+    """
+    pre = "" if source == "text" else "frame_"
+    st, sel_all, cnt_all = tr[pre + "kvmu_start"], tr[pre + "kvmu_selected"], tr[pre + "kvmu_counts"]
+    ast, asg_all = tr[pre + "kvmu_assign_start"], tr[pre + "kvmu_assign"]
+    out = []
+    for i, (a, b) in enumerate(zip(st[:-1], st[1:])):
+        sel, cnt = sel_all[a:b].astype(bool), cnt_all[a:b]
+        asg = asg_all[ast[i]:ast[i + 1]]
+        cont, scat = prefetch_requests(sel, cnt, bytes_per_token), scattered_requests(asg, sel, bytes_per_token)
+        out.append(dict(clusters=len(cnt), selected=int(sel.sum()), tokens=int(cnt[sel].sum()),
+                        txn_contiguous=len(cont), txn_scattered=len(scat),
+                        bytes=int(sum(n for _, n in cont)),
+                        us_contiguous=transfer_time_s(cont, bandwidth_bps, per_txn_s) * 1e6,
+                        us_scattered=transfer_time_s(scat, bandwidth_bps, per_txn_s) * 1e6))
+    return pd.DataFrame(out)
+
+
+def txn_ratio(kvm: pd.DataFrame) -> float:
+    """Token-scattered / cluster-contiguous transactions over all selections of a :func:`kvmu_layout_table`."""
+    return float(kvm.txn_scattered.sum() / max(1, kvm.txn_contiguous.sum()))
+
+
+def dre_cycle_sweep(kv_lens: Sequence[int], tokens_per_cluster: float, *, tokens_per_frame: int, n_kv_heads: int,
+                    group: int, scans_per_row: float, resolve_per_row: float,
+                    cfg: VRexCoreConfig | None = None) -> pd.DataFrame:
+    """DRE cycles per layer while one frame is processed at each KV length: per KV head the HCU clusters
+    ``tokens_per_frame`` tokens against ``ceil(kv / tokens_per_cluster)`` clusters and the WTU thresholds
+    ``tokens_per_frame · group`` rows (query tokens × query heads of the group); heads run one after another."""
+    cfg = cfg or VRexCoreConfig()
+    out = []
+    for n in kv_lens:
+        ncl = int(np.ceil(n / tokens_per_cluster))
+        h = timing.hcu_cycles(tokens_per_frame, ncl, cfg)
+        w = timing.wtu_cycles(tokens_per_frame * group, ncl, scans_per_row, cfg=cfg, resolve=resolve_per_row)
+        out.append(dict(kv_len=int(n), clusters=ncl, rows=tokens_per_frame * group, hcu_cycles_per_head=h,
+                        wtu_cycles_per_head=w, dre_cycles_per_layer=n_kv_heads * (h + w),
+                        dre_us_per_layer=timing.cycles_to_us(n_kv_heads * (h + w), cfg),
+                        scans_per_row=scans_per_row, resolve_per_row=resolve_per_row,
+                        source="vrex_lib.hw.timing (analytic, measured scans/resolve)"))
+    return pd.DataFrame(out)

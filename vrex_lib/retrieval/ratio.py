@@ -1,0 +1,134 @@
+"""The retrieval ratio: one definition (docs/DECISIONS.md D7) and its alternatives, computed from one trace.
+
+The V-Rex paper reports retrieval ratios (Table II, Fig. 19/20) without saying what is counted. This artifact's
+definition, used by every table and by the performance model (:func:`retrieval_ratio`, ``"selected/candidates"``):
+
+    ratio(stage) = Σ selected / Σ candidates
+
+summed (token-weighted, not a mean of per-step ratios) over the steps of ``stage`` ('frame': frame prefills;
+'text': the question prefill and every generated token), the layers the policy was consulted at (layers below
+``RuntimeConfig.dense_layers`` -- layer 0 -- are excluded; a layer where the policy itself chooses to attend
+densely, e.g. InfiniGen's layer 1, counts as selecting every candidate, since it fetches them), and every KV head.
+*Candidates* are the cache positions the policy may drop: everything except the sinks (system prompt, and in the
+COIN layout the user prompt before the stream), the recent frame window (``recent_frames``) and the step's own
+tokens. Those always-attended tokens are in neither term.
+
+Alternatives, side by side in notebook 03 (:func:`ratio_table`):
+
+* ``"attended/all"``: Σ tokens attended / Σ tokens in the cache, over every layer (dense ones included) and head
+  -- the share of the KV cache each head reads, sinks, window and own tokens included (always ≥ the default).
+* ``"selected/candidates (step mean)"``: the default's ratio per step, then averaged over steps (short early
+  steps weigh as much as long late ones).
+* WiCSum over candidates only: ReSV's threshold ``Th_r-wics × Sum_i`` takes ``Sum_i`` over *all* clusters, the
+  sinks and the current frame included (§IV.C); restricting the sum to candidate tokens is a different
+  selection rule, so it is a separate policy run on the same samples
+  (:class:`ReSVCandidatesWiCSum`, method name ``resv_candwics``), reported with the default definition.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..resv import cluster_weights, wicsum_select
+from .base import Selection, Stage
+from .resv_policy import ReSV
+from ._common import Stopwatch
+
+DEFINITIONS: tuple[str, ...] = ("selected/candidates", "attended/all", "selected/candidates (step mean)")
+
+
+def retrieval_ratio(tr, stage: str | None = None, definition: str = "selected/candidates") -> float:
+    """The retrieval ratio of one :class:`~vrex_lib.runtime.RetrievalTrace` under ``definition`` (module
+    docstring; the default is docs/DECISIONS.md D7). NaN when nothing counts."""
+    if definition not in DEFINITIONS:
+        raise ValueError(f"unknown retrieval-ratio definition {definition!r}: choose one of {', '.join(DEFINITIONS)}")
+    m = tr.step_mask(stage)
+    if definition == "attended/all":
+        att = tr["attended"][m].astype(np.float64)                      # [n, L, H]
+        n_cache = tr["n_cache"][m].astype(np.float64)[:, None, None]
+        den = float(np.broadcast_to(n_cache, att.shape).sum())
+        return float(att.sum() / den) if den > 0 else math.nan
+    sel = tr["selected"][m].astype(np.float64)
+    cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
+    w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
+    sel, cand = np.where(w, sel, 0.0), np.where(w, cand, 0.0)
+    if definition == "selected/candidates":
+        den = float(cand.sum())
+        return float(sel.sum() / den) if den > 0 else math.nan
+    per_step_den = cand.sum((1, 2))
+    ok = per_step_den > 0
+    return float((sel.sum((1, 2))[ok] / per_step_den[ok]).mean()) if ok.any() else math.nan
+
+
+def ratio_table(traces, stage: str | None = None) -> dict[str, float]:
+    """Every definition over several traces pooled (sums over all their steps; the step mean over all steps)."""
+    out = {}
+    for d in DEFINITIONS:
+        if d == "selected/candidates (step mean)":
+            vals = []
+            for tr in traces:
+                m = tr.step_mask(stage)
+                sel = tr["selected"][m].astype(np.float64)
+                cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
+                w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
+                den = np.where(w, cand, 0).sum((1, 2))
+                num = np.where(w, sel, 0).sum((1, 2))
+                vals += list(num[den > 0] / den[den > 0])
+            out[d] = float(np.mean(vals)) if vals else math.nan
+            continue
+        num = den = 0.0
+        for tr in traces:
+            m = tr.step_mask(stage)
+            if d == "attended/all":
+                att = tr["attended"][m].astype(np.float64)
+                num += float(att.sum())
+                den += float((tr["n_cache"][m].astype(np.float64)[:, None, None] * np.ones_like(att)).sum())
+            else:
+                sel = tr["selected"][m].astype(np.float64)
+                cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
+                w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
+                num += float(np.where(w, sel, 0).sum())
+                den += float(np.where(w, cand, 0).sum())
+        out[d] = num / den if den > 0 else math.nan
+    return out
+
+
+class ReSVCandidatesWiCSum(ReSV):
+    """ReSV with the WiCSum total taken over candidate tokens only (an alternative rule, docs/DECISIONS.md D7).
+
+    Same HC table and weights as :class:`~vrex_lib.retrieval.ReSV`; each cluster's count is the number of its
+    members that are candidates, clusters without candidate members are left out, so ``Sum_i`` excludes the
+    sinks, the recent window and the current frame. Per-head hashing and per-KV-head granularity only.
+    """
+
+    name = "resv_candwics"
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: Stage) -> Selection | None:
+        if candidates.numel() == 0:
+            return None
+        if self.cfg.hash_mode != "per_head" or self.cfg.granularity != "kv_head":
+            raise ValueError("resv_candwics supports hash_mode='per_head' and granularity='kv_head' only")
+        t = self.table(layer)
+        with Stopwatch() as sw:
+            cent, _, valid = t.padded_heads()                              # [Hkv, C, D], [Hkv, C]
+            hkv, C, d = cent.shape
+            is_cand = torch.isin(t.positions, candidates.to(t.device))
+            cc = torch.stack([torch.bincount(t.assignment[h][is_cand], minlength=C)[:C] for h in range(hkv)])
+            ok = valid & (cc > 0)
+            hq, nq, _ = query.shape
+            r = hq // hkv * nq
+            rows = query.detach().reshape(hkv, r, d).to(t.device, torch.float64)
+            s = (rows @ cent.to(torch.float64).transpose(1, 2)) / math.sqrt(d)
+            vr = ok[:, None, :].expand(hkv, r, C)
+            w = cluster_weights(s.masked_fill(~vr, float("-inf")), self.cfg.score)
+            mask = wicsum_select(w.reshape(hkv * r, C), cc[:, None, :].expand(hkv, r, C).reshape(hkv * r, C),
+                                 self.cfg.ratio, self.quant_bits, valid=vr.reshape(hkv * r, C)).view(hkv, r, C)
+            head_mask = mask.any(1) & ok
+            idx = [i[torch.isin(i, candidates.to(i.device))].to(candidates.device)
+                   for i in t.tokens_of_heads(head_mask)]
+        stats = dict(rows=hkv * r, scored=int(ok.sum()), score_dims=d, score_macs=int(ok.sum()) * (r) * d,
+                     clusters=int(ok.sum()), clusters_selected=int(head_mask.sum()), select_s=sw.seconds)
+        return Selection(idx, int(candidates.numel()), stats)

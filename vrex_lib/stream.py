@@ -1,0 +1,333 @@
+"""Stream any video file through the runtime and watch it live: ``python -m vrex_lib.stream VIDEO``.
+
+    python -m vrex_lib.stream data/coin_mini/videos/mini00-replac.mp4 --method resv --fps 2 \\
+        --ask "What is the person doing?@10" --ask "What happens next?@25" --trace /tmp/run.npz
+
+Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. One row per frame shows:
+
+* ``wall ms`` / ``cpu ms``: this machine's wall-clock and process CPU time for the step (vision tower + connector +
+  LLM prefill with retrieval); on a shared machine the wall time includes waiting for a core;
+* ``V-Rex8 ms`` / ``Orin ms``: the simulated frame-stage step of the paper's model (Llama-3-8B + SigLIP-L,
+  Table I systems) at this step's cache length, with the fraction selected in *this* step (a user workload,
+  :func:`vrex_lib.contract_adapter.simulate_measured`);
+* ``kv`` tokens, ``dev MiB`` / ``host MiB``: this model's KV cache in the device (KVMU window + sinks) and
+  offloaded tiers (``RuntimeConfig.kv_capacity``);
+* ``sel``: selected / candidate tokens over (layer, KV head) where the policy ran; ``tok/cl``: mean tokens per
+  ReSV cluster (ReSV only).
+
+Questions (``--ask "question@seconds"``, repeatable) are asked once the stream passes their time; the greedy
+answer is printed with its per-token wall time. Bad input fails before the model loads: a missing or
+undecodable video, a question time past the end, or a stream longer than ``--max-frames``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .config import PROFILES, RuntimeConfig
+
+DEFAULT_MAX_FRAMES = 600
+SYSTEMS = ("vrex8", "agx_orin")
+
+
+class StreamInputError(ValueError):
+    """Bad command-line input, detected before any model is loaded."""
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    time_s: float
+
+
+def parse_ask(spec: str) -> Question:
+    """``"question@seconds"`` -> Question; the last ``@`` separates the time."""
+    if "@" not in spec:
+        raise StreamInputError(f"--ask {spec!r}: write it as \"question@seconds\", e.g. \"What is he doing?@12.5\"")
+    text, t = spec.rsplit("@", 1)
+    try:
+        ts = float(t)
+    except ValueError:
+        raise StreamInputError(f"--ask {spec!r}: {t!r} after the last '@' is not a time in seconds") from None
+    if not text.strip():
+        raise StreamInputError(f"--ask {spec!r}: the question before '@' is empty")
+    if not math.isfinite(ts) or ts < 0:
+        raise StreamInputError(f"--ask {spec!r}: the time must be a non-negative number of seconds")
+    return Question(text.strip(), ts)
+
+
+@dataclass
+class StreamPlan:
+    """What will be streamed, checked before the model loads: frame times [T] (s) and the sorted questions."""
+
+    video: Path
+    times: np.ndarray
+    questions: list[Question]
+    duration_s: float
+
+
+def plan_stream(video: str | Path, fps: float, asks: list[str], max_frames: int = DEFAULT_MAX_FRAMES,
+                end_s: float | None = None) -> StreamPlan:
+    """Probe ``video`` and check the request (stream [0, ``end_s``], default the whole video); raises
+    :class:`StreamInputError` naming the fix."""
+    from .video import VideoDecodeError, probe, request_times
+
+    if not fps > 0 or not math.isfinite(fps):
+        raise StreamInputError(f"--fps {fps}: must be a positive number of frames per second (VideoLLM-online: 2)")
+    if max_frames < 1:
+        raise StreamInputError(f"--max-frames {max_frames}: must be >= 1")
+    questions = sorted((parse_ask(a) for a in asks), key=lambda q: q.time_s)
+    try:
+        info = probe(video)
+    except FileNotFoundError as err:
+        raise StreamInputError(f"{video}: no such video file ({err})") from None
+    except VideoDecodeError as err:
+        raise StreamInputError(str(err)) from None
+    if end_s is not None and not end_s > 0:
+        raise StreamInputError(f"--end {end_s}: must be a positive time in seconds")
+    end = info.last_time if end_s is None else min(float(end_s), info.last_time)
+    times = request_times(info, fps, None, end)
+    if len(times) > max_frames:
+        raise StreamInputError(
+            f"{video}: {end:.1f} s at --fps {fps} is {len(times)} frames, more than --max-frames "
+            f"{max_frames}: lower --fps, stream a prefix with --end SECONDS, or raise --max-frames if the model's "
+            "context and memory allow it")
+    for q in questions:
+        if q.time_s > end + 1.0 / fps:
+            raise StreamInputError(f"--ask \"{q.text}@{q.time_s:g}\": the stream ends at {end:.1f} s; "
+                                   "pick a time inside it")
+    return StreamPlan(Path(video), times, questions, end)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def step_stats(row: dict, n_kv_heads: int) -> dict:
+    """Selected fraction, tokens per cluster and WiCSum walk fraction of one runtime step (a TraceBuilder row).
+
+    sel_frac = Σ selected / Σ candidates over the (layer, KV head) cells where the policy ran (NaN if none);
+    tokens_per_cluster = table tokens / clusters per KV head, mean over those layers (NaN if not ReSV)."""
+    applied = np.asarray(row["applied"], bool)
+    cand = int(row["n_candidates"])
+    sel = np.asarray(row["selected"], np.float64)
+    out = dict(sel_frac=math.nan, tokens_per_cluster=math.nan, wics_exit_frac=math.nan)
+    if applied.any() and cand > 0:
+        out["sel_frac"] = float(sel[applied].sum() / (cand * applied.sum() * sel.shape[1]))
+    st = row.get("stats") or {}
+    if "clusters" in st and "table_tokens" in st:
+        cl = np.asarray(st["clusters"], np.float64).reshape(-1)
+        tt = np.asarray(st["table_tokens"], np.float64).reshape(-1)
+        ok = np.isfinite(cl) & np.isfinite(tt) & (cl > 0)
+        if ok.any():
+            out["tokens_per_cluster"] = float(np.mean(tt[ok] * n_kv_heads / cl[ok]))
+    if "prefix_frac" in st:
+        pf = np.asarray(st["prefix_frac"], np.float64).reshape(-1)
+        if np.isfinite(pf).any():
+            out["wics_exit_frac"] = float(np.nanmean(pf))
+    return out
+
+
+def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") -> dict[str, float]:
+    """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (NaN if the
+    method has no simulator model)."""
+    from .contract_adapter import SIM_METHOD, simulate_measured
+
+    if method not in SIM_METHOD:
+        return {s: math.nan for s in SYSTEMS}
+    out = {}
+    for s in SYSTEMS:
+        r = simulate_measured(s, method, stage, kv_len, selected_frac=stats["sel_frac"],
+                              tokens_per_cluster=stats["tokens_per_cluster"], wics_exit_frac=stats["wics_exit_frac"],
+                              source="this step of vrex_lib.stream")
+        out[s] = float(r.latency_ms)
+    return out
+
+
+HEADER = (f"{'frame':>5} {'t s':>6} {'kv':>6} {'wall ms':>8} {'cpu ms':>7} {'V-Rex8 ms':>9} {'Orin ms':>8} "
+          f"{'dev MiB':>8} {'host MiB':>8} {'sel':>6} {'tok/cl':>6}")
+
+
+def _fmt(x: float, spec: str) -> str:
+    """``format(x, spec)``, or a '-' of the same width for a value that was not measured (None/NaN)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return format("-", spec.split(".")[0])
+    return format(x, spec)
+
+
+def format_row(r: dict) -> str:
+    return (f"{r['frame']:>5d} {r['t_s']:>6.1f} {r['kv_len']:>6d} {r['wall_ms']:>8.1f} {r['cpu_ms']:>7.1f} "
+            f"{_fmt(r['vrex8_ms'], '>9.2f')} {_fmt(r['agx_orin_ms'], '>8.1f')} {r['dev_mib']:>8.2f} "
+            f"{r['host_mib']:>8.2f} {_fmt(r['sel_frac'], '>6.3f')} {_fmt(r['tokens_per_cluster'], '>6.1f')}")
+
+
+def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.0,
+               runtime: RuntimeConfig | None = None, max_new_tokens: int = 32, progress: bool = True,
+               out=None, trace_path: str | Path | None = None, simulate: bool = True) -> dict:
+    """Stream ``plan`` through ``model`` with retrieval ``method``; print the live table to ``out``.
+
+    Returns dict(rows=[per-frame dicts], answers=[dict(question, time_s, answer, wall_ms_per_token)], trace=path).
+    """
+    from tqdm.auto import tqdm
+
+    from .retrieval import make_policy
+    from .runtime import StreamingSession, check_context, kv_bytes, tokens_for
+    from .video import stream_frames
+
+    out = out or sys.stdout
+    cfg = runtime or RuntimeConfig()
+    n_q_tokens = sum(len(model.encode(q.text)) + 8 for q in plan.questions)
+    need = tokens_for(len(plan.times), question_tokens=n_q_tokens,
+                      max_new_tokens=max_new_tokens * max(1, len(plan.questions)), interval_token=cfg.interval_token)
+    check_context(model, need, cfg, what=f"{plan.video.name} at {fps:g} fps ({len(plan.times)} frames)")
+    policy = None if method == "full" else make_policy(method)
+    sess = StreamingSession(model, policy, cfg)
+    sess.add_system_prompt()
+    per_tok = kv_bytes(model, 1)
+    pending = list(plan.questions)
+    rows, answers = [], []
+    seen = {"t": None}  # time of the last frame streamed
+
+    def say(line: str) -> None:
+        if progress:
+            tqdm.write(line, file=out)
+        else:
+            print(line, file=out, flush=True)
+
+    def answer_due(t_now: float | None) -> None:
+        while pending and (t_now is None or pending[0].time_s <= t_now):
+            q = pending.pop(0)
+            n0 = len(sess.stats)
+            t0 = time.perf_counter()
+            a = sess.ask(q.text, max_new_tokens=max_new_tokens)
+            dt = time.perf_counter() - t0
+            n_steps = max(1, len(sess.stats) - n0)
+            answers.append(dict(question=q.text, time_s=q.time_s, after_frame_s=seen["t"], answer=a,
+                                wall_ms_per_token=1e3 * dt / n_steps, kv_len=sess.n_tokens))
+            say(f"  Q@{q.time_s:g}s: {q.text}\n  A: {a}   [{1e3 * dt / n_steps:.1f} ms/token on this machine, "
+                f"kv {sess.n_tokens}]")
+
+    say(f"# {plan.video.name}: {len(plan.times)} frames at {fps:g} fps, method {method}, model {model.name}; "
+        f"V-Rex8/Orin = simulated Llama-3-8B frame step at this kv with this step's selection")
+    say(HEADER)
+    bar = tqdm(total=len(plan.times), unit="frame", desc=plan.video.name, disable=not progress, file=out,
+               leave=False)
+    try:
+        for i, (t, frame) in enumerate(stream_frames(plan.video, fps=fps)):
+            if i >= len(plan.times):
+                break
+            answer_due(t - 1e-9)  # questions due strictly before this frame
+            t0, c0 = time.perf_counter(), time.process_time()
+            sess.add_frame(frame, t)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            seen["t"] = float(t)
+            st = step_stats(sess.stats[-1], model.n_kv_heads)
+            n = sess.n_tokens
+            n_host = sess.store.n_host(n)
+            sim = simulated_ms(method, n, st) if simulate else {s: math.nan for s in SYSTEMS}
+            r = dict(frame=i, t_s=float(t), kv_len=n, wall_ms=1e3 * wall, cpu_ms=1e3 * cpu, vrex8_ms=sim["vrex8"],
+                     agx_orin_ms=sim["agx_orin"], dev_mib=(n - n_host) * per_tok / 2**20,
+                     host_mib=n_host * per_tok / 2**20, **st)
+            rows.append(r)
+            say(format_row(r))
+            bar.update(1)
+        answer_due(None)  # the rest (times at the very end)
+    finally:
+        bar.close()
+    path = None
+    if trace_path:
+        path = sess.trace().save(trace_path)
+    if rows:
+        w = np.array([r["wall_ms"] for r in rows])
+        c = np.array([r["cpu_ms"] for r in rows])
+        v = np.array([r["vrex8_ms"] for r in rows], float)
+        o = np.array([r["agx_orin_ms"] for r in rows], float)
+        v_ms = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+        o_ms = float(np.nanmean(o)) if np.isfinite(o).any() else math.nan
+        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at "
+            f"{fps:g} fps needs <= {1e3 / fps:.0f}); simulated Llama-3-8B V-Rex8 {v_ms:.2f} ms/frame, AGX Orin "
+            f"{o_ms:.1f} ms/frame"
+            + (f"; trace {path}" if path else ""))
+    return dict(rows=rows, answers=answers, trace=path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    from .retrieval import POLICIES
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.stream",
+                                 description="Stream a video through the V-Rex runtime with a live per-frame table.")
+    ap.add_argument("video", help="any video file ffmpeg/decord can read")
+    ap.add_argument("--method", default="resv", choices=sorted(POLICIES), help="retrieval method (default resv)")
+    ap.add_argument("--ask", action="append", default=[], metavar="QUESTION@SECONDS",
+                    help='ask QUESTION once the stream reaches SECONDS, e.g. --ask "What is he doing?@12" '
+                         "(repeatable)")
+    ap.add_argument("--profile", default="default", choices=PROFILES,
+                    help="model build: smoke (tiny random), default (SmolLM2-135M), full (VideoLLM-online 8B)")
+    ap.add_argument("--fps", type=float, default=2.0, help="frames per second fed to the model (default 2)")
+    ap.add_argument("--trace", default=None, metavar="OUT.npz", help="save the retrieval trace here")
+    ap.add_argument("--end", type=float, default=None, metavar="SECONDS",
+                    help="stream only [0, SECONDS] of the video (default: all of it)")
+    ap.add_argument("--max-frames", type=int, default=DEFAULT_MAX_FRAMES,
+                    help=f"refuse longer streams before loading the model (default {DEFAULT_MAX_FRAMES})")
+    ap.add_argument("--max-new-tokens", type=int, default=32, help="answer length limit (default 32)")
+    ap.add_argument("--kv-capacity", type=int, default=RuntimeConfig().kv_capacity,
+                    help="KVMU window in tokens; older tokens count as offloaded (default %(default)s)")
+    ap.add_argument("--no-progress", action="store_true", help="plain rows, no tqdm bar")
+    ap.add_argument("--llm-path", default=None, help="full profile: Llama-3-8B-Instruct folder")
+    ap.add_argument("--vision-path", default=None, help="full profile: siglip-large-patch16-384 folder")
+    ap.add_argument("--connector-path", default=None, help="full profile: VideoLLM-online checkpoint folder")
+    ap.add_argument("--device", default=None, help="torch device (full profile default: cuda)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.max_new_tokens < 1:
+            raise StreamInputError(f"--max-new-tokens {args.max_new_tokens}: must be >= 1")
+        if args.kv_capacity < 1:
+            raise StreamInputError(f"--kv-capacity {args.kv_capacity}: must be >= 1")
+        if args.trace and not str(args.trace).endswith(".npz"):
+            raise StreamInputError(f"--trace {args.trace}: the trace is an .npz file; give a path ending in .npz")
+        plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
+        if args.profile == "full":
+            from .runtime import validate_full_paths
+
+            validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
+    except (StreamInputError, ValueError, FileNotFoundError) as err:
+        print(f"vrex_lib.stream: error: {err}", file=sys.stderr)
+        return 2
+
+    import torch
+
+    from .config import profile_config, seed_everything
+    from .notebook import _set_threads
+    from .runtime import ContextTooLarge, build_model
+
+    pc = profile_config(args.profile)
+    seed_everything(pc.seed)
+    _set_threads()
+    device = args.device or (pc.device if args.profile == "full" else None)
+    if device and device.startswith("cuda") and not torch.cuda.is_available():
+        print(f"vrex_lib.stream: error: --device {device} but no CUDA device is visible; pass --device cpu",
+              file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    model = build_model(args.profile, llm_path=args.llm_path, vision_path=args.vision_path,
+                        connector_path=args.connector_path, device=device)
+    print(f"# model {model.name} ({args.profile}) ready in {time.perf_counter() - t0:.1f} s", flush=True)
+    try:
+        run_stream(plan, model, args.method, fps=args.fps, runtime=RuntimeConfig(kv_capacity=args.kv_capacity),
+                   max_new_tokens=args.max_new_tokens, progress=not args.no_progress, trace_path=args.trace)
+    except ContextTooLarge as err:
+        print(f"vrex_lib.stream: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
