@@ -56,13 +56,16 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(int(os.environ["VREX_THREADS"]))
+    before = out.stat().st_mtime_ns if out.exists() else None
     try:
         path = measure(a.profile, [x for x in a.methods.split(",") if x], a.kv, out, long=a.long,
                        fidelity_kv=a.fidelity_kv, model_kwargs=kw, progress=not a.no_progress, force=a.force)
     except (ValueError, FileNotFoundError) as err:
-        print(f"workload measure: {err}", file=sys.stderr)
+        msg = str(err)
+        print(msg if msg.startswith("workload measure") else f"workload measure: {msg}", file=sys.stderr)
         return 2
-    print(f"workload measure: wrote {path}")
+    reused = before is not None and path.stat().st_mtime_ns == before
+    print(f"workload measure: {'reused (inputs_key matches)' if reused else 'wrote'} {path}")
     return 0
 
 

@@ -345,6 +345,7 @@ def _write_json(path: Path, obj: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # a result file, readable like any other (mkstemp creates it 0600)
         with os.fdopen(fd, "w") as f:
             json.dump(_jsonable(obj), f, indent=1)
             f.write("\n")
