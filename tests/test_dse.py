@@ -10,7 +10,7 @@ import pytest
 
 from vrex_lib import dse, report
 from vrex_lib.config import VRexCoreConfig
-from vrex_lib.contract_adapter import measured_workload, simulate_measured
+from vrex_lib.measured_sim import measured_workload, simulate_measured
 
 
 def test_pareto_mask_hand_cases():

@@ -9,7 +9,7 @@ Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. 
   LLM prefill with retrieval); on a shared machine the wall time includes waiting for a core;
 * ``V-Rex8 ms`` / ``Orin ms``: the simulated frame-stage step of the paper's model (Llama-3-8B + SigLIP-L,
   Table I systems) at this step's cache length, with the fraction selected in *this* step (a user workload,
-  :func:`vrex_lib.contract_adapter.simulate_measured`);
+  :func:`vrex_lib.measured_sim.simulate_measured`);
 * ``kv`` tokens, ``dev MiB`` / ``host MiB``: this model's KV cache in the device (KVMU window + sinks) and
   offloaded tiers (``RuntimeConfig.kv_capacity``);
 * ``sel``: selected / candidate tokens over (layer, KV head) where the policy ran; ``tok/cl``: mean tokens per
@@ -134,7 +134,7 @@ def step_stats(row: dict, n_kv_heads: int) -> dict:
 def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") -> dict[str, float]:
     """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (NaN if the
     method has no simulator model)."""
-    from .contract_adapter import SIM_METHOD, simulate_measured
+    from .measured_sim import SIM_METHOD, simulate_measured
 
     if method not in SIM_METHOD:
         return {s: math.nan for s in SYSTEMS}
