@@ -8,6 +8,8 @@ PY        := $(VENV)/bin/python
 PROFILE   ?= default
 RESULTS   ?= results
 NOTEBOOK_DIR ?= notebooks
+# Notebooks run in parallel where their inputs allow (each uses one torch thread; see the dependencies below).
+JOBS      ?= 2
 # Extra papermill arguments, e.g. PAPERMILL_ARGS='-p COIN_ROOT /data/coin -p CHECKPOINT_DIR /ckpt' for PROFILE=full.
 PAPERMILL_ARGS ?=
 
@@ -64,7 +66,7 @@ smoke: ## Execute every notebook in the smoke profile into results/smoke
 reproduce: check-profile ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
 	@mkdir -p $(RESULTS)
 	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" -- \
-	  $(MAKE) --no-print-directory _reproduce
+	  $(MAKE) --no-print-directory -j$(JOBS) _reproduce
 
 # The work of `reproduce`, run while holding $(RUN_LOCK): a second `make reproduce` on the same RESULTS is refused
 # instead of interleaving with this one.
@@ -110,7 +112,15 @@ $(WORKLOAD_FILE): $(LIB_SRC) $(if $(LONG),FORCE,) | $(PROFILE_STAMP)
 	@mkdir -p $(@D)
 	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
 	@touch $@
-$(EXECUTED): $(WORKLOAD_FILE)
+
+# What each notebook reads from another's output, so `-j$(JOBS)` keeps the order that matters: 02/03/06/08 read the
+# workload file, 05 reads 04's yosys summary (results/hdl/summary.json), 07 summarises every other notebook.
+EXEC_DIR := $(RESULTS)/executed
+$(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[2368]_*.ipynb))))): $(WORKLOAD_FILE)
+$(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/05_*.ipynb))))): \
+  $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/04_*.ipynb)))))
+$(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/07_*.ipynb))))): \
+  $(filter-out %/07_summary.ipynb,$(EXECUTED))
 
 report: ## Rebuild results/REPORT.md from results/tables (exit 1 and a list if notebooks' tables are missing)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)

@@ -1,4 +1,4 @@
-"""ReSV KV prediction vs full-key scoring at Llama-3-8B layer shapes, in one run (issue 4 target: >= 10x at 40K).
+"""ReSV KV prediction vs full-key scoring at Llama-3-8B layer shapes, in one run (target: >= 10x at 40K).
 
 One decoder layer of Llama-3-8B: 8 KV heads x 128, 32 query heads, 10 new tokens per frame (VideoLLM-online).
 A KV cache of L tokens (1K..40K) is built by streaming frames of synthetic keys with temporal correlation

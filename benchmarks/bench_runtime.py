@@ -5,7 +5,7 @@ DynamicCache and SDPA (no runtime), (b) the runtime with no policy (full attenti
 attention function and the KV store), (c) the runtime with each named retrieval policy. Prints seconds per frame
 step and per decode step, and ``runtime_overhead_vs_plain`` = runtime/plain (the hook, the store, the accounting).
 
-Part 2 is the ReSV step at long context (issue 12's acceptance check: a ``resv`` frame step costs <= 1.5x the
+Part 2 is the ReSV step at long context (the speed target: a ``resv`` frame step costs <= 1.5x the
 no-policy frame step at 1K and 10K cached tokens). A synthetic stream of frame embeddings (no video decode, see
 :func:`synthetic_frame_stream`) is streamed with the ``resv`` policy, ``--chunk-frames`` frames per forward (the
 token layout of frame-by-frame streaming; chunks keep the prefill affordable), up to each ``--kv`` length; a
@@ -13,7 +13,7 @@ no-policy session gets a copy of that KV cache. Then ``--steps`` frame steps (',
 embeddings for both) alternate between the no-policy session and the ``resv`` session (the order flips every step, so
 drifting machine load hits both alike). Printed per length: median ms per step of each, and
 ``resv_step_overhead_vs_plain_<n>k`` = median(resv) / median(no policy); ``resv_step_overhead_vs_plain`` is the
-largest of them. "plain" there is the runtime's no-policy step, the baseline the issue names.
+largest of them. "plain" there is the runtime's no-policy step, the baseline of the speed target.
 
     .venv/bin/python benchmarks/bench_runtime.py [--profile default] [--frames 30] [--methods resv rekv]
         [--kv 1000,10000] [--steps 12] [--skip-stream]

@@ -178,7 +178,7 @@ def test_paper_spec_returns_inputs_and_refuses_results():
 
 
 def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_code():
-    allowed_files = {"compare.py"}
+    allowed_files = {"paper_report.py"}
     offenders = []
     for pkg in ("perf", "estimate"):
         for f in sorted((ROOT / "vrex_lib" / pkg).glob("*.py")):
@@ -198,7 +198,7 @@ def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_co
                             fn = p.name
                             break
                         p = parents.get(p)
-                    if not (f.name == "inputs.py" and fn == "paper"):
+                    if not (f.name == "workload_stats.py" and fn == "paper"):
                         offenders.append(f"{pkg}/{f.name}:{node.lineno} paper.{node.attr} in {fn}")
     assert not offenders, offenders
 
@@ -206,7 +206,7 @@ def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_co
 # ---- comparison code -----------------------------------------------------------------------------------------------
 
 def test_paired_rows_mark_the_measured_column_not_run_without_a_file(tmp_path):
-    from vrex_lib.perf import compare as CMP
+    from vrex_lib.perf import paper_report as CMP
 
     w, label = CMP.measured_workload(tmp_path / "workload_default.json")
     assert w is None and label.startswith("NOT RUN") and "vrex_lib.workload measure" in label
@@ -222,7 +222,7 @@ def test_paired_rows_mark_the_measured_column_not_run_without_a_file(tmp_path):
 
 
 def test_implied_rows_by_hand():
-    from vrex_lib.perf import compare as CMP
+    from vrex_lib.perf import paper_report as CMP
     from vrex_lib.perf.workload import LLAMA3_8B, SIGLIP_L384
 
     imp = CMP.implied_rows().set_index("kv_len")
@@ -237,7 +237,7 @@ def test_implied_rows_by_hand():
 def test_fig4_claims_from_frames():
     import pandas as pd
 
-    from vrex_lib.perf import compare as CMP
+    from vrex_lib.perf import paper_report as CMP
 
     f4a = pd.DataFrame(dict(minutes=[1, 5], params_gb=[17.0, 17.0], kv_gb=[3.0, 15.0]))
     f4b = pd.DataFrame(dict(kv_len=[80000], prefill_share=[80.0], retrieval_share_of_prefill=[70.0],

@@ -4,11 +4,11 @@
     r = perf.simulate("vrex8", "resv", "frame", kv_len=40_000, batch=1, workload="paper")
     r.latency_ms, r.fps, r.energy_J, r.gops_per_w, r.bytes, r.breakdown_ms, r.timeline, r.workload_source
 
-Layers: inputs (the :class:`Workload`: what the model and data do) -> workload (FLOPs/bytes per op) -> constants
+Layers: workload_stats (the :class:`Workload`: what the model and data do) -> workload (FLOPs/bytes per op) -> constants
 (device efficiencies, cited) -> systems (Table I) -> methods (prediction work, transfer layout) -> energy
 (estimator constants x counts) -> sim (event timeline per layer). docs/PERF_MODEL.md describes the model.
 """
-from .inputs import EXTRAPOLATIONS, Curve, Provenance, Workload
+from .workload_stats import EXTRAPOLATIONS, Curve, Provenance, Workload
 from .methods import METHODS, MethodSpec, moved_fraction
 from .sim import SimParams, SimResult, e2e_coin, footprint_bytes, memory_footprint_gb, simulate
 from .systems import System, get_system, systems

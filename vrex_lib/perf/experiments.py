@@ -2,7 +2,7 @@
 
 Each function simulates under the ``workload`` it is given (a :class:`~vrex_lib.perf.Workload`, ``"paper"`` or a
 measurement file) and carries its ``workload_source`` in every row; none reads a paper value. Comparison with the
-paper happens in :mod:`vrex_lib.perf.compare` and the notebook via ``vrex_lib.report``.
+paper happens in :mod:`vrex_lib.perf.paper_report` and the notebook via ``vrex_lib.report``.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from functools import partial
 
 import pandas as pd
 
-from .inputs import Workload
+from .workload_stats import Workload
 from .sim import e2e_coin, memory_footprint_gb, simulate
 from .systems import get_system
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..config import ReSVConfig, RuntimeConfig
 from . import energy as _energy
-from .inputs import Workload
+from .workload_stats import Workload
 from .methods import MethodSpec, PredWork, get_method, moved_fraction, prediction_work, run_tokens
 from .systems import System, get_system
 from .workload import LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op, vision_op

@@ -97,7 +97,7 @@ def evaluate_selection(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cfg: R
     attention.
 
     Token layout: ``[0, n_sink)`` sinks (always attended, never clustered), then frames of ``frame_len``
-    tokens. The current frame and the ``recent_frames - 1`` before it are always attended (digest §10e);
+    tokens. The current frame and the ``recent_frames - 1`` before it are always attended (docs/DECISIONS.md D5);
     everything older is a candidate. Returns one dict per evaluated frame: ratio (selected / candidates,
     mean over heads), rel_err (‖o − o_full‖_F / ‖o_full‖_F over all heads and rows), clusters, prefix_frac.
     """

@@ -15,7 +15,7 @@ _POP8 = torch.tensor([bin(i).count("1") for i in range(256)], dtype=torch.int64)
 
 
 def make_hyperplanes(n_hp: int, dim: int, seed: int) -> torch.Tensor:
-    """N_hp random hyperplanes ``[n_hp, dim]`` (float32, i.i.d. N(0, 1), digest §10c), reproducible from ``seed``."""
+    """N_hp random hyperplanes ``[n_hp, dim]`` (float32, i.i.d. N(0, 1), docs/DECISIONS.md D3), reproducible from ``seed``."""
     if not 1 <= n_hp <= MAX_BITS:
         raise ValueError(f"n_hp={n_hp}: codes are packed into int64, so 1 <= n_hp <= {MAX_BITS}")
     g = torch.Generator().manual_seed(int(seed))
@@ -23,7 +23,7 @@ def make_hyperplanes(n_hp: int, dim: int, seed: int) -> torch.Tensor:
 
 
 def layer_seed(seed: int, layer: int) -> int:
-    """Seed of layer ``layer``'s hyperplanes: the global seed offset per layer (digest §10c)."""
+    """Seed of layer ``layer``'s hyperplanes: the global seed offset per layer (docs/DECISIONS.md D3)."""
     return int(seed) * 1009 + int(layer)
 
 

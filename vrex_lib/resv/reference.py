@@ -49,7 +49,7 @@ def nearest_cluster_ref(code: int, cluster_codes: list[int], th: int) -> int | N
 
 
 def cluster_ref(codes_new: list[int], cluster_codes: list[int], th: int) -> tuple[list[int], list[int]]:
-    """Cluster one frame's codes against the existing cluster codes (founder's-code rule, digest §10d).
+    """Cluster one frame's codes against the existing cluster codes (founder's-code rule, docs/DECISIONS.md D4).
 
     Tokens in order: nearest cluster if Hamming < th (strict), ties -> lowest index; else a new cluster
     with the token's code, which later tokens of the same frame can join.

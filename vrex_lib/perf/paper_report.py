@@ -22,7 +22,7 @@ import pandas as pd
 from .. import paper, report
 from . import experiments as E
 from .energy import peak_power_w
-from .inputs import Workload
+from .workload_stats import Workload
 from .systems import get_system
 from .workload import LLAMA3_8B, SIGLIP_L384
 
@@ -280,14 +280,14 @@ def paper_points() -> dict[str, pd.DataFrame]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vrex_lib.perf.compare [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
+    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
     (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
     Table I, core power) under the paper-stated workload, or a measured one."""
     import argparse
 
     from ..estimate.core import CorePowerModel
 
-    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.compare", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.paper_report", description=main.__doc__)
     ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
     ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
     a = ap.parse_args(argv)
