@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time loading a full-size COIN.json (11,827 videos) and building all five tasks for both splits.
 
-The issue's target: annotations alone load in < 5 s. The file is synthetic but COIN-shaped (180 task
+Target: annotations alone load in < 5 s. The file is synthetic but COIN-shaped (180 task
 classes, 3.91 steps per video on average, ~2.4 min videos, the real ~3:1 training/testing split), written
 to a temporary folder. Last line: ``coin_load_11k_seconds=<s>`` (load + all five tasks, both splits).
 

@@ -1,4 +1,4 @@
-"""The Workload input (contract B), simulate()'s purity, hand-computed model pieces, the paper-access rule."""
+"""The Workload input, simulate()'s purity, hand-computed model pieces, the paper-access rule."""
 from __future__ import annotations
 
 import ast

@@ -109,7 +109,7 @@ def test_measure_smoke(tmp_path, tiny):
     fid = [c for c in ck if c["kv_target"] == 200 and c["method"] == "resv" and c["stage"] == "text"][0]
     assert fid["fidelity_source"] and 0 <= fid["answer_agreement"] <= 1 and fid["attn_rel_error"] >= 0
     assert all(c["fidelity_source"] is None for c in late)
-    from vrex_lib.perf import Workload  # contract A: the simulator reads the file
+    from vrex_lib.perf import Workload  # the simulator reads the file
 
     w = Workload.from_measurement(p)
     assert ("resv", "frame") in w.selected_frac and ("rekv", "text") in w.selected_frac

@@ -256,7 +256,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
 
 def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bool = False) -> dict:
     """Every ReSV point's frame-stage workload in shadow on one long full-attention stream of real footage, at each
-    of ``spec.shadow_kv`` (contract C: :func:`vrex_lib.workload.measure` with ``variants``; cached there by inputs
+    of ``spec.shadow_kv`` (:func:`vrex_lib.workload.measure` with ``variants``; cached there by inputs
     key). Returns {point name: [checkpoint dicts of schema A, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
     if not spec.shadow_kv:
         return {}

@@ -269,18 +269,23 @@ def wtu_walk_ref(weights: np.ndarray, counts: np.ndarray, ratio_q: int, p: WTUPa
 
 
 # ------------------------------------------------------------------------------------------ testbench
+def port_wires(ins: list[str], outputs: list[str], widths: dict, src: str, first_bit: int) -> list[str]:
+    """Verilog wires of a testbench: each input a slice of the stimulus word ``src`` (packed from bit
+    ``first_bit`` in ``ins`` order), each output a plain wire."""
+    decl, off = [], first_bit
+    for k in ins:
+        decl.append(f"wire [{widths[k] - 1}:0] {k} = {src}[{off + widths[k] - 1}:{off}];")
+        off += widths[k]
+    return decl + [f"wire [{widths[k] - 1}:0] {k};" for k in outputs]
+
+
 def testbench_verilog(top: str, ports: dict, outputs: list[str], strobe: tuple[str, ...], done: str | None,
                       stim: Path, log: Path, wait_limit: int = 100_000) -> str:
     """A generic stimulus-file testbench for ``top`` (Verilog-2005 + ``$fscanf``; Icarus and Verilator)."""
     w = port_widths(ports)
     ins = [k for k in ports if k != "clk" and k not in outputs]
     inw = sum(w[k] for k in ins) + 2
-    decl, off = [], 2
-    for k in ins:
-        decl.append(f"wire [{w[k] - 1}:0] {k} = tb_cur[{off + w[k] - 1}:{off}];")
-        off += w[k]
-    for k in outputs:
-        decl.append(f"wire [{w[k] - 1}:0] {k};")
+    decl = port_wires(ins, outputs, w, "tb_cur", 2)
     conns = ", ".join(f".{k}({k})" for k in ports)
     outcat = "{" + ", ".join(reversed(outputs)) + "}"
     strobe_expr = " || ".join(f"{k}" for k in strobe)

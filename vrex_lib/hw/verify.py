@@ -49,7 +49,6 @@ Per block:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -98,15 +97,11 @@ class VerifyError(RuntimeError):
 
 
 def check_writable(out: Path) -> None:
-    """Create ``out`` and write a probe file there, so an unwritable ``--out`` fails before the simulations."""
-    out = Path(out)
+    """Create ``out`` and prove a file can be written there, so an unwritable ``--out`` fails before the simulations."""
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=out, prefix=".write_probe")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise VerifyError(f"--out {out}: cannot write there ({e.strerror}); choose a writable directory") from None
+        _io.check_writable_dir(out, "--out")
+    except PermissionError as e:
+        raise VerifyError(str(e)) from None
 
 
 # ------------------------------------------------------------------------------------- vectors
@@ -295,12 +290,7 @@ def replay_verilog(vfile: Path, top: str, ports: dict, outputs: list[str], recor
     outw = sum(widths[k] for k in outputs)
     n = len(record)
     (work / "stim.hex").write_text("".join(f"{pack(r, ins):x}\n" for r in record))
-    decl, off = [], 0
-    for k in ins:
-        decl.append(f"wire [{widths[k] - 1}:0] {k} = cur[{off + widths[k] - 1}:{off}];")
-        off += widths[k]
-    for k in outputs:
-        decl.append(f"wire [{widths[k] - 1}:0] {k};")
+    decl = bulk.port_wires(ins, outputs, widths, "cur", 0)
     conns = ", ".join(f".{k}({k})" for k in ["clk"] + names)
     outcat = "{" + ", ".join(reversed(outputs)) + "}"
     tb = f"""`timescale 1ns/10ps

@@ -1,4 +1,4 @@
-"""The workload as an explicit simulator input: :class:`Workload` (contract B).
+"""The workload as an explicit simulator input: :class:`Workload`.
 
 Everything about the model and the data that the hardware model consumes, in one frozen object, each field with
 its provenance:
@@ -195,7 +195,7 @@ class Workload:
 
     @classmethod
     def from_measurement(cls, path: str | Path, extrapolation: str = "hold") -> "Workload":
-        """Read a workload file of schema ``vrex.workload/1`` (docs/PERF_MODEL.md, contract A).
+        """Read a workload file of schema ``vrex.workload/1`` (docs/PERF_MODEL.md).
 
         Per (method, stage): ``selected_frac_offloaded`` where measured (else ``selected_frac``, the share of all
         candidates) and ``reuse_frac`` (null steps skipped) as Curves over ``kv_len``; ReSV's tokens per cluster
