@@ -258,3 +258,18 @@ def test_workload_is_immutable():
         w.selected_frac[("resv", "frame")] = Curve.constant(0.1)
     w2 = w.replace(frames=3)
     assert w.frames == 26 and w2.frames == 3 and w2.provenance["frames"].kind == "user"
+
+
+def test_rekv_frame_variant_supplies_the_simulators_rekv(tmp_path):
+    d = json.loads(FIXTURE.read_text())
+    base = dict(d["checkpoints"][0], tokens_per_cluster=None, wics_exit_frac=None, selected_frac_offloaded=None)
+    d["checkpoints"] += [dict(base, method="rekv", stage="frame", selected_frac=1.0),
+                         dict(base, method="rekv@frame", stage="frame", selected_frac=0.25)]
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(d))
+    w = Workload.from_measurement(p)
+    assert w.selected("rekv", "frame", 1000)[0] == pytest.approx(0.25)   # the every-step mode, not once per question
+    assert "rekv from rekv@frame" in w.provenance["selected_frac"].label()
+    d["checkpoints"].pop()                                                 # without the variant: plain rekv
+    p.write_text(json.dumps(d))
+    assert Workload.from_measurement(p).selected("rekv", "frame", 1000)[0] == pytest.approx(1.0)

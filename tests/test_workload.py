@@ -90,7 +90,8 @@ def test_measure_smoke(tmp_path, tiny):
               "kv_bytes_per_token", "resv"):
         assert k in d
     ck = d["checkpoints"]
-    assert {(c["method"], c["stage"]) for c in ck} == {(m, s) for m in methods for s in ("frame", "text")}
+    # every method, and ReKV's every-step mode beside it (the simulator's ReKV reads that one)
+    assert {(c["method"], c["stage"]) for c in ck} == {(m, s) for m in methods + ["rekv@frame"] for s in ("frame", "text")}
     assert all(c["kv_len"] >= c["kv_target"] for c in ck)
     late = [c for c in ck if c["kv_target"] == 320]
     assert all(c["offloaded_bytes"] > 0 for c in late)  # capacity 96: the host tier is exercised
@@ -119,9 +120,9 @@ def test_measure_smoke(tmp_path, tiny):
     assert out.stat().st_mtime_ns == mtime
     measure("smoke", ["full", "rekv"], [200, 320], out, model=tiny, progress=False, fidelity_kv=())
     d2 = json.loads(out.read_text())
-    assert d2["inputs_key"] != d["inputs_key"] and {c["method"] for c in d2["checkpoints"]} == {"full", "rekv"}
-    assert list(curve_table(p, "selected_frac", "text").columns) == ["full", "rekv"]
-    assert len(load_curves(p)) == 8  # 2 methods x 2 stages x 2 kv points
+    assert d2["inputs_key"] != d["inputs_key"] and {c["method"] for c in d2["checkpoints"]} == {"full", "rekv", "rekv@frame"}
+    assert list(curve_table(p, "selected_frac", "text").columns) == ["full", "rekv", "rekv@frame"]
+    assert len(load_curves(p)) == 12  # 3 methods x 2 stages x 2 kv points
 
 
 def test_measure_variants_and_bad_input(tmp_path, tiny):

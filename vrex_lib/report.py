@@ -297,8 +297,9 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
                         f"{_fmt(r.paper)} | {_fmt(r.reproduced)} | {rel} | {r.tolerance} | **{r.verdict}** |")
         body.append("")
     lines.append("**Profiles that produced these results:** " + (", ".join(sorted(profiles)) or "none") + ". "
-                 "`smoke` = tiny random models (CI); `default` = real SmolLM2-135M + random vision tower on "
-                 "the real-footage COIN fixture, CPU; `full` = VideoLLM-online 8B on the user's COIN, GPU.")
+                 "`smoke` = tiny random models (CI); `default` = real SmolLM2-135M + a fixed patch-embedding stand-in "
+                 "vision encoder on the real-footage COIN fixture and composed long streams, CPU; `full` = "
+                 "VideoLLM-online 8B on the user's COIN, GPU.")
     lines.append("")
     lines.append("Verdicts: " + (", ".join(f"{k}: {v}" for k, v in sorted(summary.items())) or "none (no tables)")
                  + ".")

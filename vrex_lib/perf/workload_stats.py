@@ -35,6 +35,10 @@ from typing import Literal
 
 EXTRAPOLATIONS = ("hold", "loglog-fit")
 SCHEMA = "vrex.workload/1"
+#: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
+#: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
+#: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
+SIM_METHOD_SOURCES: dict[str, str] = {"rekv": "rekv@frame"}
 #: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
 SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
 ProvKind = Literal["measured", "paper-stated", "user"]
@@ -247,11 +251,23 @@ class Workload:
 
         sel = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "sel"}
         reuse = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "reuse"}
+        # The simulator's method models a predictor that runs at every step (ReKV's block scoring at frames and
+        # tokens, as the paper's Table II row); a file that measured that mode as a variant supplies it.
+        substituted = []
+        for sim_m, src in SIM_METHOD_SOURCES.items():
+            if any((src, st) in sel for st in ("frame", "text")):
+                for d_ in (sel, reuse):
+                    for st in ("frame", "text"):
+                        if (src, st) in d_:
+                            d_[(sim_m, st)] = d_[(src, st)]
+                substituted.append(f"{sim_m} from {src}")
         if not sel:
             raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate the file")
         kvs = sorted({float(c["kv_len"]) for c in d["checkpoints"]})
         where = f"{p.name}, profile {d['profile']}, model {d['model']}"
         rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
+        if substituted:
+            rng += "; " + ", ".join(substituted)
         meas = Provenance("measured", where, rng)
         pw = cls.paper()  # fields the file does not carry keep the paper's statement, labelled so
         kw: dict = {}

@@ -47,6 +47,10 @@ from .shadow import ShadowPolicy, StepRecord
 SCHEMA = "vrex.workload/1"
 MEASURE_VERSION = 1  # bump when a definition below changes: old files then mismatch their inputs_key
 ALL_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv")
+#: Measured beside a method whenever it is: ReKV as the paper compares it (Table II marks ReKV as retrieving
+#: during frame processing), i.e. deciding afresh at every step -- the behaviour the simulator's ReKV models.
+#: ``rekv`` itself is the reference code's once-per-question retrieval (docs/DECISIONS.md D60).
+COMPANION_VARIANTS: dict[str, tuple[str, tuple[str, dict]]] = {"rekv@frame": ("rekv", ("rekv", {"mode": "frame"}))}
 QUESTION = "What is the person doing now, and what was the previous step?"
 
 
@@ -389,7 +393,8 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
     """Measure the retrieval workload (see the module docstring) and write schema A to ``out``; returns ``out``.
 
     profile: 'smoke' | 'default' | 'full' (model build, default kv points, runtime, schedule).
-    methods: policy names (default: all of Table II and flexgen); ``variants`` adds {name: (policy, kwargs)}.
+    methods: policy names (default: all of Table II and flexgen); ``variants`` adds {name: (policy, kwargs)};
+      :data:`COMPANION_VARIANTS` of the chosen methods are added (``rekv@frame`` beside ``rekv``).
     kv_points: cache lengths of the checkpoints (default: the profile's; ``long`` adds its long points, 20K-40K).
     resv / runtime: ReSV and runtime configs (default: the paper's / the profile's, KVMU capacity 4,096).
     model: a prebuilt :class:`StreamingVideoLLM` (else built from the profile with ``model_kwargs``, e.g. the full
@@ -405,6 +410,7 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
         raise ValueError(f"workload measure: --kv must be positive token counts, got {list(kv_points or [])}")
     resv = resv or ReSVConfig()
     cfg = runtime or mp.runtime
+    variants = {**{n: v for n, (m, v) in COMPANION_VARIANTS.items() if m in methods}, **dict(variants or {})}
     specs = _policy_specs(methods, variants, resv)
     fid = sorted(int(p) for p in (mp.fidelity_kv if fidelity_kv is None else fidelity_kv) if int(p) in points)
     if fidelity_kv is not None and any(int(p) not in points for p in fidelity_kv):
