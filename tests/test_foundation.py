@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from vrex_lib import paper, report
+from vrex_lib import _io, paper, report
 from vrex_lib.config import VRexCoreConfig
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,16 +84,16 @@ def test_report_round_trip_and_verdicts(tmp_path):
     assert "Round trip" in md and "**FAIL**" in md and "smoke" in md
 
 
-def test_report_write_is_atomic_on_failure(tmp_path):
+def test_result_write_is_atomic_on_failure(tmp_path):
     target = tmp_path / "t.txt"
-    report.atomic_write_text(target, "old")
+    _io.write_text(target, "old")
 
     class Boom:
         def encode(self):
             raise RuntimeError("half-finished")
 
     with pytest.raises(RuntimeError):
-        report.atomic_write_text(target, Boom())  # type: ignore[arg-type]
+        _io.write_text(target, Boom())  # type: ignore[arg-type]
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
 

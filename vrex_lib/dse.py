@@ -248,9 +248,9 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     doc = dict(schema=SCHEMA, profile=spec.profile, model=model.name, inputs_key=key, points=pts, results=res,
                streams=stream_info, fidelity_source="runtime sessions per point, teacher-forced on full's answer",
                elapsed_s=time.perf_counter() - t_start)
-    from .report import atomic_write_text
+    from . import _io
 
-    atomic_write_text(out, json.dumps(doc, indent=1, default=float))
+    _io.write_text(out, json.dumps(doc, indent=1, default=float))
     return doc
 
 

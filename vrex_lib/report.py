@@ -80,11 +80,6 @@ def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(recs, columns=COLUMNS)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text so that readers see either the old file or the whole new one (mode from the umask)."""
-    return _io.write_text(path, text)
-
-
 def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: str, title: str = "",
                 out: str | os.PathLike | None = None) -> pd.DataFrame:
     """Write ``results/tables/<table_id>.csv`` (+ a one-line title sidecar) and return the frame."""
@@ -94,7 +89,7 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
         raise ValueError(f"table {table_id}: missing columns {missing}")
     base = results_dir(out) / "tables"
     _io.write_bytes(base / f"{table_id}.csv", df[COLUMNS].to_csv(index=False).encode())
-    atomic_write_text(base / f"{table_id}.title", title or table_id)
+    _io.write_text(base / f"{table_id}.title", title or table_id)
     return df
 
 
@@ -113,9 +108,9 @@ def write_wide_table(table_id: str, df: pd.DataFrame, *, profile: str, title: st
     base = results_dir(out) / "tables"
     path = base / f"{table_id}.csv"
     _io.write_bytes(path, df.to_csv(index=False).encode())
-    atomic_write_text(base / f"{table_id}.title", title or table_id)
+    _io.write_text(base / f"{table_id}.title", title or table_id)
     if cols:
-        atomic_write_text(base / f"{table_id}.columns", ",".join(cols))
+        _io.write_text(base / f"{table_id}.columns", ",".join(cols))
     return path
 
 
@@ -310,7 +305,7 @@ def build_report(out: str | os.PathLike | None = None, claims: Mapping[str, str]
         body += ["# Exploration beyond the paper", "", "Tables with no printed counterpart (no verdicts).", ""]
         body += explore
     path = base / "REPORT.md"
-    atomic_write_text(path, "\n".join(lines + body) + "\n")
+    _io.write_text(path, "\n".join(lines + body) + "\n")
     return path
 
 

@@ -39,12 +39,13 @@ during frame prefill, with a fixed top-k of ``cap`` × candidates at frames (§V
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 from pathlib import Path
 
 import torch
 
+from .. import _io
 from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
 from .base import Selection, Stage
 
@@ -145,11 +146,9 @@ def calibrate(model, text_path: str | os.PathLike = CALIBRATION_TEXT, ratio: flo
                 A[layer, g] = skewing_matrix(rows[g].cpu(), k[g].cpu())
                 mask[layer, g] = partial_columns(rows[g].cpu(), k[g].cpu(), A[layer, g], ratio)
     out = dict(A=A, mask=mask, n_tokens=len(ids), text=str(p.name), ratio=float(ratio), key=key)
-    cdir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cdir, prefix=f".{key}.", suffix=".tmp")
-    os.close(fd)
-    torch.save(out, tmp)
-    os.replace(tmp, f)
+    buf = io.BytesIO()
+    torch.save(out, buf)
+    _io.write_bytes(f, buf.getvalue())
     _CALIB_MEMO[key] = out
     return out
 

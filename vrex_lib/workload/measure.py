@@ -27,7 +27,6 @@ import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -36,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import _io
 from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import POLICIES, make_policy
@@ -346,17 +346,7 @@ def _fidelity(trace_rows: list[dict], steps: list[int], policy_name: str) -> flo
 # I/O
 # ---------------------------------------------------------------------------------------------------------------
 def _write_json(path: Path, obj: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # a result file, readable like any other (mkstemp creates it 0600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(_jsonable(obj), f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _io.write_json(path, _jsonable(obj))
 
 
 def read_measurement(path: str | os.PathLike) -> dict:
