@@ -10,7 +10,7 @@ import pytest
 
 from vrex_lib import dse, report
 from vrex_lib.config import VRexCoreConfig
-from vrex_lib.measured_sim import measured_workload, simulate_measured
+from vrex_lib.perf import Workload, simulate_measured
 
 
 def test_pareto_mask_hand_cases():
@@ -40,15 +40,15 @@ def test_resv_points_one_at_a_time_and_named():
 
 
 def test_measured_workload_replaces_only_what_was_measured():
-    wl = measured_workload("resv", selected_frac=0.2, tokens_per_cluster=12.0, wics_exit_frac=None, reuse=None)
+    wl = Workload.from_stats("resv", selected_frac=0.2, tokens_per_cluster=12.0, wics_exit_frac=None, reuse=None)
     assert wl.selected("resv", "frame", 5000)[0] == pytest.approx(0.2)
     assert wl.tokens_per_cluster.at(5000)[0] == pytest.approx(12.0)
     assert wl.provenance["selected_frac"].kind == "user"
     assert wl.provenance["wics_exit_frac"].kind == "paper-stated"
-    base = measured_workload("resv", selected_frac=math.nan)
+    base = Workload.from_stats("resv", selected_frac=math.nan)
     assert base.name == "paper"
     with pytest.raises(ValueError, match="no simulator model"):
-        measured_workload("resv_noclust", selected_frac=0.3)
+        Workload.from_stats("resv_noclust", selected_frac=0.3)
 
 
 def test_simulated_latency_follows_the_measured_selection():

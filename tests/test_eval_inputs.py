@@ -225,8 +225,8 @@ def test_every_video_unreadable_is_a_nonzero_exit(tmp_path, coin_copy, capsys, m
     tiny = build_model("smoke")
     monkeypatch.setattr("vrex_lib.runtime.build_model", lambda *a, **k: tiny)
     monkeypatch.setattr("vrex_lib.runtime.validate_full_paths", lambda *a: {"llm": {}})
-    monkeypatch.setattr(ev, "_check_all", lambda *a: None)
-    monkeypatch.setattr(ev, "_shape_from_config", lambda *a: None)
+    monkeypatch.setattr("vrex_lib.eval.run._check_all", lambda *a: None)
+    monkeypatch.setattr("vrex_lib.eval.run._shape_from_config", lambda *a: None)
     assert ev.main(args) == 2
     err = capsys.readouterr().err
     assert "every one of the 2 samples" in err and "task.skips.csv" in err and "not a video container" in err
@@ -303,8 +303,8 @@ def test_cli_leaves_max_frames_to_run_eval_default(tmp_path, monkeypatch):
         seen.update(k)
         return tmp_path / "none.jsonl"
 
-    monkeypatch.setattr(ev, "run_eval", fake)
-    monkeypatch.setattr(ev, "_default", lambda name: want)
+    monkeypatch.setattr("vrex_lib.eval.cli.run_eval", fake)
+    monkeypatch.setattr("vrex_lib.eval.cli._default", lambda name: want)
     assert ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl")]) == 0
     assert seen["max_frames"] == want
     assert ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl"),

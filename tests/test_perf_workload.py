@@ -16,7 +16,7 @@ from vrex_lib.estimate.core import CorePowerModel, core_breakdown
 from vrex_lib.perf import Curve, Workload, simulate
 from vrex_lib.perf.sim import _op_time_s
 from vrex_lib.perf.systems import get_system
-from vrex_lib.perf.workload import Op
+from vrex_lib.perf.model_ops import Op
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "workload_tiny.json"
@@ -198,7 +198,7 @@ def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_co
                             fn = p.name
                             break
                         p = parents.get(p)
-                    if not (f.name == "workload_stats.py" and fn == "paper"):
+                    if not (f.name == "workload.py" and fn == "paper"):
                         offenders.append(f"{pkg}/{f.name}:{node.lineno} paper.{node.attr} in {fn}")
     assert not offenders, offenders
 
@@ -208,9 +208,9 @@ def test_model_code_reads_paper_results_only_in_workload_paper_and_comparison_co
 def test_paired_rows_mark_the_measured_column_not_run_without_a_file(tmp_path):
     from vrex_lib.perf import paper_report as CMP
 
-    w, label = CMP.measured_workload(tmp_path / "workload_default.json")
+    w, label = CMP.workload_for_claims(tmp_path / "workload_default.json")
     assert w is None and label.startswith("NOT RUN") and "vrex_lib.workload measure" in label
-    w, label = CMP.measured_workload(FIXTURE)  # the tiny fixture lacks the GPU baselines' fractions
+    w, label = CMP.workload_for_claims(FIXTURE)  # the tiny fixture lacks the GPU baselines' fractions
     assert w is None and "rekv/frame" in label
     claims = {"fig13.edge.b1.frame.vrex8_ms.1k": (100.0, "")}
     rows = CMP.paired_rows(claims, None, paper_label="paper", measured_label=label)
@@ -223,7 +223,7 @@ def test_paired_rows_mark_the_measured_column_not_run_without_a_file(tmp_path):
 
 def test_implied_rows_by_hand():
     from vrex_lib.perf import paper_report as CMP
-    from vrex_lib.perf.workload import LLAMA3_8B, SIGLIP_L384
+    from vrex_lib.perf.model_ops import LLAMA3_8B, SIGLIP_L384
 
     imp = CMP.implied_rows().set_index("kv_len")
     # 40K: 254 ms printed; the 4 GB/s link moves 1.016 GB, the offloaded KV is (40000 - 4096) x 131072 B.

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Literal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+#: The workload file's schema: written by :mod:`vrex_lib.workload`, read by
+#: :meth:`vrex_lib.perf.Workload.from_measurement` (its fields are listed in docs/PERF_MODEL.md).
+WORKLOAD_SCHEMA = "vrex.workload/1"
 
 Profile = Literal["smoke", "default", "full"]
 PROFILES: tuple[str, ...] = ("smoke", "default", "full")

@@ -10,7 +10,7 @@ time around that point and reports, per point:
 * the selection workload that point produces (selected fraction, tokens per cluster, WiCSum walk fraction,
   retrieved-KV reuse), measured on the same runtime steps;
 * simulated per-frame latency and energy of the paper's model on V-Rex8 and V-Rex48 with that workload
-  (:func:`vrex_lib.measured_sim.simulate_measured`);
+  (:func:`vrex_lib.perf.simulate_measured`);
 * DRE cycles per layer (WTU bucket walk measured by simulating the MyHDL WTU on recorded real rows) and DRE
   area/power per core from :mod:`vrex_lib.estimate`.
 
@@ -257,7 +257,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
 def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bool = False) -> dict:
     """Every ReSV point's frame-stage workload in shadow on one long full-attention stream of real footage, at each
     of ``spec.shadow_kv`` (:func:`vrex_lib.workload.measure` with ``variants``; cached there by inputs
-    key). Returns {point name: [checkpoint dicts of schema A, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
+    key). Returns {point name: [workload-file checkpoint dicts, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
     if not spec.shadow_kv:
         return {}
     from .workload import measure
@@ -362,7 +362,7 @@ def hardware_points(spec: SweepSpec) -> list[Point]:
 
 
 def _sim(system: str, kv_len: int, wl: dict, core: VRexCoreConfig, p: dict) -> tuple:
-    from .measured_sim import simulate_measured
+    from .perf import simulate_measured
 
     r = simulate_measured(system, "resv", "frame", kv_len, selected_frac=wl.get("selected_frac"),
                           tokens_per_cluster=wl.get("tokens_per_cluster"), wics_exit_frac=wl.get("wics_exit_frac"),
@@ -519,7 +519,7 @@ def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = PAPER_POINT[
 
 def simulated_step(kv_len: int, view: dict, systems: Sequence[str] = ("vrex8", "agx_orin")) -> dict[str, float]:
     """Per-frame latency (ms) of the paper's model at ``kv_len`` with the view's selection, per system."""
-    from .measured_sim import simulate_measured
+    from .perf import simulate_measured
 
     return {s: float(simulate_measured(s, "resv", "frame", int(kv_len), selected_frac=view["selected_frac"],
                                        tokens_per_cluster=view["tokens_per_cluster"],

@@ -4,15 +4,15 @@
     r = perf.simulate("vrex8", "resv", "frame", kv_len=40_000, batch=1, workload="paper")
     r.latency_ms, r.fps, r.energy_J, r.gops_per_w, r.bytes, r.breakdown_ms, r.timeline, r.workload_source
 
-Layers: workload_stats (the :class:`Workload`: what the model and data do) -> workload (FLOPs/bytes per op) -> constants
+Layers: workload (the :class:`Workload`: what the model and data do) -> model_ops (FLOPs/bytes per op) -> constants
 (device efficiencies, cited) -> systems (Table I) -> methods (prediction work, transfer layout) -> energy
 (estimator constants x counts) -> sim (event timeline per layer). docs/PERF_MODEL.md describes the model.
 """
-from .workload_stats import EXTRAPOLATIONS, Curve, Provenance, Workload
+from .workload import EXTRAPOLATIONS, SIM_METHOD, Curve, Provenance, Workload
 from .methods import METHODS, MethodSpec, moved_fraction
-from .sim import SimParams, SimResult, e2e_coin, footprint_bytes, memory_footprint_gb, simulate
+from .sim import SimParams, SimResult, e2e_coin, footprint_bytes, memory_footprint_gb, simulate, simulate_measured
 from .systems import System, get_system, systems
-from .workload import LLAMA3_8B, SIGLIP_L384, COINCase, LLMSpec, VisionSpec
+from .model_ops import LLAMA3_8B, SIGLIP_L384, COINCase, LLMSpec, VisionSpec
 
 KV_SIZES = (1000, 5000, 10000, 20000, 40000)
 GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
@@ -20,4 +20,4 @@ GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
 __all__ = ["COINCase", "Curve", "EXTRAPOLATIONS", "GPU_METHODS", "KV_SIZES", "LLAMA3_8B", "LLMSpec", "METHODS",
            "MethodSpec", "Provenance", "SIGLIP_L384", "SimParams", "SimResult", "System", "VisionSpec", "Workload",
            "e2e_coin", "footprint_bytes", "get_system", "memory_footprint_gb", "moved_fraction", "simulate",
-           "systems"]
+           "simulate_measured", "systems", "SIM_METHOD"]

@@ -10,7 +10,7 @@ from functools import partial
 
 import pandas as pd
 
-from .workload_stats import Workload
+from .workload import Workload
 from .sim import e2e_coin, memory_footprint_gb, simulate
 from .systems import get_system
 

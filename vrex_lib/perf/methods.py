@@ -37,7 +37,7 @@ from typing import Literal
 
 from ..config import VRexCoreConfig
 from ..hw import timing
-from .workload import BF16, LLMSpec, Op
+from .model_ops import BF16, LLMSpec, Op
 
 Predictor = Literal["none", "partial_key", "full_key", "block_mean", "resv"]
 

@@ -22,9 +22,9 @@ import pandas as pd
 from .. import paper, report
 from . import experiments as E
 from .energy import peak_power_w
-from .workload_stats import Workload
+from .workload import Workload
 from .systems import get_system
-from .workload import LLAMA3_8B, SIGLIP_L384
+from .model_ops import LLAMA3_8B, SIGLIP_L384
 
 MEASURED_SUFFIX = ".measured_workload"
 
@@ -154,7 +154,7 @@ def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
                                                     "measured_wl", "measured_wl_verdict"])
 
 
-def measured_workload(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
+def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
     """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix."""
     p = Path(path)
     if not p.is_file():

@@ -32,10 +32,10 @@ from pathlib import Path
 
 from ..config import ReSVConfig, RuntimeConfig
 from . import energy as _energy
-from .workload_stats import Workload
+from .workload import SIM_METHOD, Workload
 from .methods import MethodSpec, PredWork, get_method, moved_fraction, prediction_work, run_tokens
 from .systems import System, get_system
-from .workload import LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op, vision_op
+from .model_ops import LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op, vision_op
 
 
 @dataclass(frozen=True)
@@ -496,7 +496,7 @@ def e2e_coin(system: str | System, method: str, kv_len: int, batch: int = 1, *, 
 
     ``workload.frames`` frames (each: vision + frame prefill), the question prefill (``question_tokens`` new tokens,
     frame-stage retrieval, no vision tower) and ``answer_tokens`` answer tokens (TPOT integrated over the growing
-    cache with ``text_points`` samples). ``case`` (a :class:`~vrex_lib.perf.workload.COINCase`) replaces the
+    cache with ``text_points`` samples). ``case`` (a :class:`~vrex_lib.perf.model_ops.COINCase`) replaces the
     scenario's three lengths. Returns ms split into prefill, generation, vision_mlp and their retrieval parts.
     """
     wl = Workload.resolve(workload)
@@ -530,3 +530,14 @@ def e2e_coin(system: str | System, method: str, kv_len: int, batch: int = 1, *, 
     out["total"] = out["prefill"] + out["generation"] + out["vision_mlp"]
     out["workload_source"] = " | ".join(dict.fromkeys(sources))  # every distinct label, in order
     return out
+
+
+def simulate_measured(system, method: str, stage: str, kv_len: int, *, selected_frac: float | None,
+                      tokens_per_cluster: float | None = None, wics_exit_frac: float | None = None,
+                      reuse: float | None = None, source: str = "measured", batch: int = 1, **overrides) -> SimResult:
+    """One simulated step of ``method`` (a runtime policy name or simulator method) with one step's measured
+    statistics (:meth:`Workload.from_stats`). ``overrides``: any :class:`SimParams` field or ``system_<field>``.
+    The result's ``workload_source`` names the provenance."""
+    wl = Workload.from_stats(method, selected_frac=selected_frac, tokens_per_cluster=tokens_per_cluster,
+                             wics_exit_frac=wics_exit_frac, reuse=reuse, source=source)
+    return simulate(system, SIM_METHOD.get(method, method), stage, int(kv_len), batch, workload=wl, **overrides)

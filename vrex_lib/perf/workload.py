@@ -1,199 +1,395 @@
-"""The VideoLLM-online workload, op by op: Llama-3-8B decoder + SigLIP-ViT-L-384 vision tower + MLP connector.
+"""The workload as an explicit simulator input: :class:`Workload`.
 
-Everything here is *counts* (FLOPs and bytes), never time: the systems and methods turn counts into time.
-Model dimensions are the public configurations (docs/DECISIONS.md D8): Llama-3-8B(-Instruct) and
-google/siglip-large-patch16-384; VideoLLM-online "Live1+ 3x3" feeds 10 tokens per frame (CLS + 3x3 pooled).
+Everything about the model and the data that the hardware model consumes, in one frozen object, each field with
+its provenance:
 
-Shapes (per decoder layer, per stream): new tokens X [N, hidden]; Q [Hq, N, D]; K,V [Hkv, S, D] with S the
-attended KV length; FFN is SwiGLU (gate, up: hidden -> ffn; down: ffn -> hidden).
+* per (method, stage) the **selected fraction of offloaded candidates** as a function of the context length
+  (:class:`Curve`), and the **cross-step reuse** of fetched KV (the KVMU's "Retrieved KV" region, Fig. 12);
+* ReSV **tokens per cluster** and the **WiCSum early-exit fraction** (share of a row walked before exit);
+* **tokens per frame** and the scenario's **frames, question and answer tokens** (Fig. 4(b), Fig. 14).
+
+Provenance kinds: ``measured`` (a workload file of schema ``vrex.workload/1``: file, profile, model, the context
+range actually measured), ``paper-stated`` (read from :mod:`vrex_lib.paper`, cited) or ``user`` (keywords).
+Outside a measured range a named extrapolation policy applies and is reported in every result that used it:
+
+* ``"hold"``: the value at the nearest measured length;
+* ``"loglog-fit"``: least-squares line of log(value) on log(kv_len) over the measured points (≥ 2 lengths).
+
+Inside the range values are interpolated linearly in log(kv_len). The measured fractions are dimensionless and are
+applied to the simulated model's dimensions (Llama-3-8B, docs/DECISIONS.md D8) -- see docs/PERF_MODEL.md.
+
+    w = Workload.paper()
+    w = Workload.from_measurement("results/data/workload_default.json", extrapolation="loglog-fit")
+    w = Workload.paper().replace(reuse={("resv", "frame"): 0.5})      # becomes provenance 'user' for that field
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
 
-BF16 = 2  # bytes per element
+from ..config import WORKLOAD_SCHEMA as SCHEMA
+from .methods import METHODS
 
-
-@dataclass(frozen=True)
-class LLMSpec:
-    """Decoder-only LLM dimensions (default Llama-3-8B, BF16)."""
-
-    n_layers: int = 32
-    hidden: int = 4096
-    n_q_heads: int = 32
-    n_kv_heads: int = 8
-    head_dim: int = 128
-    ffn: int = 14336
-    vocab: int = 128256
-    bytes_per_param: int = BF16
-    kv_bits: int = 16  # 4 models Oaken's 4-bit KV quantisation (Fig. 15)
-
-    @property
-    def group(self) -> int:
-        return self.n_q_heads // self.n_kv_heads
-
-    @property
-    def layer_params(self) -> int:
-        h, kv = self.hidden, self.n_kv_heads * self.head_dim
-        return h * self.n_q_heads * self.head_dim + 2 * h * kv + self.n_q_heads * self.head_dim * h + 3 * h * self.ffn
-
-    @property
-    def params(self) -> int:
-        """Decoder layers + embedding + LM head (untied in Llama-3-8B)."""
-        return self.n_layers * self.layer_params + 2 * self.vocab * self.hidden
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.params * self.bytes_per_param
-
-    @property
-    def kv_bytes_per_token_layer(self) -> float:
-        """K and V of one token in one layer (all KV heads): 2 * Hkv * D * kv_bits/8 (4096 B for Llama-3-8B)."""
-        return 2 * self.n_kv_heads * self.head_dim * self.kv_bits / 8
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        """131,072 B per token for Llama-3-8B BF16 (docs/DECISIONS.md D8)."""
-        return self.n_layers * self.kv_bytes_per_token_layer
+EXTRAPOLATIONS = ("hold", "loglog-fit")
+#: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
+#: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
+#: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
+SIM_METHOD_SOURCES: dict[str, str] = {"rekv": "rekv@frame"}
+#: Runtime policy name -> simulator method (``resv_noclust`` has no hardware mapping in the simulator).
+SIM_METHOD = {"resv": "resv", "infinigen": "infinigen", "infinigen_p": "infinigen_p", "rekv": "rekv",
+              "flexgen": "flexgen", "full": "full"}
+#: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
+SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
+ProvKind = Literal["measured", "paper-stated", "user"]
 
 
 @dataclass(frozen=True)
-class VisionSpec:
-    """SigLIP-ViT-L/16-384 frame encoder + VideoLLM-online's 2-layer MLP connector (1024 -> 4096 -> 4096)."""
+class Provenance:
+    """Where a field's value comes from: kind, the file or paper place, and detail (profile, model, kv range)."""
 
-    n_layers: int = 24
-    hidden: int = 1024
-    mlp: int = 4096
-    n_patches: int = 576  # (384/16)^2
-    tokens_per_frame: int = 10  # CLS + 3x3 pooled (VideoLLM-online Live1+)
-    connector_hidden: int = 4096
-    llm_hidden: int = 4096
-    bytes_per_param: int = BF16
+    kind: ProvKind
+    source: str
+    detail: str = ""
 
-    @property
-    def layer_params(self) -> int:
-        return 4 * self.hidden * self.hidden + 2 * self.hidden * self.mlp
-
-    @property
-    def params(self) -> int:
-        patch_embed = 3 * 16 * 16 * self.hidden
-        connector = self.hidden * self.connector_hidden + self.connector_hidden * self.llm_hidden
-        return self.n_layers * self.layer_params + patch_embed + connector
-
-    @property
-    def weight_bytes(self) -> int:
-        return self.params * self.bytes_per_param
+    def label(self) -> str:
+        return f"{self.kind} ({self.source}{'; ' + self.detail if self.detail else ''})"
 
 
-@dataclass
-class Op:
-    """One operator's work for one batched step (all streams of the batch).
+@dataclass(frozen=True)
+class Curve:
+    """A value as a function of the context length: points (kv_len, value), sorted by kv_len.
 
-    kind: 'gemm' (weight-streaming matmul), 'attn' (attention over cached KV), 'pred' (KV prediction),
-          'vector' (elementwise / norms), 'vision' (vision tower + connector).
-    flops: floating-point operations (2 per MAC); weight_bytes / kv_bytes / act_bytes: DRAM traffic.
-    macs: multiply-accumulates (for the accelerator's per-action energy).
+    One point = a constant (no length dependence stated), never labelled as extrapolated.
     """
 
-    name: str
-    kind: str
-    flops: float
-    weight_bytes: float = 0.0
-    kv_bytes: float = 0.0
-    act_bytes: float = 0.0
-    kernels: int = 1
-    extra: dict = field(default_factory=dict)
+    kv_len: tuple[float, ...]
+    value: tuple[float, ...]
+    extrapolation: str = "hold"
+
+    def __post_init__(self) -> None:
+        if len(self.kv_len) != len(self.value) or not self.value:
+            raise ValueError(f"Curve needs matching, non-empty kv_len/value (got {len(self.kv_len)}, "
+                             f"{len(self.value)})")
+        if list(self.kv_len) != sorted(self.kv_len):
+            raise ValueError("Curve kv_len must be sorted ascending")
+        if self.extrapolation not in EXTRAPOLATIONS:
+            raise ValueError(f"extrapolation {self.extrapolation!r}: choose one of {EXTRAPOLATIONS}")
+        if self.extrapolation == "loglog-fit" and len(set(self.kv_len)) < 2:
+            raise ValueError("extrapolation 'loglog-fit' needs values at >= 2 context lengths; use 'hold'")
+
+    @classmethod
+    def constant(cls, v: float) -> "Curve":
+        return cls((0.0,), (float(v),))
 
     @property
-    def dram_bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes + self.act_bytes
+    def is_constant(self) -> bool:
+        return len(self.value) == 1
+
+    def at(self, kv_len: float) -> tuple[float, str | None]:
+        """(value at ``kv_len``, the extrapolation policy used or None when inside the measured range)."""
+        if self.is_constant:
+            return self.value[0], None
+        x = [math.log(max(k, 1.0)) for k in self.kv_len]
+        lx = math.log(max(kv_len, 1.0))
+        if x[0] <= lx <= x[-1]:
+            for i in range(len(x) - 1):
+                if x[i] <= lx <= x[i + 1]:
+                    if x[i + 1] == x[i]:
+                        return self.value[i], None
+                    t = (lx - x[i]) / (x[i + 1] - x[i])
+                    return self.value[i] + t * (self.value[i + 1] - self.value[i]), None
+            return self.value[-1], None
+        if self.extrapolation == "hold":
+            return (self.value[0] if lx < x[0] else self.value[-1]), "hold"
+        # loglog-fit over the points with positive values.
+        pts = [(xi, math.log(v)) for xi, v in zip(x, self.value) if v > 0]
+        if len({p[0] for p in pts}) < 2:
+            return (self.value[0] if lx < x[0] else self.value[-1]), "hold"
+        n = len(pts)
+        mx = sum(p[0] for p in pts) / n
+        my = sum(p[1] for p in pts) / n
+        slope = sum((p[0] - mx) * (p[1] - my) for p in pts) / sum((p[0] - mx) ** 2 for p in pts)
+        return math.exp(my + slope * (lx - mx)), "loglog-fit"
 
     @property
-    def macs(self) -> float:
-        return self.flops / 2
+    def range_label(self) -> str:
+        return "any length" if self.is_constant else f"kv {self.kv_len[0]:.0f}-{self.kv_len[-1]:.0f}"
 
 
-def _gemm(name: str, n_rows: int, k: int, n: int, bpp: int) -> Op:
-    """X[n_rows, k] @ W[k, n]: weights read once per batched step, activations in and out."""
-    return Op(name, "gemm", 2.0 * n_rows * k * n, weight_bytes=k * n * bpp, act_bytes=(n_rows * k + n_rows * n) * BF16)
+def _finite(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def decoder_layer_ops(llm: LLMSpec, n_new: int, batch: int, n_attended: float) -> list[Op]:
-    """One decoder layer for ``batch`` streams, each adding ``n_new`` tokens and attending ``n_attended`` cached
-    tokens (recent + retrieved + its own new tokens), all read from accelerator DRAM.
-
-    Returns ops in execution order: qkv, attn, o_proj, ffn, plus the norms/residuals as one 'vector' op.
-    """
-    if n_new < 1 or batch < 1 or n_attended < 0:
-        raise ValueError(f"decoder_layer_ops: need n_new>=1, batch>=1, n_attended>=0 "
-                         f"(got {n_new}, {batch}, {n_attended})")
-    rows = n_new * batch
-    h, d = llm.hidden, llm.head_dim
-    q_dim, kv_dim = llm.n_q_heads * d, llm.n_kv_heads * d
-    bpp = llm.bytes_per_param
-    qkv = _gemm("qkv", rows, h, q_dim + 2 * kv_dim, bpp)
-    # Writing the new K,V to the cache.
-    qkv.kv_bytes = rows * llm.kv_bytes_per_token_layer
-    # QK^T and AV: 2 matmuls, 2 FLOP per MAC, per query head; GQA reads each KV head once per group.
-    attn_flops = 2 * 2.0 * batch * llm.n_q_heads * n_new * n_attended * d
-    attn = Op("attn", "attn", attn_flops, kv_bytes=batch * n_attended * llm.kv_bytes_per_token_layer,
-              act_bytes=2 * rows * q_dim * BF16, kernels=1)
-    o = _gemm("o_proj", rows, q_dim, h, bpp)
-    ffn = _gemm("ffn", rows, h, 2 * llm.ffn, bpp)
-    down = _gemm("ffn_down", rows, llm.ffn, h, bpp)
-    ffn = Op("ffn", "gemm", ffn.flops + down.flops + rows * llm.ffn * 4.0,
-             weight_bytes=ffn.weight_bytes + down.weight_bytes,
-             act_bytes=ffn.act_bytes + down.act_bytes, kernels=3)
-    # RMSNorm x2, RoPE, residual x2, SiLU*mul: ~20 FLOP per element of the hidden state, 6 passes over it.
-    vec = Op("vector", "vector", 20.0 * rows * h, act_bytes=6 * rows * h * BF16, kernels=6)
-    return [qkv, attn, o, ffn, vec]
-
-
-def lm_head_op(llm: LLMSpec, rows: int) -> Op:
-    """LM head on ``rows`` positions (frame stage: each stream's last frame token decides whether to speak)."""
-    return _gemm("lm_head", rows, llm.hidden, llm.vocab, llm.bytes_per_param)
-
-
-def vision_op(vis: VisionSpec, batch: int) -> Op:
-    """SigLIP-ViT-L-384 over one frame per stream + MLP connector on the 10 pooled tokens, as one op."""
-    p = vis.n_patches
-    tower = vis.n_layers * (2.0 * p * vis.layer_params + 2 * 2.0 * p * p * vis.hidden)
-    patch = 2.0 * p * 3 * 16 * 16 * vis.hidden
-    conn = 2.0 * vis.tokens_per_frame * (vis.hidden * vis.connector_hidden + vis.connector_hidden * vis.llm_hidden)
-    act = vis.n_layers * 8 * p * vis.hidden * BF16
-    return Op("vision_mlp", "vision", batch * (tower + patch + conn), weight_bytes=vis.weight_bytes,
-              act_bytes=batch * act, kernels=vis.n_layers * 8)
+def _as_curve(v) -> Curve:
+    return v if isinstance(v, Curve) else Curve.constant(float(v))
 
 
 @dataclass(frozen=True)
-class COINCase:
-    """The average COIN working scenario (paper §VI.A: 26 frames, 25 question tokens, 39 answer tokens)."""
+class Workload:
+    """What the hardware model consumes about the model and the data (see the module docstring).
 
+    selected_frac: {(method, stage): Curve} selected share of offloaded candidates, in [0, 1].
+    reuse:         {(method, stage): Curve} share of a step's selected offloaded KV already in device DRAM from the
+                   previous step of the same stage (missing = 0).
+    tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
+    tokens_per_frame: LLM tokens appended per frame; frames / question_tokens / answer_tokens: the E2E scenario.
+    provenance: {field name: Provenance}; ``name``: short label of the whole workload.
+    """
+
+    selected_frac: Mapping[tuple[str, str], Curve]
+    reuse: Mapping[tuple[str, str], Curve] = field(default_factory=dict)
+    tokens_per_cluster: Curve = Curve.constant(32.0)
+    wics_exit_frac: Curve = Curve.constant(0.16)
+    tokens_per_frame: int = 10
     frames: int = 26
     question_tokens: int = 25
     answer_tokens: int = 39
-    source: str = "paper §VI.A average COIN case"
+    provenance: Mapping[str, Provenance] = field(default_factory=dict)
+    name: str = "user"
+
+    def __post_init__(self) -> None:
+        # Read-only mappings: a Workload cannot change after construction (use .replace()).
+        object.__setattr__(self, "selected_frac",
+                           MappingProxyType({k: _as_curve(v) for k, v in self.selected_frac.items()}))
+        object.__setattr__(self, "reuse", MappingProxyType({k: _as_curve(v) for k, v in self.reuse.items()}))
+        object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
+        object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
+        for fld in ("selected_frac", "reuse"):
+            for k, c in getattr(self, fld).items():
+                if not (isinstance(k, tuple) and len(k) == 2 and k[1] in ("frame", "text")):
+                    raise ValueError(f"Workload.{fld} key {k!r}: must be (method, 'frame'|'text')")
+                if any(not 0.0 <= v <= 1.0 for v in c.value):
+                    raise ValueError(f"Workload.{fld}[{k}] values {c.value} must be in [0, 1]")
+        if any(v <= 0 for v in self.tokens_per_cluster.value):
+            raise ValueError("Workload.tokens_per_cluster must be > 0")
+        if any(not 0 < v <= 1 for v in self.wics_exit_frac.value):
+            raise ValueError("Workload.wics_exit_frac must be in (0, 1]")
+        for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"Workload.{f} must be >= 1")
+        prov = dict(self.provenance)
+        for f in ("selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac", "tokens_per_frame", "frames",
+                  "question_tokens", "answer_tokens"):
+            prov.setdefault(f, Provenance("user", "Workload(...) keyword"))
+        object.__setattr__(self, "provenance", MappingProxyType(prov))
+
+    # ---- constructors ------------------------------------------------------------------------------------
+    @classmethod
+    def paper(cls) -> "Workload":
+        """The workload the paper states: Table II's average retrieval ratios (per stage, constant in kv_len),
+        tokens per cluster (§VI.B), WiCSum early exit (§IV.C), the average COIN case (§VI.A), 10 tokens per
+        frame (VideoLLM-online Live1+, docs/DECISIONS.md D8). The paper states no cross-step reuse: none."""
+        from .. import paper
+
+        sel = {(m, st): Curve.constant(paper.value(f"table2.ratio.{m}.{st}.avg") / 100.0)
+               for m in SELECTING for st in ("frame", "text")}
+        prov = dict(
+            selected_frac=Provenance("paper-stated", "Table II (average retrieval ratio per method and stage)",
+                                     "constant in the context length"),
+            reuse=Provenance("paper-stated", "not stated by the paper", "no reuse (0)"),
+            tokens_per_cluster=Provenance("paper-stated", "§VI.B (32 tokens per cluster)"),
+            wics_exit_frac=Provenance("paper-stated", "§IV.C (16 % of a row on average)"),
+            tokens_per_frame=Provenance("paper-stated", "VideoLLM-online Live1+ (docs/DECISIONS.md D8)"),
+            frames=Provenance("paper-stated", "§VI.A average COIN case"),
+            question_tokens=Provenance("paper-stated", "§VI.A average COIN case"),
+            answer_tokens=Provenance("paper-stated", "§VI.A average COIN case"))
+        return cls(selected_frac=sel, reuse={},
+                   tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
+                   wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
+                   tokens_per_frame=10, frames=int(paper.value("coin.avg_case.frames")),
+                   question_tokens=int(paper.value("coin.avg_case.question_tokens")),
+                   answer_tokens=int(paper.value("coin.avg_case.answer_tokens")), provenance=prov, name="paper")
 
     @classmethod
-    def from_stats(cls, path: str | Path) -> "COINCase":
-        """Read notebook 01's ``coin_stats.csv`` (``vrex_lib.coin.task_stats``: columns task, avg_frames_2fps,
-        avg_question_tokens, avg_answer_tokens, tokenizer; the pooled row has task 'all')."""
-        import pandas as pd
+    def from_measurement(cls, path: str | Path, extrapolation: str = "hold") -> "Workload":
+        """Read a workload file of schema ``vrex.workload/1`` (docs/PERF_MODEL.md).
 
+        Per (method, stage): ``selected_frac_offloaded`` where measured (else ``selected_frac``, the share of all
+        candidates) and ``reuse_frac`` (null steps skipped) as Curves over ``kv_len``; ReSV's tokens per cluster
+        and early-exit fraction from its checkpoints. The scenario (frames, question, answer) stays the paper's
+        §VI.A case, labelled so. Raises naming the file and the fix on any problem.
+        """
         p = Path(path)
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: no COIN statistics; run notebooks/01_coin_data.ipynb first "
-                                    "or use COINCase()")
-        df = pd.read_csv(p)
-        need = {"task", "avg_frames_2fps", "avg_question_tokens", "avg_answer_tokens"}
-        if not need <= set(df.columns):
-            raise ValueError(f"{p}: needs columns {sorted(need)}, has {list(df.columns)}; rerun notebook 01")
-        row = df[df.task == "all"].iloc[0] if (df.task == "all").any() else df[list(need - {"task"})].mean()
-        tok = f", tokenizer {row['tokenizer']}" if "tokenizer" in df.columns and "tokenizer" in row else ""
-        return cls(max(1, int(round(row["avg_frames_2fps"]))), max(1, int(round(row["avg_question_tokens"]))),
-                   max(1, int(round(row["avg_answer_tokens"]))), source=f"measured by notebook 01 ({p.name}{tok})")
+        if extrapolation not in EXTRAPOLATIONS:
+            raise ValueError(f"extrapolation {extrapolation!r}: choose one of {EXTRAPOLATIONS}")
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no workload measurement file; write one with `python -m vrex_lib.workload "
+                                    f"measure --profile <P> --out {p}` or use Workload.paper()")
+        try:
+            d = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: not valid JSON ({e}); regenerate it with `python -m vrex_lib.workload measure`")
+        if d.get("schema") != SCHEMA:
+            raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; regenerate the file")
+        for k in ("profile", "model", "tokens_per_frame", "checkpoints"):
+            if k not in d:
+                raise ValueError(f"{p}: missing key {k!r} of schema {SCHEMA}; regenerate the file")
+        pts: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        for i, c in enumerate(d["checkpoints"]):
+            for k in ("kv_len", "method", "stage", "selected_frac"):
+                if k not in c:
+                    raise ValueError(f"{p}: checkpoint {i} lacks {k!r}")
+            if c["stage"] not in ("frame", "text"):
+                raise ValueError(f"{p}: checkpoint {i} stage {c['stage']!r} must be 'frame' or 'text'")
+            key = (c["method"], c["stage"])
+            sel = c.get("selected_frac_offloaded")
+            sel = c["selected_frac"] if sel is None else sel
+            if sel is not None:
+                pts.setdefault(("sel",) + key, []).append((float(c["kv_len"]), float(sel)))
+            if c.get("reuse_frac") is not None:
+                pts.setdefault(("reuse",) + key, []).append((float(c["kv_len"]), float(c["reuse_frac"])))
+            if c["method"] == "resv" and c.get("tokens_per_cluster") is not None:
+                pts.setdefault(("tpc", "resv", "any"), []).append((float(c["kv_len"]), float(c["tokens_per_cluster"])))
+            if c["method"] == "resv" and c.get("wics_exit_frac") is not None:
+                pts.setdefault(("wics", "resv", "any"), []).append((float(c["kv_len"]), float(c["wics_exit_frac"])))
 
+        def curve(points: list[tuple[float, float]]) -> Curve:
+            by: dict[float, list[float]] = {}
+            for k, v in points:
+                by.setdefault(k, []).append(v)
+            ks = sorted(by)
+            vals = tuple(sum(by[k]) / len(by[k]) for k in ks)
+            pol = extrapolation if len(ks) >= 2 else "hold"
+            return Curve(tuple(ks), vals, pol)
 
-LLAMA3_8B = LLMSpec()
-SIGLIP_L384 = VisionSpec()
+        sel = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "sel"}
+        reuse = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "reuse"}
+        # The simulator's method models a predictor that runs at every step (ReKV's block scoring at frames and
+        # tokens, as the paper's Table II row); a file that measured that mode as a variant supplies it.
+        substituted = []
+        for sim_m, src in SIM_METHOD_SOURCES.items():
+            if any((src, st) in sel for st in ("frame", "text")):
+                for d_ in (sel, reuse):
+                    for st in ("frame", "text"):
+                        if (src, st) in d_:
+                            d_[(sim_m, st)] = d_[(src, st)]
+                substituted.append(f"{sim_m} from {src}")
+        if not sel:
+            raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate the file")
+        kvs = sorted({float(c["kv_len"]) for c in d["checkpoints"]})
+        where = f"{p.name}, profile {d['profile']}, model {d['model']}"
+        rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
+        if substituted:
+            rng += "; " + ", ".join(substituted)
+        meas = Provenance("measured", where, rng)
+        pw = cls.paper()  # fields the file does not carry keep the paper's statement, labelled so
+        kw: dict = {}
+        prov = dict(selected_frac=meas, reuse=meas if reuse else Provenance("measured", where, "no reuse measured: 0"),
+                    tokens_per_frame=Provenance("measured", where))
+        for f, tag in (("tokens_per_cluster", "tpc"), ("wics_exit_frac", "wics")):
+            if (tag, "resv", "any") in pts:
+                kw[f] = curve(pts[(tag, "resv", "any")])
+                prov[f] = meas
+            else:
+                kw[f] = getattr(pw, f)
+                prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+        for f in ("frames", "question_tokens", "answer_tokens"):
+            kw[f] = getattr(pw, f)
+            prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+        return cls(selected_frac=sel, reuse=reuse, tokens_per_frame=int(d["tokens_per_frame"]), provenance=prov,
+                   name=f"measured:{p.name}", **kw)
+
+    @classmethod
+    def from_stats(cls, method: str, *, selected_frac: float | None, tokens_per_cluster: float | None = None,
+                   wics_exit_frac: float | None = None, reuse: float | None = None,
+                   source: str = "measured") -> "Workload":
+        """The paper's workload with one step's measured statistics of ``method`` (a runtime policy name or a
+        simulator method) in place of the paper's statement, for both stages and constant in kv_len; the explorers
+        (``python -m vrex_lib.live``, notebook 08) use it (docs/DECISIONS.md D90). None/NaN keeps the paper-stated
+        value, and the name says which fields did."""
+        sim_method = SIM_METHOD.get(method, method)
+        if sim_method not in METHODS:
+            raise ValueError(f"method {method!r} has no simulator model; choose one of {', '.join(SIM_METHOD)}")
+        key = METHODS[sim_method].ratio_key
+        base = cls.paper()
+        ch: dict = {}
+        if key is not None and _finite(selected_frac):
+            f = min(1.0, max(0.0, float(selected_frac)))
+            ch["selected_frac"] = {**base.selected_frac, (key, "frame"): f, (key, "text"): f}
+        if key is not None and _finite(reuse):
+            r = min(1.0, max(0.0, float(reuse)))
+            ch["reuse"] = {**base.reuse, (key, "frame"): r, (key, "text"): r}
+        if sim_method == "resv" and _finite(tokens_per_cluster):
+            ch["tokens_per_cluster"] = max(1.0, float(tokens_per_cluster))
+        if sim_method == "resv" and _finite(wics_exit_frac) and float(wics_exit_frac) > 0:
+            ch["wics_exit_frac"] = min(1.0, float(wics_exit_frac))
+        kept = sorted({"selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac"} - set(ch))
+        name = f"{source}" + (f"; paper-stated: {', '.join(kept)}" if kept and ch else "")
+        return base.replace(name=name, **ch) if ch else base
+
+    @classmethod
+    def resolve(cls, workload: "Workload | str | Path") -> "Workload":
+        """A Workload from what :func:`vrex_lib.perf.simulate` accepts: a Workload, ``"paper"`` or a file path."""
+        if isinstance(workload, Workload):
+            return workload
+        if isinstance(workload, str) and workload == "paper":
+            return cls.paper()
+        if isinstance(workload, (str, Path)):
+            return cls.from_measurement(workload)
+        raise TypeError(f"workload must be a Workload, 'paper' or a path to a {SCHEMA} file, got "
+                        f"{type(workload).__name__}")
+
+    def replace(self, **changes) -> "Workload":
+        """A copy with ``changes``; every changed field becomes provenance 'user'."""
+        prov = dict(self.provenance)
+        for k in changes:
+            if k not in ("provenance", "name"):
+                was = self.provenance.get(k)
+                prov[k] = Provenance("user", "Workload.replace", f"was {was.label() if was else '?'}")
+        return dataclasses.replace(self, provenance=prov, **changes)
+
+    # ---- lookups -----------------------------------------------------------------------------------------
+    def selected(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
+        """(selected fraction of offloaded candidates, extrapolation used or None)."""
+        key = (method, stage)
+        if key not in self.selected_frac:
+            have = ", ".join(f"{m}/{s}" for m, s in sorted(self.selected_frac))
+            raise KeyError(f"workload {self.name!r} has no selected fraction for {method}/{stage} (has: {have}); "
+                           f"measure that method or pass Workload(selected_frac={{('{method}', '{stage}'): f}})")
+        v, pol = self.selected_frac[key].at(kv_len)
+        return min(1.0, max(0.0, v)), pol
+
+    def reuse_at(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
+        c = self.reuse.get((method, stage))
+        if c is None:
+            return 0.0, None
+        v, pol = c.at(kv_len)
+        return min(1.0, max(0.0, v)), pol
+
+    def source(self, used: Mapping[str, str] | None = None) -> str:
+        """The label results carry: the workload's name, the selected-fraction provenance and every
+        extrapolation that was used (``used``: {field: policy})."""
+        s = f"{self.name}: {self.provenance['selected_frac'].label()}"
+        user = sorted(k for k, v in self.provenance.items() if v.kind == "user" and k != "selected_frac")
+        if user and self.name != "user":
+            s += "; user-set " + ", ".join(user)
+        if used:
+            s += "; extrapolated " + ", ".join(f"{k} '{v}'" for k, v in sorted(used.items()))
+        return s
+
+    def table(self) -> list[dict]:
+        """One row per field: value summary and provenance (for notebooks and reports)."""
+        rows = []
+        for k, c in sorted(self.selected_frac.items()):
+            rows.append(dict(field=f"selected_frac {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
+                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance["selected_frac"].label()))
+        for k, c in sorted(self.reuse.items()):
+            rows.append(dict(field=f"reuse {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
+                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance["reuse"].label()))
+        for f in ("tokens_per_cluster", "wics_exit_frac"):
+            c = getattr(self, f)
+            rows.append(dict(field=f, value=", ".join(f"{v:.4g}" for v in c.value), range=c.range_label,
+                             extrapolation=None if c.is_constant else c.extrapolation,
+                             provenance=self.provenance[f].label()))
+        for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
+            rows.append(dict(field=f, value=str(getattr(self, f)), range="", extrapolation=None,
+                             provenance=self.provenance[f].label()))
+        return rows

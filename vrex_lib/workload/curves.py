@@ -24,7 +24,7 @@ LABELS = {"selected_frac": "selected fraction of candidates", "selected_frac_off
 
 def load_curves(path: str | os.PathLike):
     """A workload file as a pandas DataFrame: one row per checkpoint (method, stage, kv_len) with every scalar
-    field of schema A (per-layer lists left out)."""
+    field of the workload file (per-layer lists left out)."""
     import pandas as pd
 
     d = read_measurement(path)

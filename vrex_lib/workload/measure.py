@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from .. import _io
-from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
+from ..config import REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import POLICIES, make_policy
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
@@ -44,7 +44,6 @@ from ..runtime.session import ContextTooLarge, StreamingSession, kv_bytes, memor
 from ..streams import LongStream, build_stream
 from .shadow import ShadowPolicy, StepRecord
 
-SCHEMA = "vrex.workload/1"
 MEASURE_VERSION = 1  # bump when a definition below changes: old files then mismatch their inputs_key
 ALL_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv")
 #: Measured beside a method whenever it is: ReKV as the paper compares it (Table II marks ReKV as retrieving
@@ -239,7 +238,7 @@ def _layer_list(a: np.ndarray) -> list:
 
 
 def summarize(recs: Sequence[StepRecord], model: StreamingVideoLLM, cfg: RuntimeConfig, n_sink: int) -> dict:
-    """Checkpoint fields of schema A from the records of one method at one (kv point, stage)."""
+    """Checkpoint fields (schema ``vrex.workload/1``) from the records of one method at one (kv point, stage)."""
     with warnings.catch_warnings():  # all-NaN slices (dense layers) are expected and become null
         warnings.simplefilter("ignore", RuntimeWarning)
         return _summarize(recs, model, cfg, n_sink)
@@ -380,7 +379,7 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
             model: StreamingVideoLLM | None = None, progress: bool = True, long: bool = False,
             fidelity_kv: Sequence[int] | None = None, stream_seed: int | None = None,
             model_kwargs: Mapping | None = None, force: bool = False) -> Path:
-    """Measure the retrieval workload (see the module docstring) and write schema A to ``out``; returns ``out``.
+    """Measure the retrieval workload (see the module docstring) and write it (schema ``vrex.workload/1``) to ``out``; returns ``out``.
 
     profile: 'smoke' | 'default' | 'full' (model build, default kv points, runtime, schedule).
     methods: policy names (default: all of Table II and flexgen); ``variants`` adds {name: (policy, kwargs)};

@@ -1,6 +1,6 @@
-"""Stream any video file through the runtime and watch it live: ``python -m vrex_lib.stream VIDEO``.
+"""Stream any video file through the runtime and watch it live: ``python -m vrex_lib.live VIDEO``.
 
-    python -m vrex_lib.stream data/coin_mini/videos/mini00-replac.mp4 --method resv --fps 2 \\
+    python -m vrex_lib.live data/coin_mini/videos/mini00-replac.mp4 --method resv --fps 2 \\
         --ask "What is the person doing?@10" --ask "What happens next?@25" --trace /tmp/run.npz
 
 Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. One row per frame shows:
@@ -9,7 +9,7 @@ Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. 
   LLM prefill with retrieval); on a shared machine the wall time includes waiting for a core;
 * ``V-Rex8 ms`` / ``Orin ms``: the simulated frame-stage step of the paper's model (Llama-3-8B + SigLIP-L,
   Table I systems) at this step's cache length, with the fraction selected in *this* step (a user workload,
-  :func:`vrex_lib.measured_sim.simulate_measured`);
+  :func:`vrex_lib.perf.simulate_measured`);
 * ``kv`` tokens, ``dev MiB`` / ``host MiB``: this model's KV cache in the device (KVMU window + sinks) and
   offloaded tiers (``RuntimeConfig.kv_capacity``);
 * ``sel``: selected / candidate tokens over (layer, KV head) where the policy ran; ``tok/cl``: mean tokens per
@@ -134,7 +134,7 @@ def step_stats(row: dict, n_kv_heads: int) -> dict:
 def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") -> dict[str, float]:
     """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (NaN if the
     method has no simulator model)."""
-    from .measured_sim import SIM_METHOD, simulate_measured
+    from .perf import SIM_METHOD, simulate_measured
 
     if method not in SIM_METHOD:
         return {s: math.nan for s in SYSTEMS}
@@ -142,7 +142,7 @@ def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") ->
     for s in SYSTEMS:
         r = simulate_measured(s, method, stage, kv_len, selected_frac=stats["sel_frac"],
                               tokens_per_cluster=stats["tokens_per_cluster"], wics_exit_frac=stats["wics_exit_frac"],
-                              source="this step of vrex_lib.stream")
+                              source="this step of vrex_lib.live")
         out[s] = float(r.latency_ms)
     return out
 
@@ -258,7 +258,7 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
 def _parser() -> argparse.ArgumentParser:
     from .retrieval import POLICIES
 
-    ap = argparse.ArgumentParser(prog="python -m vrex_lib.stream",
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.live",
                                  description="Stream a video through the V-Rex runtime with a live per-frame table.")
     ap.add_argument("video", help="any video file ffmpeg/decord can read")
     ap.add_argument("--method", default="resv", choices=sorted(POLICIES), help="retrieval method (default resv)")
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
 
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
     except (StreamInputError, ValueError, FileNotFoundError) as err:
-        print(f"vrex_lib.stream: error: {err}", file=sys.stderr)
+        print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
 
     import torch
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     _set_threads()
     device = args.device or (pc.device if args.profile == "full" else None)
     if device and device.startswith("cuda") and not torch.cuda.is_available():
-        print(f"vrex_lib.stream: error: --device {device} but no CUDA device is visible; pass --device cpu",
+        print(f"vrex_lib.live: error: --device {device} but no CUDA device is visible; pass --device cpu",
               file=sys.stderr)
         return 2
     t0 = time.perf_counter()
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         run_stream(plan, model, args.method, fps=args.fps, runtime=RuntimeConfig(kv_capacity=args.kv_capacity),
                    max_new_tokens=args.max_new_tokens, progress=not args.no_progress, trace_path=args.trace)
     except ContextTooLarge as err:
-        print(f"vrex_lib.stream: error: {err}", file=sys.stderr)
+        print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
     return 0
 

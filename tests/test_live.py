@@ -1,4 +1,4 @@
-"""python -m vrex_lib.stream: input checks before the model loads, and a smoke-profile run end to end."""
+"""python -m vrex_lib.live: input checks before the model loads, and a smoke-profile run end to end."""
 from __future__ import annotations
 
 import io
@@ -8,37 +8,37 @@ import subprocess
 import numpy as np
 import pytest
 
-from vrex_lib import stream
+from vrex_lib import live
 from vrex_lib.runtime import load_trace
 
 CLIP = "data/coin_tiny/videos/tinyA-ssd01.mp4"
 
 
 def test_parse_ask():
-    q = stream.parse_ask("What is at 12@noon?@12.5")
+    q = live.parse_ask("What is at 12@noon?@12.5")
     assert (q.text, q.time_s) == ("What is at 12@noon?", 12.5)
     for bad in ("no time", "q@x", "@3", "q@-1"):
-        with pytest.raises(stream.StreamInputError):
-            stream.parse_ask(bad)
+        with pytest.raises(live.StreamInputError):
+            live.parse_ask(bad)
 
 
 def test_plan_rejects_bad_input(repo, tmp_path):
-    with pytest.raises(stream.StreamInputError, match="no such video"):
-        stream.plan_stream(tmp_path / "missing.mp4", 2.0, [])
+    with pytest.raises(live.StreamInputError, match="no such video"):
+        live.plan_stream(tmp_path / "missing.mp4", 2.0, [])
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"not a video at all")
-    with pytest.raises(stream.StreamInputError, match="not a video container"):
-        stream.plan_stream(junk, 2.0, [])
+    with pytest.raises(live.StreamInputError, match="not a video container"):
+        live.plan_stream(junk, 2.0, [])
     clip = repo / CLIP
-    with pytest.raises(stream.StreamInputError, match="more than --max-frames 3"):
-        stream.plan_stream(clip, 2.0, [], max_frames=3)
-    with pytest.raises(stream.StreamInputError, match="--end"):
-        stream.plan_stream(clip, 2.0, [], end_s=0)
-    with pytest.raises(stream.StreamInputError, match="ends at"):
-        stream.plan_stream(clip, 2.0, ["late?@9999"])
-    with pytest.raises(stream.StreamInputError, match="--fps"):
-        stream.plan_stream(clip, 0.0, [])
-    plan = stream.plan_stream(clip, 1.0, ["b@2", "a@1"])
+    with pytest.raises(live.StreamInputError, match="more than --max-frames 3"):
+        live.plan_stream(clip, 2.0, [], max_frames=3)
+    with pytest.raises(live.StreamInputError, match="--end"):
+        live.plan_stream(clip, 2.0, [], end_s=0)
+    with pytest.raises(live.StreamInputError, match="ends at"):
+        live.plan_stream(clip, 2.0, ["late?@9999"])
+    with pytest.raises(live.StreamInputError, match="--fps"):
+        live.plan_stream(clip, 0.0, [])
+    plan = live.plan_stream(clip, 1.0, ["b@2", "a@1"])
     assert [q.text for q in plan.questions] == ["a", "b"]
     assert np.all(np.diff(plan.times) > 0) and plan.times[0] == 0.0
 
@@ -47,17 +47,17 @@ def test_cli_error_exits_before_loading_model(repo, python_exe, tmp_path):
     """An unreadable video is a one-line error and exit code 2, fast (no model build, no traceback)."""
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"\x00" * 64)
-    p = subprocess.run([python_exe, "-m", "vrex_lib.stream", str(junk), "--profile", "smoke"], cwd=repo,
+    p = subprocess.run([python_exe, "-m", "vrex_lib.live", str(junk), "--profile", "smoke"], cwd=repo,
                        capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin"})
     assert p.returncode == 2
-    assert "vrex_lib.stream: error:" in p.stderr and "Traceback" not in p.stderr
+    assert "vrex_lib.live: error:" in p.stderr and "Traceback" not in p.stderr
     assert "model" not in p.stdout  # the model-ready line never printed
 
 
 def test_smoke_stream_end_to_end(repo, tiny, tmp_path):
-    plan = stream.plan_stream(repo / CLIP, 2.0, ["What is this?@1.0", "And now?@2.5"], max_frames=8, end_s=3.5)
+    plan = live.plan_stream(repo / CLIP, 2.0, ["What is this?@1.0", "And now?@2.5"], max_frames=8, end_s=3.5)
     buf = io.StringIO()
-    res = stream.run_stream(plan, tiny, "resv", fps=2.0, max_new_tokens=4, progress=False, out=buf,
+    res = live.run_stream(plan, tiny, "resv", fps=2.0, max_new_tokens=4, progress=False, out=buf,
                             trace_path=tmp_path / "t.npz")
     rows = res["rows"]
     assert len(rows) == 8
@@ -74,7 +74,7 @@ def test_smoke_stream_end_to_end(repo, tiny, tmp_path):
     # Each question is asked right after the last frame at or before its time.
     assert [a["after_frame_s"] for a in res["answers"]] == [1.0, 2.5]
     text = buf.getvalue()
-    assert stream.HEADER in text and "Q@1s: What is this?" in text and text.count("\n") >= 8 + 2 * 2 + 2
+    assert live.HEADER in text and "Q@1s: What is this?" in text and text.count("\n") >= 8 + 2 * 2 + 2
     tr = load_trace(res["trace"])
     assert int((tr["kind"] == "frame").sum()) == 8 and int((tr["kind"] == "question").sum()) == 2
 
@@ -82,9 +82,9 @@ def test_smoke_stream_end_to_end(repo, tiny, tmp_path):
 def test_tier_sizes_follow_kv_capacity(repo, tiny):
     from vrex_lib.config import RuntimeConfig
 
-    plan = stream.plan_stream(repo / CLIP, 2.0, [], end_s=2.5)
+    plan = live.plan_stream(repo / CLIP, 2.0, [], end_s=2.5)
     assert len(plan.times) == 6
-    res = stream.run_stream(plan, tiny, "full", runtime=RuntimeConfig(kv_capacity=40), progress=False,
+    res = live.run_stream(plan, tiny, "full", runtime=RuntimeConfig(kv_capacity=40), progress=False,
                             out=io.StringIO(), simulate=False)
     rows = res["rows"]
     # Once the cache passes sinks + capacity, the device tier stays at that size and the host tier grows by

@@ -1,0 +1,96 @@
+"""Where a profile's COIN data lives and which annotated videos have a file."""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..config import REPO_ROOT
+from .annotations import SkipLog, VideoAnnotation, split_videos
+from .tasks import Sample
+
+
+_VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov")
+
+
+class MissingVideoError(FileNotFoundError):
+    """An annotated video has no file in the videos folder."""
+
+
+def video_path(videos_dir: str | os.PathLike, video_id: str) -> Path:
+    """``videos_dir/<video_id>.mp4`` (or .webm/.mkv/.avi/.mov); a clear error when none exists."""
+    d = Path(videos_dir)
+    for ext in _VIDEO_EXTS:
+        p = d / f"{video_id}{ext}"
+        if p.exists():
+            return p
+    raise MissingVideoError(f"video {video_id!r}: no file {d}/{video_id}{{{','.join(_VIDEO_EXTS)}}}. Download it "
+                            "(VideoLLM-online data/coin/download_videos.py) or drop it from the run; "
+                            "filter_available(...) skips and counts such videos.")
+
+
+def available_ids(annotations: Mapping[str, VideoAnnotation], videos_dir: str | os.PathLike,
+                  skip_log: SkipLog | None = None, split: str | None = None) -> set[str]:
+    """Ids (of ``split``, or all) whose video file exists; each missing one is recorded once in ``skip_log``."""
+    vids = annotations if split is None else split_videos(annotations, split)
+    out = set()
+    for v in vids:
+        try:
+            video_path(videos_dir, v)
+            out.add(v)
+        except MissingVideoError as err:
+            if skip_log is not None:
+                skip_log.add(v, "video file", str(err))
+    return out
+
+
+def filter_available(samples: Sequence[Sample], videos_dir: str | os.PathLike,
+                     skip_log: SkipLog) -> list[Sample]:
+    """Keep samples whose video file exists; record each missing video once in ``skip_log``."""
+    seen: dict[str, bool] = {}
+    out = []
+    for s in samples:
+        if s.video_id not in seen:
+            try:
+                video_path(videos_dir, s.video_id)
+                seen[s.video_id] = True
+            except MissingVideoError as err:
+                seen[s.video_id] = False
+                skip_log.add(s.video_id, "video file", str(err))
+        if seen[s.video_id]:
+            out.append(s)
+    return out
+
+
+def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> tuple[Path, Path]:
+    """(COIN.json, videos folder) of a profile.
+
+    smoke:   ``data/coin_tiny`` (hand-written JSON, tiny real-footage videos committed with it).
+    default: ``data/coin_mini`` built by ``make data`` (``python data/make_coin_mini.py``).
+    full:    the user's folder ``coin_root`` laid out as ``COIN.json`` (the official file, any name
+             matching ``COIN.json``/``coin.json``) and ``videos/<youtube_id>.mp4``.
+    """
+    if profile == "smoke":
+        root = REPO_ROOT / "data" / "coin_tiny"
+        if not (root / "videos").is_dir():
+            raise FileNotFoundError(f"{root}/videos is missing: run `python data/make_coin_mini.py --tiny`.")
+    elif profile == "default":
+        root = REPO_ROOT / "data" / "coin_mini"
+        if not (root / "COIN.json").exists():
+            raise FileNotFoundError(f"{root}/COIN.json is missing: the COIN fixture is built by `make data` "
+                                    "(python data/make_coin_mini.py, < 1 min).")
+    elif profile == "full":
+        if not coin_root:
+            raise ValueError("profile 'full' needs coin_root: a folder holding COIN.json and videos/<id>.mp4")
+        root = Path(coin_root).expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"coin_root {root} is not a folder (expected COIN.json + videos/)")
+    else:
+        raise ValueError(f"unknown profile {profile!r}: smoke, default or full")
+    js = next((root / n for n in ("COIN.json", "coin.json") if (root / n).exists()), root / "COIN.json")
+    if not js.exists():
+        raise FileNotFoundError(f"{js} not found: put the official COIN.json in {root}")
+    vids = root / "videos"
+    if not vids.is_dir():
+        raise FileNotFoundError(f"{vids} not found: put the videos as {vids}/<youtube_id>.mp4")
+    return js, vids

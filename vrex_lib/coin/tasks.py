@@ -1,0 +1,160 @@
+"""VideoLLM-online's five COIN benchmark tasks as :class:`Sample` lists (:func:`build_task`): prompts verbatim, spans
+snapped to the 2 fps frame grid, targets and vocabularies from the split's own videos."""
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from .annotations import VideoAnnotation, as_category, categories, normalize_split, split_videos, vocabulary
+
+
+TASKS: tuple[str, ...] = ("step", "next", "task", "procedure", "taskprocedure")
+
+PROCEDURE_TASKS: frozenset[str] = frozenset({"procedure", "taskprocedure"})
+
+MAX_PROCEDURE_STEPS = 5  # VideoLLM-online's COINProcedure.max_num_steps
+
+FRAME_FPS = 2.0  # VideoLLM-online's COIN frame rate (frames pre-extracted at 2 fps)
+
+#: Live1+'s ``max_num_frames`` (showlab/videollm-online models/arguments_live.py, LiveOnePlusTrainingArguments).
+MAX_NUM_FRAMES = 1200
+
+#: What happens to a span longer than ``max_frames`` (docs/DECISIONS.md D57):
+#: 'videollm-online' -- StreamMixIn.max_frames_clip: the whole stream is cut, the question is asked with no
+#: frames (the sample still counts); 'skip' -- the sample is not run (listed in the skip log);
+#: 'clamp' -- keep the last ``max_frames`` frames before the question.
+FRAMES_POLICIES: tuple[str, ...] = ("videollm-online", "skip", "clamp")
+
+# Prompts of VideoLLM-online's COIN benchmarks (data/coin/benchmarks.py), verbatim: they fix the question tokens.
+PROMPT_STEP = "What is the action in the video? Format your answer concisely. No extra text output."
+
+PROMPT_NEXT = "What is the next action for the video? Format your answer concisely. No extra text output."
+
+PROMPT_TASK = "What is the overall activity in the video? Format your answer concisely. No extra text output."
+
+_LIST_FMT = ("Format your answer concisely, listing each action on a new line with a number prefix. "
+             "No extra text output.")
+
+
+def prompt_procedure(num_steps: int) -> str:
+    """Procedure prompt for ``num_steps`` > 1 (a single next step uses :data:`PROMPT_NEXT`)."""
+    return f"What is the next {num_steps} actions for the video? {_LIST_FMT}"
+
+
+def prompt_taskprocedure(task: str, num_steps: int) -> str:
+    """Procedure+ prompt: names the task (already cleaned to words, e.g. 'replace CD drive with SSD')."""
+    if num_steps == 1:
+        return f"To {task}, what is the next action for the video? Format your answer concisely. No extra text output."
+    return f"To {task}, what is the next {num_steps} actions for the video? {_LIST_FMT}"
+
+
+def ceil_time_by_fps(t: float, fps: float, min_time: float, max_time: float) -> float:
+    """Snap ``t`` up to the ``fps`` frame grid, clamped to [min_time, max_time] (VideoLLM-online's
+    ``ceil_time_by_fps``, data/utils.py; no tolerance, so the float products agree with it bit for bit)."""
+    return min(max(math.ceil(t * fps) / fps, min_time), max_time)
+
+
+def span_frame_range(start: float, end: float, duration: float, fps: float = FRAME_FPS) -> range:
+    """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds:
+    ``int(start_time·fps) .. int(end_time·fps)`` inclusive, truncating as the COIN benchmarks do (a span clamped
+    to a duration off the frame grid ends at the last whole frame)."""
+    s = ceil_time_by_fps(start, fps, 0.0, duration)
+    e = ceil_time_by_fps(end, fps, 0.0, duration)
+    return range(int(s * fps), int(e * fps) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One benchmark question: the video span shown, the prompt, and the expected answer.
+
+    start, end: seconds of the span shown (clamped to the video); ``frame_range(fps)`` gives the frames.
+    prompt:     the user message (VideoLLM-online's wording).
+    target:     the category the answer must match: ``'Take out the cd drive.'``, or for procedure tasks
+                the list of the next <= 5 step categories.
+    answer:     the full assistant reply VideoLLM-online trains on (numbered lines for procedures).
+    categories: the vocabulary ``fuzzy_match`` maps predictions onto (steps, or tasks for ``task``), as answers
+                (``as_category``), from this split's own videos.
+    labels:     VideoLLM-online's labels: the target texts lower-cased, without the final '.'.
+    vocab:      VideoLLM-online's ``categories``: the split's labels lower-cased (sorted; the metric's tie rule
+                makes the order irrelevant).
+    """
+
+    sample_id: str
+    video_id: str
+    task: str
+    split: str
+    start: float
+    end: float
+    duration: float
+    prompt: str
+    target: str | tuple[str, ...]
+    answer: str
+    categories: tuple[str, ...] = field(repr=False)
+    task_name: str = ""
+    step_index: int = -1
+    labels: tuple[str, ...] = ()
+    vocab: tuple[str, ...] = field(default=(), repr=False)
+
+    def frame_range(self, fps: float = FRAME_FPS) -> range:
+        return span_frame_range(self.start, self.end, self.duration, fps)
+
+    def num_frames(self, fps: float = FRAME_FPS) -> int:
+        return len(self.frame_range(fps))
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The target as a tuple (one element for the single-answer tasks)."""
+        return self.target if isinstance(self.target, tuple) else (self.target,)
+
+
+def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str,
+               available: Collection[str] | None = None) -> list[Sample]:
+    """Samples of one VideoLLM-online COIN benchmark for one split, in file order (see module docstring).
+
+    ``available``: ids of the videos that can be read; the others give no samples and no vocabulary, as in
+    VideoLLM-online (``video_uid in self.metadata``). The vocabulary is this split's own (``COIN.__init__``).
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown COIN task {task!r}: choose one of {', '.join(TASKS)}")
+    subset = normalize_split(split)
+    videos = split_videos(annotations, subset, available)
+    kind = "task" if task == "task" else "step"
+    cats, vocab = categories(videos, kind), vocabulary(videos, kind)
+    out: list[Sample] = []
+    for a in videos.values():
+        vid, dur, steps = a.video_id, a.duration, a.steps
+        if task == "task":
+            tgt = as_category(a.task)
+            out.append(Sample(f"task/{vid}", vid, task, subset, min(a.start, dur), min(a.end, dur), dur,
+                              PROMPT_TASK, tgt, tgt, cats, a.task, -1, (a.task.lower(),), vocab))
+            continue
+        n = len(steps)
+        for i in range(n if task == "step" else n - 1):
+            st = steps[i]
+            s, e = min(st.start, dur), min(st.end, dur)
+            if task == "step":
+                tgt = as_category(st.label)
+                prompt, target, answer, labels = PROMPT_STEP, tgt, tgt, (st.label.lower(),)
+            elif task == "next":
+                tgt = as_category(steps[i + 1].label)
+                prompt, target, answer, labels = PROMPT_NEXT, tgt, tgt, (steps[i + 1].label.lower(),)
+            else:
+                nxt_steps = steps[i + 1:i + 1 + MAX_PROCEDURE_STEPS]
+                nxt = tuple(as_category(x.label) for x in nxt_steps)
+                labels = tuple(x.label.lower() for x in nxt_steps)
+                if task == "procedure":
+                    prompt = PROMPT_NEXT if len(nxt) == 1 else prompt_procedure(len(nxt))
+                else:
+                    prompt = prompt_taskprocedure(a.task, len(nxt))
+                answer = nxt[0] if len(nxt) == 1 else "\n".join(f"{k + 1}. {c}" for k, c in enumerate(nxt))
+                target = nxt
+            out.append(Sample(f"{task}/{vid}/{i}", vid, task, subset, s, e, dur, prompt, target, answer, cats,
+                              a.task, i, labels, vocab))
+    return out
+
+
+def build_all(annotations: Mapping[str, VideoAnnotation], split: str,
+              available: Collection[str] | None = None) -> dict[str, list[Sample]]:
+    """All five tasks for one split."""
+    return {t: build_task(annotations, t, split, available) for t in TASKS}

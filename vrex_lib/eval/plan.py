@@ -1,0 +1,139 @@
+"""What an evaluation run is, decided before any weight loads: shards, the configuration and its key, the model's
+identity, how ``max_frames`` applies to a span, and the checks of flags, paths and context size."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..config import RuntimeConfig
+
+
+MAX_NEW_TOKENS = {"smoke": 8, "default": 24, "full": 512}
+
+
+def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int, int]:
+    """(num_shards, shard_index): explicit arguments win, else torchrun's WORLD_SIZE/RANK, else (1, 0)."""
+    if num_shards is None:
+        num_shards = _env_int("WORLD_SIZE", 1)
+        shard_index = _env_int("RANK", 0) if shard_index is None else shard_index
+    shard_index = 0 if shard_index is None else shard_index
+    if num_shards < 1:
+        raise ValueError(f"--num-shards must be >= 1 (the number of parallel runs), got {num_shards}"
+                         + (" from $WORLD_SIZE" if "WORLD_SIZE" in os.environ else ""))
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards}) for --num-shards {num_shards}")
+    return num_shards, shard_index
+
+
+def _env_int(name: str, default: int) -> int:
+    v = os.environ.get(name, str(default))
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError(f"${name}={v!r} is not an integer (set by torchrun); unset it or pass --num-shards and "
+                         "--shard-index") from None
+
+
+def model_identity(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None) -> str:
+    """What decides the model's outputs, known before any weight loads (the name ``build_model`` gives it)."""
+    if model is not None:
+        return str(getattr(model, "name", type(model).__name__))
+    if profile == "smoke":
+        return "tiny-llama"
+    if profile == "default":
+        return Path(llm_path).name if llm_path else "SmolLM2-135M-Instruct"
+    return "videollm-online-8b:" + ":".join(str(Path(p).expanduser().resolve()) for p in
+                                             (llm_path, vision_path, connector_path) if p)
+
+
+def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: str, split: str,
+               data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
+               runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
+               frames_policy: str = "videollm-online") -> dict:
+    """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
+
+    The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file.
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(data_file, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model,
+               split=split, data_file=str(data_file), data_sha256=h.hexdigest(), max_new_tokens=max_new_tokens,
+               max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed, prompt_layout=prompt_layout,
+               frames_policy=frames_policy)
+    keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
+    cfg["config_key"] = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return cfg
+
+
+def _device_for_rank(profile: str) -> str | None:
+    import torch
+
+    if profile == "full" and torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+    return None
+
+PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
+
+
+def frames_action(n_frames: int, max_frames: int | None, frames_policy: str) -> str:
+    """What ``max_frames`` does to a span of ``n_frames``: 'keep', 'clamp' (last ``max_frames`` frames),
+    'cut' (no frames: VideoLLM-online's ``max_frames_clip`` drops the whole stream) or 'skip' (sample not run)."""
+    from ..coin import FRAMES_POLICIES
+
+    if frames_policy not in FRAMES_POLICIES:
+        raise ValueError(f"unknown frames policy {frames_policy!r}: choose one of {', '.join(FRAMES_POLICIES)}")
+    if max_frames is None or n_frames <= max_frames:
+        return "keep"
+    return {"videollm-online": "cut", "skip": "skip", "clamp": "clamp"}[frames_policy]
+
+
+class NoSamplesEvaluated(RuntimeError):
+    """Every sample of a run was skipped (unreadable videos): an empty results file would look like success."""
+
+
+def _check_profile_args(profile: str, **paths) -> None:
+    """Flags a profile does not use are an error, never silently ignored."""
+    from ..config import arg_name
+
+    used = {"smoke": (), "default": ("llm_path",), "full": ("coin_root", "llm_path", "vision_path",
+                                                            "connector_path")}[profile]
+    extra = [k for k, v in paths.items() if v and k not in used]
+    if extra:
+        names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
+        fixture = "data/coin_tiny" if profile == "smoke" else "data/coin_mini"
+        raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
+                         f"{profile} profile evaluates its own fixture ({fixture}) with its own model. Drop {names}, "
+                         "or select the full profile.")
+
+
+def _shape_from_config(cfg: dict):
+    """The KV shape of a model from its config.json (BF16, on the rank's device): enough for check_context."""
+    import types
+
+    import torch
+
+    hq = int(cfg["num_attention_heads"])
+    dev = torch.device(_device_for_rank("full") or "cpu")
+    return types.SimpleNamespace(
+        name=cfg.get("_name_or_path", "llm"), n_layers=int(cfg["num_hidden_layers"]),
+        n_kv_heads=int(cfg.get("num_key_value_heads", hq)), kv_bytes_per_elem=2, device=dev,
+        head_dim=int(cfg.get("head_dim") or cfg["hidden_size"] // hq),
+        config=types.SimpleNamespace(max_position_embeddings=int(cfg.get("max_position_embeddings", 1 << 30))))
+
+
+def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy: str = "clamp") -> None:
+    """Every sample of this shard must fit (positions and KV memory) -- checked before the first one runs."""
+    from ..runtime import check_context, tokens_for
+
+    for _, s in mine:
+        act = frames_action(s.num_frames(), max_frames, frames_policy)
+        if act == "skip":
+            continue
+        nf = {"keep": s.num_frames(), "clamp": max_frames, "cut": 0}[act]
+        check_context(model, tokens_for(nf, max_new_tokens=max_new_tokens), runtime_cfg,
+                      what=f"sample {s.sample_id} ({nf} frames)")

@@ -1,0 +1,238 @@
+"""Results files of the COIN evaluation: per-sample JSONL (durable appends, torn-line repair), the ``<stem>.run.json``
+and ``<stem>.skips.csv`` sidecars, resume checks and the merge of shard files (docs/DECISIONS.md D70)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+TIMING_KEYS = ("timing_s",)
+
+
+def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict]:
+    """Lines of a results file. A torn last line (no newline / bad JSON) is ignored, or cut off if ``repair``."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    data = p.read_bytes()
+    out, good_end, pos = [], 0, 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break  # no newline: an interrupted append
+        line = data[pos:nl]
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                if nl + 1 < len(data):
+                    raise ValueError(f"{p}: line {len(out) + 1} is not valid JSON and is not the last line; "
+                                     "the file is damaged, delete it (or that line) and rerun") from None
+                break
+        good_end = pos = nl + 1
+    if repair and good_end < len(data):
+        with open(p, "r+b") as f:
+            f.truncate(good_end)
+            f.flush()
+            os.fsync(f.fileno())
+    return out
+
+
+def append_jsonl(path: str | os.PathLike, record: dict) -> None:
+    """Append one line durably (write + flush + fsync): a crash leaves at most a torn last line."""
+    line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def shard_path(out: str | os.PathLike, shard_index: int, num_shards: int) -> Path:
+    out = Path(out)
+    if num_shards <= 1:
+        return out
+    return out.with_name(f"{out.stem}.shard{shard_index}of{num_shards}{out.suffix}")
+
+
+def run_file(results: str | os.PathLike) -> Path:
+    """The run sidecar of a results file: ``<stem>.run.json`` (configuration, shard, skipped samples)."""
+    p = Path(results)
+    return p.with_name(p.stem + ".run.json")
+
+
+def skips_file(results: str | os.PathLike) -> Path:
+    """The human-readable skip log of a results file: ``<stem>.skips.csv`` (:class:`vrex_lib.coin.SkipLog`)."""
+    p = Path(results)
+    return p.with_name(p.stem + ".skips.csv")
+
+
+def _read_run(path: Path) -> dict | None:
+    rp = run_file(path)
+    if not rp.exists():
+        return None
+    try:
+        run = json.loads(rp.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{rp}: unreadable run record ({err}); delete it together with {path.name} and rerun "
+                         "that shard") from None
+    if not isinstance(run, dict) or "config_key" not in run:
+        raise ValueError(f"{rp}: not a vrex run record (no config_key); delete it and rerun that shard")
+    return run
+
+
+def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, require_complete: bool = True) -> Path:
+    """Merge shard files of ONE run into ``out`` ordered by sample index, atomically; returns ``out``.
+
+    Refused (ValueError naming the files): a path that does not exist or is not a results file; shards of
+    different runs (task, method, profile or configuration key differ -- e.g. a ``step`` and a ``next`` shard);
+    two different samples at one index. With ``require_complete`` every index 0..n_total-1 must be present or
+    listed as skipped in its shard's ``<stem>.run.json`` (a missing video or an undecodable span); the
+    ``clamp`` notes of the skip log never excuse a missing sample. Next to ``out`` the merged
+    ``<stem>.run.json`` and ``<stem>.skips.csv`` are written, so the merged file resumes and merges like a
+    single-shard run.
+    """
+    from .. import _io
+
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("merge: no shard files given; pass the shard JSONL files after --out")
+    out = Path(out)
+    for p in paths:
+        if not p.exists():
+            raise FileNotFoundError(f"merge: {p} does not exist; pass the shard files the runs wrote "
+                                    "(<out stem>.shard<k>of<K>.jsonl)")
+        if not p.is_file():
+            raise ValueError(f"merge: {p} is not a file; pass the shard JSONL files themselves")
+    recs: dict[str, dict] = {}
+    by_index: dict[int, tuple[str, Path]] = {}
+    origin: dict[str, Path] = {}
+    runs: list[tuple[Path, dict]] = []
+    seen: dict[str, tuple[object, Path]] = {}
+
+    def agree(field_name: str, value, p: Path) -> None:
+        if field_name not in seen:
+            seen[field_name] = (value, p)
+            return
+        v0, p0 = seen[field_name]
+        if v0 != value:
+            raise ValueError(f"merge: {p0} holds {field_name} {v0!r} but {p} holds {field_name} {value!r}: these are "
+                             "shards of different runs; merge only the shards of one task/method/configuration")
+
+    for p in paths:
+        rows = read_jsonl(p)
+        run = _read_run(p)
+        if not rows and run is None:
+            raise ValueError(f"merge: {p} holds no results and has no {run_file(p).name}: not a finished shard "
+                             "(run or resume it first)")
+        if run is not None:
+            runs.append((p, run))
+            for f in ("task", "method", "profile", "config_key"):
+                agree(f, run.get(f), p)
+        for r in rows:
+            for f in ("task", "method", "profile", "config_key"):
+                agree(f, r.get(f), p)
+            sid, idx = r["sample_id"], int(r["index"])
+            if sid in recs:
+                if int(recs[sid]["index"]) != idx:
+                    raise ValueError(f"merge: sample {sid} is index {recs[sid]['index']} in {origin[sid]} but {idx} "
+                                     f"in {p}: shards of different sample lists")
+                continue
+            if idx in by_index:
+                raise ValueError(f"merge: index {idx} is sample {by_index[idx][0]} in {by_index[idx][1]} but {sid} "
+                                 f"in {p}: shards of different sample lists (split, --max-samples or COIN.json)")
+            recs[sid], origin[sid], by_index[idx] = r, p, (sid, p)
+    rows = sorted(recs.values(), key=lambda r: r["index"])
+    n_totals = {int(r["n_total"]) for r in rows} | {int(run["n_total"]) for _, run in runs if "n_total" in run}
+    n_total = max(n_totals) if n_totals else 0
+    skipped: dict[int, dict] = {}
+    for _, run in runs:
+        for s in run.get("skipped", []):
+            if int(s["index"]) not in by_index:
+                skipped.setdefault(int(s["index"]), s)
+    missing = [i for i in range(n_total) if i not in by_index and i not in skipped]
+    if missing:
+        msg = (f"merge: {len(missing)} of {n_total} samples missing: neither in the shards nor listed as skipped "
+               f"(indices {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''})")
+        if require_complete:
+            raise ValueError(msg + "; finish or resume the shard runs that hold them (shard k of K holds indices "
+                             "k, k+K, ...), or pass --allow-partial to merge what is there")
+        print(f"warning: {msg}; merged anyway (--allow-partial)", file=sys.stderr)
+    if not rows:
+        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
+                         + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
+    _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if runs:
+        base = dict(runs[0][1])
+        base.update(shard_index=0, num_shards=1, n_total=n_total, merged_from=[str(p) for p, _ in runs],
+                    skipped=[skipped[i] for i in sorted(skipped)], complete=not missing)
+        _io.write_json(run_file(out), base)
+    skip_lines: list[str] = []
+    for p in paths:
+        sk = skips_file(p)
+        if sk.exists():
+            body = sk.read_text().splitlines()
+            skip_lines += [ln for ln in body[1:] if ln not in skip_lines]
+    _io.write_text(skips_file(out), "\n".join(["video_id,stage,action,reason", *skip_lines]) + "\n")
+    return out
+
+
+def check_resume(out_path: Path, cfg: dict) -> list[dict]:
+    """The rows of ``out_path`` that this configuration may resume from; a ValueError if they are another run's."""
+    rows = read_jsonl(out_path)
+    if not rows:
+        return rows
+    keys = {r.get("config_key") for r in rows}
+    if keys == {cfg["config_key"]}:
+        return rows
+    old = _read_run(out_path) or {}
+    if not old and len(keys) == 1:  # no run record: compare what the rows carry
+        r0 = rows[0]
+        old = dict(task=r0.get("task"), method=r0.get("method"), method_kwargs=r0.get("method_kwargs"),
+                   profile=r0.get("profile"), runtime_config=r0.get("runtime_config"), seed=r0.get("seed"))
+    diff = [f"{k}: {old.get(k)!r} there, {cfg[k]!r} now" for k in cfg
+            if k not in ("config_key", "data_file") and k in old and old.get(k) != cfg[k]]
+    why = ("; ".join(diff) if diff and len(keys) == 1 else
+           "its rows come from several configurations" if len(keys) > 1 else
+           "its rows carry no configuration key (an older run)" if keys == {None} else
+           "written under another configuration")
+    raise ValueError(f"{out_path}: holds {len(rows)} results of another run ({why}); resuming would report them as "
+                     "this run's. Delete or move that file (and its .run.json/.skips.csv), or pass another --out.")
+
+
+@contextlib.contextmanager
+def _exclusive(out_path: Path):
+    """Hold an exclusive lock on the results file for the whole run; refuse if another run holds it."""
+    import fcntl
+
+    with open(out_path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{out_path}: another evaluation is writing this file now; wait for it to finish or "
+                             "pass another --out") from None
+        yield
+
+
+def load_results(path: str | os.PathLike):
+    """A results JSONL as a DataFrame (one row per sample; timing columns flattened as timing_<name>)."""
+    import pandas as pd
+
+    rows = read_jsonl(path)
+    df = pd.json_normalize(rows, sep="_") if rows else pd.DataFrame()
+    return df

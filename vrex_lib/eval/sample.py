@@ -1,0 +1,137 @@
+"""One COIN sample streamed through the runtime (:func:`evaluate_sample`): its frames (decoded and encoded once per
+model, file and span), the session, the answer and its JSON record."""
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..config import RuntimeConfig
+from .plan import PROMPT_LAYOUTS, frames_action
+
+
+_FRAME_CACHE: dict = {}
+
+_MODEL_UID = itertools.count()
+
+_FRAME_CACHE_MAX = 64
+
+
+def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None):
+    # max_frames here is a clamp (keep the last N); 0 frames (a cut stream) never reaches this function.
+    """Decoded + vision-encoded frames of a span, cached per (model, file, span): every method sees the same
+    frame tokens, and notebook 03 runs six methods over the same samples."""
+    import torch
+
+    from .. import video
+
+    if not hasattr(model, "_vrex_uid"):
+        model._vrex_uid = next(_MODEL_UID)  # id() could be reused by a later model
+    key = (model._vrex_uid, str(path), float(start), float(end), max_frames)
+    if key in _FRAME_CACHE:
+        return _FRAME_CACHE[key]
+    t0 = time.perf_counter()
+    frames, ts = video.read_frames(path, fps=2.0, max_side=model.image_size, start=start, end=end)
+    if max_frames is not None and len(frames) > max_frames:
+        frames, ts = frames[-max_frames:], ts[-max_frames:]  # keep the most recent frames before the question
+    t1 = time.perf_counter()
+    with torch.inference_mode():
+        emb = torch.cat([model.embed_frames(frames[b:b + 16]) for b in range(0, len(frames), 16)])
+    t2 = time.perf_counter()
+    if len(_FRAME_CACHE) >= _FRAME_CACHE_MAX:
+        _FRAME_CACHE.pop(next(iter(_FRAME_CACHE)))
+    _FRAME_CACHE[key] = (emb, ts, t1 - t0, t2 - t1)
+    return _FRAME_CACHE[key]
+
+
+def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
+                    profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
+                    reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
+                    method_kwargs: dict | None = None, seed: int = 0, prompt_layout: str = "coin",
+                    frames_policy: str = "videollm-online") -> dict:
+    """Stream one COIN sample; returns its JSON record (see the module docstring).
+
+    ``prompt_layout`` 'coin': system, user prompt, frames, ``]\\nAssistant:`` and the answer as decoded
+    (VideoLLM-online's COIN benchmarks); 'live': frames, then the question (streaming use), answer stripped.
+    """
+    from .. import coin
+    from ..runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession
+
+    if prompt_layout not in PROMPT_LAYOUTS:
+        raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
+    t_start = time.perf_counter()
+    path = coin.video_path(videos_dir, sample.video_id)
+    n_expected = sample.num_frames()
+    action = frames_action(n_expected, max_frames, frames_policy)
+    if action == "skip":
+        raise ValueError(f"sample {sample.sample_id}: {n_expected} frames > max_frames {max_frames} under "
+                         "frames_policy 'skip'; run_eval leaves such samples out")
+    if action == "cut":
+        import torch
+
+        emb, ts, t_decode, t_vision = torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
+    else:
+        emb, ts, t_decode, t_vision = _frame_embeds(model, path, sample.start, sample.end,
+                                                    max_frames if action == "clamp" else None)
+    sess = StreamingSession(model, policy, runtime_cfg)
+    sess.add_system_prompt(system_prompt or DEFAULT_SYSTEM_PROMPT)
+    if prompt_layout == "coin":
+        sess.add_user_prompt(sample.prompt)
+    t0 = time.perf_counter()
+    for i in range(emb.shape[0]):
+        sess.add_frame_embeds(emb[i], float(ts[i]))
+    t1 = time.perf_counter()
+    if prompt_layout == "coin":
+        # VideoLLM-online decodes to EOS (or max_new_tokens) with no stop string and scores the text as decoded.
+        pred = sess.answer(max_new_tokens=max_new_tokens)
+    else:
+        stops = () if sample.task in coin.PROCEDURE_TASKS else ("\n",)
+        pred = sess.ask(sample.prompt, max_new_tokens=max_new_tokens, stop_strings=stops)
+    t2 = time.perf_counter()
+    tr = sess.trace()
+    frame_steps = tr.step_mask("frame")
+    ans = sess.last_answer
+    rec = dict(
+        sample_id=sample.sample_id, index=index, n_total=n_total, task=sample.task, method=method, profile=profile,
+        video_id=sample.video_id, prediction=pred,
+        target=list(sample.target) if isinstance(sample.target, tuple) else sample.target,
+        correct=coin.score(sample.task, [pred], [sample]), n_frames=int(emb.shape[0]), n_tokens=sess.n_tokens,
+        ratio_frame=_nan_none(tr.retrieval_ratio("frame")), ratio_text=_nan_none(tr.retrieval_ratio("text")),
+        host_bytes_frame=int(tr.bytes("host")[frame_steps].sum()),
+        host_bytes_text=int(tr.bytes("host")[tr.step_mask("text")].sum()),
+        first_token=int(ans["step_argmax"][0]) if ans["step_argmax"] else None,
+        frame_argmax=[int(x) for x in tr["argmax"][frame_steps]],
+        answer_ids=[int(x) for x in ans["ids"]],
+        method_kwargs=method_kwargs or {}, runtime_config=repr(runtime_cfg), seed=seed,
+        prompt_layout=prompt_layout, n_frames_expected=n_expected, frames_action=action,
+        correct_strict=coin.score(sample.task, [pred], [sample], metric="strict"),
+    )
+    rec.update(reference_agreement(rec, reference))
+    if trace_dir is not None:
+        tr.meta.update(sample_id=sample.sample_id, task=sample.task, method=method, profile=profile)
+        tr.save(Path(trace_dir) / (sample.sample_id.replace("/", "__") + ".npz"))
+    rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4), prefill=round(t1 - t0, 4),
+                           answer=round(t2 - t1, 4), total=round(time.perf_counter() - t_start, 4))
+    return rec
+
+
+def _nan_none(x: float):
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def reference_agreement(rec: dict, ref: dict | None) -> dict:
+    """Agreement of a record with the ``full`` method's record of the same sample (None when unavailable)."""
+    if ref is None:
+        return dict(ref_first_token_agree=None, ref_frame_argmax_agree=None, ref_answer_match=None,
+                    ref_prefix_tokens=None)
+    fa, fb = rec["frame_argmax"], ref.get("frame_argmax") or []
+    n = min(len(fa), len(fb))
+    a, b = rec["answer_ids"], ref.get("answer_ids") or []
+    pre = 0
+    while pre < min(len(a), len(b)) and a[pre] == b[pre]:
+        pre += 1
+    return dict(ref_first_token_agree=rec["first_token"] == ref.get("first_token"),
+                ref_frame_argmax_agree=(sum(int(x == y) for x, y in zip(fa, fb)) / n) if n else None,
+                ref_answer_match=rec["prediction"] == ref.get("prediction"), ref_prefix_tokens=pre)

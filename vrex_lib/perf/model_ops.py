@@ -1,0 +1,199 @@
+"""The VideoLLM-online workload, op by op: Llama-3-8B decoder + SigLIP-ViT-L-384 vision tower + MLP connector.
+
+Everything here is *counts* (FLOPs and bytes), never time: the systems and methods turn counts into time.
+Model dimensions are the public configurations (docs/DECISIONS.md D8): Llama-3-8B(-Instruct) and
+google/siglip-large-patch16-384; VideoLLM-online "Live1+ 3x3" feeds 10 tokens per frame (CLS + 3x3 pooled).
+
+Shapes (per decoder layer, per stream): new tokens X [N, hidden]; Q [Hq, N, D]; K,V [Hkv, S, D] with S the
+attended KV length; FFN is SwiGLU (gate, up: hidden -> ffn; down: ffn -> hidden).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BF16 = 2  # bytes per element
+
+
+@dataclass(frozen=True)
+class LLMSpec:
+    """Decoder-only LLM dimensions (default Llama-3-8B, BF16)."""
+
+    n_layers: int = 32
+    hidden: int = 4096
+    n_q_heads: int = 32
+    n_kv_heads: int = 8
+    head_dim: int = 128
+    ffn: int = 14336
+    vocab: int = 128256
+    bytes_per_param: int = BF16
+    kv_bits: int = 16  # 4 models Oaken's 4-bit KV quantisation (Fig. 15)
+
+    @property
+    def group(self) -> int:
+        return self.n_q_heads // self.n_kv_heads
+
+    @property
+    def layer_params(self) -> int:
+        h, kv = self.hidden, self.n_kv_heads * self.head_dim
+        return h * self.n_q_heads * self.head_dim + 2 * h * kv + self.n_q_heads * self.head_dim * h + 3 * h * self.ffn
+
+    @property
+    def params(self) -> int:
+        """Decoder layers + embedding + LM head (untied in Llama-3-8B)."""
+        return self.n_layers * self.layer_params + 2 * self.vocab * self.hidden
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.params * self.bytes_per_param
+
+    @property
+    def kv_bytes_per_token_layer(self) -> float:
+        """K and V of one token in one layer (all KV heads): 2 * Hkv * D * kv_bits/8 (4096 B for Llama-3-8B)."""
+        return 2 * self.n_kv_heads * self.head_dim * self.kv_bits / 8
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """131,072 B per token for Llama-3-8B BF16 (docs/DECISIONS.md D8)."""
+        return self.n_layers * self.kv_bytes_per_token_layer
+
+
+@dataclass(frozen=True)
+class VisionSpec:
+    """SigLIP-ViT-L/16-384 frame encoder + VideoLLM-online's 2-layer MLP connector (1024 -> 4096 -> 4096)."""
+
+    n_layers: int = 24
+    hidden: int = 1024
+    mlp: int = 4096
+    n_patches: int = 576  # (384/16)^2
+    tokens_per_frame: int = 10  # CLS + 3x3 pooled (VideoLLM-online Live1+)
+    connector_hidden: int = 4096
+    llm_hidden: int = 4096
+    bytes_per_param: int = BF16
+
+    @property
+    def layer_params(self) -> int:
+        return 4 * self.hidden * self.hidden + 2 * self.hidden * self.mlp
+
+    @property
+    def params(self) -> int:
+        patch_embed = 3 * 16 * 16 * self.hidden
+        connector = self.hidden * self.connector_hidden + self.connector_hidden * self.llm_hidden
+        return self.n_layers * self.layer_params + patch_embed + connector
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.params * self.bytes_per_param
+
+
+@dataclass
+class Op:
+    """One operator's work for one batched step (all streams of the batch).
+
+    kind: 'gemm' (weight-streaming matmul), 'attn' (attention over cached KV), 'pred' (KV prediction),
+          'vector' (elementwise / norms), 'vision' (vision tower + connector).
+    flops: floating-point operations (2 per MAC); weight_bytes / kv_bytes / act_bytes: DRAM traffic.
+    macs: multiply-accumulates (for the accelerator's per-action energy).
+    """
+
+    name: str
+    kind: str
+    flops: float
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    act_bytes: float = 0.0
+    kernels: int = 1
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def dram_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.act_bytes
+
+    @property
+    def macs(self) -> float:
+        return self.flops / 2
+
+
+def _gemm(name: str, n_rows: int, k: int, n: int, bpp: int) -> Op:
+    """X[n_rows, k] @ W[k, n]: weights read once per batched step, activations in and out."""
+    return Op(name, "gemm", 2.0 * n_rows * k * n, weight_bytes=k * n * bpp, act_bytes=(n_rows * k + n_rows * n) * BF16)
+
+
+def decoder_layer_ops(llm: LLMSpec, n_new: int, batch: int, n_attended: float) -> list[Op]:
+    """One decoder layer for ``batch`` streams, each adding ``n_new`` tokens and attending ``n_attended`` cached
+    tokens (recent + retrieved + its own new tokens), all read from accelerator DRAM.
+
+    Returns ops in execution order: qkv, attn, o_proj, ffn, plus the norms/residuals as one 'vector' op.
+    """
+    if n_new < 1 or batch < 1 or n_attended < 0:
+        raise ValueError(f"decoder_layer_ops: need n_new>=1, batch>=1, n_attended>=0 "
+                         f"(got {n_new}, {batch}, {n_attended})")
+    rows = n_new * batch
+    h, d = llm.hidden, llm.head_dim
+    q_dim, kv_dim = llm.n_q_heads * d, llm.n_kv_heads * d
+    bpp = llm.bytes_per_param
+    qkv = _gemm("qkv", rows, h, q_dim + 2 * kv_dim, bpp)
+    # Writing the new K,V to the cache.
+    qkv.kv_bytes = rows * llm.kv_bytes_per_token_layer
+    # QK^T and AV: 2 matmuls, 2 FLOP per MAC, per query head; GQA reads each KV head once per group.
+    attn_flops = 2 * 2.0 * batch * llm.n_q_heads * n_new * n_attended * d
+    attn = Op("attn", "attn", attn_flops, kv_bytes=batch * n_attended * llm.kv_bytes_per_token_layer,
+              act_bytes=2 * rows * q_dim * BF16, kernels=1)
+    o = _gemm("o_proj", rows, q_dim, h, bpp)
+    ffn = _gemm("ffn", rows, h, 2 * llm.ffn, bpp)
+    down = _gemm("ffn_down", rows, llm.ffn, h, bpp)
+    ffn = Op("ffn", "gemm", ffn.flops + down.flops + rows * llm.ffn * 4.0,
+             weight_bytes=ffn.weight_bytes + down.weight_bytes,
+             act_bytes=ffn.act_bytes + down.act_bytes, kernels=3)
+    # RMSNorm x2, RoPE, residual x2, SiLU*mul: ~20 FLOP per element of the hidden state, 6 passes over it.
+    vec = Op("vector", "vector", 20.0 * rows * h, act_bytes=6 * rows * h * BF16, kernels=6)
+    return [qkv, attn, o, ffn, vec]
+
+
+def lm_head_op(llm: LLMSpec, rows: int) -> Op:
+    """LM head on ``rows`` positions (frame stage: each stream's last frame token decides whether to speak)."""
+    return _gemm("lm_head", rows, llm.hidden, llm.vocab, llm.bytes_per_param)
+
+
+def vision_op(vis: VisionSpec, batch: int) -> Op:
+    """SigLIP-ViT-L-384 over one frame per stream + MLP connector on the 10 pooled tokens, as one op."""
+    p = vis.n_patches
+    tower = vis.n_layers * (2.0 * p * vis.layer_params + 2 * 2.0 * p * p * vis.hidden)
+    patch = 2.0 * p * 3 * 16 * 16 * vis.hidden
+    conn = 2.0 * vis.tokens_per_frame * (vis.hidden * vis.connector_hidden + vis.connector_hidden * vis.llm_hidden)
+    act = vis.n_layers * 8 * p * vis.hidden * BF16
+    return Op("vision_mlp", "vision", batch * (tower + patch + conn), weight_bytes=vis.weight_bytes,
+              act_bytes=batch * act, kernels=vis.n_layers * 8)
+
+
+@dataclass(frozen=True)
+class COINCase:
+    """The average COIN working scenario (paper §VI.A: 26 frames, 25 question tokens, 39 answer tokens)."""
+
+    frames: int = 26
+    question_tokens: int = 25
+    answer_tokens: int = 39
+    source: str = "paper §VI.A average COIN case"
+
+    @classmethod
+    def from_stats(cls, path: str | Path) -> "COINCase":
+        """Read notebook 01's ``coin_stats.csv`` (``vrex_lib.coin.task_stats``: columns task, avg_frames_2fps,
+        avg_question_tokens, avg_answer_tokens, tokenizer; the pooled row has task 'all')."""
+        import pandas as pd
+
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: no COIN statistics; run notebooks/01_coin_data.ipynb first "
+                                    "or use COINCase()")
+        df = pd.read_csv(p)
+        need = {"task", "avg_frames_2fps", "avg_question_tokens", "avg_answer_tokens"}
+        if not need <= set(df.columns):
+            raise ValueError(f"{p}: needs columns {sorted(need)}, has {list(df.columns)}; rerun notebook 01")
+        row = df[df.task == "all"].iloc[0] if (df.task == "all").any() else df[list(need - {"task"})].mean()
+        tok = f", tokenizer {row['tokenizer']}" if "tokenizer" in df.columns and "tokenizer" in row else ""
+        return cls(max(1, int(round(row["avg_frames_2fps"]))), max(1, int(round(row["avg_question_tokens"]))),
+                   max(1, int(round(row["avg_answer_tokens"]))), source=f"measured by notebook 01 ({p.name}{tok})")
+
+
+LLAMA3_8B = LLMSpec()
+SIGLIP_L384 = VisionSpec()
