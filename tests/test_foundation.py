@@ -121,3 +121,16 @@ def test_broken_notebook_fails_make_reproduce(tmp_path):
     assert (res / "executed" / "00_ok.ipynb").exists()
     assert (res / "executed" / "01_broken.FAILED.ipynb").exists()
     assert not (res / "executed" / "01_broken.ipynb").exists(), "a failed run must not look done"
+
+
+def test_cause_is_kept_only_where_a_row_fails_or_is_not_run():
+    tol = paper.Tolerance("rel", 0.1)
+    rows = [report.info_row("x.fail", "q", "", 2.0, cause="model", cause_detail="why"),
+            report.Row("x.f", "q", "", 1.0, 3.0, tol, cause="model", cause_detail="why"),
+            report.Row("x.p", "q", "", 1.0, 1.0, tol, cause="model", cause_detail="why"),
+            report.Row("x.n", "q", "", 1.0, None, tol, cause="not-run", cause_detail="GPU")]
+    df = report.to_frame(rows, profile="smoke")
+    assert list(df["verdict"]) == ["INFO", "FAIL", "PASS", "NOT RUN"]
+    assert list(df["cause"].fillna("")) == ["", "model", "", "not-run"]
+    with pytest.raises(ValueError, match="cause 'typo'"):
+        report.Row("x", "q", "", 1.0, 1.0, tol, cause="typo")

@@ -7,7 +7,7 @@ Every notebook ends its figures/tables here:
     report.write_figure("table3", fig)
 
 A table lands in ``results/tables/<id>.csv`` (columns: claim, quantity, unit, paper, reproduced,
-rel_error, tolerance, verdict, where, profile, note), a figure in ``results/figures/<id>.png``; both
+rel_error, tolerance, verdict, cause, cause_detail, where, profile, note), a figure in ``results/figures/<id>.png``; both
 are written atomically (temp file + rename) so a half-finished run never leaves a torn file.
 :func:`build_report` collects every table into ``results/REPORT.md``.
 """
@@ -25,9 +25,18 @@ import pandas as pd
 from . import _io, paper
 from .config import REPO_ROOT, results_dir
 
-COLUMNS = ["claim", "quantity", "unit", "paper", "reproduced", "rel_error", "tolerance", "verdict", "where",
-           "profile", "note"]
+COLUMNS = ["claim", "quantity", "unit", "paper", "reproduced", "rel_error", "tolerance", "verdict", "cause",
+           "cause_detail", "where", "profile", "note"]
 PASS, FAIL, INFO_V, MISSING = "PASS", "FAIL", "INFO", "NOT RUN"
+#: Why a row FAILs or is NOT RUN, set by the library function that builds the row (``cause_detail`` says more).
+CAUSES: dict[str, str] = {
+    "paper-inconsistent": "the printed value lies outside what the paper's own stated inputs allow; cause_detail names "
+                          "the implied-by-printed row that shows it",
+    "stand-in-workload": "measured on this profile's stand-in (SmolLM2-135M, the stand-in vision encoder, the fixture "
+                         "or composed streams), not the paper's VideoLLM-online 8B on COIN; cause_detail says what differs",
+    "model": "our reconstruction (simulator, estimator, micro-architecture) differs; cause_detail gives the reason",
+    "not-run": "needs what this machine lacks; cause_detail says what would run it (e.g. the full profile on a GPU)",
+}
 
 
 @dataclass
@@ -42,6 +51,12 @@ class Row:
     tolerance: paper.Tolerance
     where: str = ""
     note: str = ""
+    cause: str = ""
+    cause_detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.cause and self.cause not in CAUSES:
+            raise ValueError(f"row {self.claim}: cause {self.cause!r} is not one of {', '.join(CAUSES)}")
 
     def verdict(self) -> str:
         if self.reproduced is None or (isinstance(self.reproduced, float) and math.isnan(self.reproduced)):
@@ -58,25 +73,32 @@ class Row:
 
 
 def row(key: str, reproduced: float | None, *, quantity: str | None = None, tol: paper.Tolerance | None = None,
-        note: str = "") -> Row:
-    """A row comparing ``reproduced`` with the registered paper value ``key`` (its unit, where, tolerance)."""
+        note: str = "", cause: str = "", cause_detail: str = "") -> Row:
+    """A row comparing ``reproduced`` with the registered paper value ``key`` (its unit, where, tolerance).
+
+    ``cause``/``cause_detail`` (:data:`CAUSES`): why the row FAILs or is NOT RUN, when it does; the report shows
+    them only for those verdicts, so a builder may set them before knowing the verdict."""
     pvv = paper.get(key)
     return Row(key, quantity or key, pvv.unit, pvv.value, None if reproduced is None else float(reproduced),
-               tol or pvv.tol, pvv.where, note or pvv.note)
+               tol or pvv.tol, pvv.where, note or pvv.note, cause, cause_detail)
 
 
-def info_row(claim: str, quantity: str, unit: str, reproduced: float | None, note: str = "") -> Row:
+def info_row(claim: str, quantity: str, unit: str, reproduced: float | None, note: str = "", *, cause: str = "",
+             cause_detail: str = "") -> Row:
     """A measured quantity with no printed counterpart (held-out, fidelity proxy, sensitivity)."""
     return Row(claim, quantity, unit, None, None if reproduced is None else float(reproduced), paper.INFO,
-               "", note)
+               "", note, cause, cause_detail)
 
 
 def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
     recs = []
     for r in rows:
+        v = r.verdict()
+        explained = v in (FAIL, MISSING)
         recs.append(dict(claim=r.claim, quantity=r.quantity, unit=r.unit, paper=r.paper, reproduced=r.reproduced,
-                         rel_error=r.rel_error(), tolerance=str(r.tolerance), verdict=r.verdict(), where=r.where,
-                         profile=profile, note=r.note))
+                         rel_error=r.rel_error(), tolerance=str(r.tolerance), verdict=v,
+                         cause=r.cause if explained else "", cause_detail=r.cause_detail if explained else "",
+                         where=r.where, profile=profile, note=r.note))
     return pd.DataFrame.from_records(recs, columns=COLUMNS)
 
 
