@@ -6,7 +6,7 @@ tests/test_layers.py against every import, and the README shows the same diagram
 ```
 notebook, envcheck, dse, live       notebook set-up; what this machine can run; design-space exploration;
                                     any video streamed live
-perf, estimate, report
+perf, estimate, report, claims
                                     performance simulator; energy/area estimator (cited constants);
                                     paper-vs-reproduced tables, figures and REPORT.md
 accuracy, eval, workload, streams   measurement runners: COIN evaluation, accuracy study, workload file
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 #: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("notebook", "envcheck", "dse", "live"),
-    ("perf", "estimate", "report"),
+    ("perf", "estimate", "report", "claims"),
     ("accuracy", "eval", "workload", "streams"),
     ("hw",),
     ("runtime", "retrieval"),
