@@ -315,6 +315,40 @@ def test_infinigen_oracle_keeps_the_earlier_variant():
         p.select(2, torch.randn(HQ, 1, D), torch.randn(HKV, 80, D), torch.arange(0, 70), "text")
 
 
+def _infinigen_on(logits: torch.Tensor, n_tokens: int, **kw):
+    """An InfiniGen policy whose partial logits are ``logits`` [Hkv, group·N, C] (hand-written), and its selection
+    over C candidates for a step of ``n_tokens`` query tokens."""
+    pol = make_policy("infinigen", mode="oracle", **kw)
+    hkv, rows, c = logits.shape
+    pol._logits = lambda layer, q, k, cand: (logits, 1)
+    query = torch.zeros(hkv * rows // n_tokens, n_tokens, D)
+    return pol._select(2, query, torch.zeros(hkv, c, D), torch.arange(c), fixed_topk=False)
+
+
+def test_infinigen_threshold_per_head_or_at_head_0_hand_case():
+    # one KV head, group 2, one token: rows = (query head 0, query head 1); alpha 5, cap 0.5 x 4 = 2
+    logits = torch.tensor([[[10.0, 0.0, 0.0, 0.0],
+                            [6.0, 5.5, 1.0, 0.0]]])
+    # per head: head 0 counts {10} (>= 5), head 1 {6, 5.5, 1} (>= 1): mean 2 -> k 2
+    assert _infinigen_on(logits, 1).stats["k"] == 2
+    # head 0's maximum for both (kv_cache_mask's trailing [0]): thresholds 5 and 5 -> {10}, {6, 5.5}: mean 1.5 -> 1
+    sel = _infinigen_on(logits, 1, threshold="head0")
+    assert sel.stats["k"] == 1 and sel.indices[0].tolist() == [0]
+    assert make_policy("infinigen", threshold="head0").config["threshold"] == "head0"
+    with pytest.raises(ValueError, match="unknown threshold 'head1'"):
+        make_policy("infinigen", threshold="head1")
+
+
+def test_infinigen_head0_threshold_takes_the_same_tokens_row():
+    pol = make_policy("infinigen", mode="oracle", threshold="head0")
+    # 2 KV heads, group 2, 2 tokens: KV head g's rows are (h0 t0, h0 t1, h1 t0, h1 t1) of its group
+    logits = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(2, 4, 3)
+    m = pol.row_max(logits, 2)[..., 0]
+    head0 = logits[0, :2].amax(-1)                                 # query head 0, tokens 0 and 1: 2, 5
+    assert m.tolist() == [[2.0, 5.0, 2.0, 5.0]] * 2 and torch.equal(m[1, :2], head0)
+    assert torch.equal(make_policy("infinigen", mode="oracle").row_max(logits, 2), logits.amax(-1, keepdim=True))
+
+
 # ------------------------------------------------------------------------------------------------ prompt layout
 
 
