@@ -118,8 +118,9 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
 	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
 	  mv $(@D)/.$*.running.ipynb $@; rm -f $(@D)/$*.FAILED.ipynb; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
 	else \
-	  mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; \
-	  echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
+	  if mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; then \
+	    echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
+	  else echo "reproduce: papermill could not start $< (PROFILE=$(PROFILE)): see its message above" >&2; fi; \
 	  exit 1; fi
 
 # The retrieval workload at 1K-10K tokens (LONG=1: to 40K), measured once and reused while its inputs_key matches

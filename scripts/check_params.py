@@ -15,7 +15,9 @@ Reads each notebook's cell tagged ``parameters`` and checks every parameter that
 * ``PROFILE`` and ``RESULTS_DIR`` are set by the Makefile from ``PROFILE=`` and ``RESULTS=``; setting them here
   would run the notebooks with values the rerun stamp does not record.
 
-Exit 2 with one line naming the parameter and the fix. Used by `make reproduce` before anything is written
+Any other token must be a papermill option (checked against papermill's own command line), and not one after
+which the notebooks would not run (``--prepare-only``, ``--help-notebook``). Exit 2 with one line naming the
+parameter or option and the fix. Used by `make reproduce` before anything is written
 (docs/DECISIONS.md D71); ``parameters(argv)`` is reused by ``scripts/coin_stamp.py``.
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ import yaml
 
 #: Set by the Makefile itself (``-p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS)``).
 MAKE_OWNED = {"PROFILE": "PROFILE=", "RESULTS_DIR": "RESULTS="}
+#: papermill options after which the notebooks would not be executed, yet make would record them as run.
+NOT_A_RUN = ("--prepare-only", "--help-notebook", "--version", "--help", "-h")
 _NO_LITERAL = object()
 _PAIR_FLAGS = {"-p": "-p", "--parameters": "-p", "-r": "-r", "--parameters_raw": "-r"}
 _ONE_FLAGS = {"-y": "-y", "--parameters_yaml": "-y", "-f": "-f", "--parameters_file": "-f",
@@ -109,8 +113,35 @@ def parameters(args: list[str]) -> list[tuple[str, object, str]]:
             out.extend((str(k), v, where) for k, v in _yaml(text, where, path).items())
             i += 2
         else:
-            i += 1
+            i += 1 + _other_option(args, i)
     return out
+
+
+def _papermill_options() -> dict[str, int]:
+    """Every option of papermill's command line -> how many values follow it (0 for a flag)."""
+    import click
+    from papermill.cli import papermill as command
+
+    return {name: 0 if p.is_flag else p.nargs for p in command.params if isinstance(p, click.Option)
+            for name in (*p.opts, *p.secondary_opts)}
+
+
+def _other_option(args: list[str], i: int) -> int:
+    """Check the non-parameter option at ``args[i]``; returns how many values after it belong to it."""
+    token = args[i]
+    name, inline = token.split("=", 1)[0], "=" in token
+    if name in NOT_A_RUN:
+        raise ParamError(f"PAPERMILL_ARGS: {name} would not execute the notebooks (each would then count as done); "
+                         "remove it (nothing was run or changed)")
+    options = _papermill_options()
+    if not token.startswith("-") or name not in options:
+        what = f"papermill has no option {name}" if token.startswith("-") else f"unexpected argument {token!r}"
+        raise ParamError(f"PAPERMILL_ARGS: {what}; give papermill options only (make passes the notebook paths), "
+                         "e.g. -p NAME VALUE (nothing was run or changed)")
+    n = 0 if inline else options[name]
+    if i + n >= len(args):
+        raise ParamError(f"PAPERMILL_ARGS: {name} needs a value")
+    return n
 
 
 def final_values(args: list[str]) -> dict[str, object]:

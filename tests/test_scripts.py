@@ -46,7 +46,8 @@ def test_papermill_types_values_as_assumed():
         [True, False, None, 3, 100000.0, "false", "1,2"]
 
 
-@pytest.mark.parametrize("args", [["-p", "FRESH", "False"], ["-p", "N", "-1"], ["-p", "RATE", "2"],
+@pytest.mark.parametrize("args", [["--cwd", "/tmp", "-p", "N", "1"], ["--log-level=INFO"], ["--report-mode"],
+                                  ["-p", "FRESH", "False"], ["-p", "N", "-1"], ["-p", "RATE", "2"],
                                   ["-p", "RATE", "1e-3"], ["-p", "ROOT", "/data/coin"], ["-r", "ROOT", "123"],
                                   ["-p", "ANY", "7"], ["-p", "CALC", "x"], ["-y", "{FRESH: false, N: 3}"]])
 def test_values_of_the_default_type_pass(nbdir, args):
@@ -68,6 +69,10 @@ def test_values_of_the_default_type_pass(nbdir, args):
     (["-p", "NOPE", "1"], "has the parameter(s) NOPE"),
     (["-p", "N"], "-p needs a NAME and a VALUE"),
     (["-y", "[1, 2]"], "must be a YAML mapping"),
+    (["--no-such-option"], "papermill has no option --no-such-option"),
+    (["stray"], "unexpected argument 'stray'"),
+    (["--prepare-only"], "--prepare-only would not execute the notebooks"),
+    (["--log-level"], "--log-level needs a value"),
 ])
 def test_mistyped_or_unknown_parameters_are_one_line(nbdir, args, msg):
     with pytest.raises(params.ParamError) as e:
