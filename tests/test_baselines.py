@@ -226,6 +226,23 @@ def test_rekv_selects_the_reference_blocks_in_bf16_and_fp32():
             assert got == want, (dtype, seed)
 
 
+def test_rekv_refuses_projections_that_are_not_the_pre_rope_tensors():
+    from types import SimpleNamespace
+
+    from vrex_lib.runtime.capture import attach_pre_rope
+
+    attn = SimpleNamespace(q_proj=None, k_proj=None, k_norm=None)  # Qwen3-style q/k norm after the projection
+    fake = SimpleNamespace(name="qk-norm-model", llm=SimpleNamespace(model=SimpleNamespace(
+        layers=[SimpleNamespace(self_attn=attn)])))
+    with pytest.raises(ValueError, match="qk-norm-model: its attention normalises q/k.*mode='legacy'"):
+        attach_pre_rope(fake)
+    pol = make_policy("rekv")
+    pre = _rekv_stream(pol, torch.randn(HKV, 2 * TOK, D))
+    pre[0][1] = _flat(torch.randn(HKV, TOK + 1, D))  # a capture of another step than the one observed
+    with pytest.raises(ValueError, match="pre-RoPE keys hold 11 tokens, the step has 10"):
+        pol.observe(0, torch.randn(HKV, TOK, D), 2 * TOK, "frame", 2)
+
+
 def test_rekv_question_mode_retrieves_at_layer_0_other_modes_keep_it_dense(tiny4):
     from vrex_lib.runtime import StreamingSession
 

@@ -7,9 +7,10 @@ code does (``model/attention/kv_cache_manager.py``, ``ContextManager._calc_block
 
 * **Pre-RoPE scoring.** The block keys and the query are the projections *before* rotary embedding
   (``global_q``, ``global_k`` = ``project_q/k`` outputs; RoPE is applied only to the local window). A block's
-  mean key is taken and kept in the model's dtype; the score of block b is the dot product, in fp32, of the
-  question's query averaged over its tokens with the block's mean key, both GQA-expanded to every query head and
-  concatenated over heads (one decision per layer, shared by all heads).
+  mean key is taken and kept in the model's dtype; the score of block b is the dot product of the question's
+  query averaged over its tokens (model dtype) with the block's mean key, both GQA-expanded to every query head
+  and concatenated over heads (one decision per layer, shared by all heads), in fp32 for offloaded blocks
+  (``get_cosine_similarity``) and in the model's dtype while every frame is still in the local window.
 * **Every layer.** ``patch_hf`` replaces the attention of every decoder layer, layer 0 included.
 * **Once per question.** ``question_answering`` runs a question-only pass with retrieval switched on
   (``set_retrieval``): each layer's ``get_retrieved_kv(global_q)`` chooses its top-k blocks and returns the
@@ -25,15 +26,15 @@ code does (``model/attention/kv_cache_manager.py``, ``ContextManager._calc_block
 
 Here (``mode="question"``, the default): the pre-RoPE queries and keys are the outputs of the model's own
 ``q_proj``/``k_proj`` (:func:`vrex_lib.runtime.capture.attach_pre_rope`; the session binds the policy to the
-model), block means and the question's mean query are taken in the model's dtype and the scores in fp32, as
-above; ties between equal scores go to the earlier frame (the reference leaves them to ``torch.topk``). The
+model), block means and the question's mean query are taken in the model's dtype and the scores in fp32 (the
+offloaded-block path); ties go to the earlier frame (the reference leaves them to ``torch.topk``). The
 policy is consulted from layer 0 (:attr:`ReKV.retrieval_from_layer`), overriding the runtime's dense layer 0.
 The retrieval decision is made at the first text-stage step after the frames (in the live layout that step
 *is* the question; in the COIN layout the question precedes the frames, so it is the ``]\\nAssistant:`` step
 whose queries attend to the question and the frames) and held for every later text step until a frame
 arrives, when the next question retrieves anew; the question and answer tokens stay in the one cache this
-runtime keeps, always attended as recent tokens. Frame steps attend densely: 15,000 tokens hold 1,500 frames of
-this runtime's 10 tokens (plus an interval token), more than the 1,200-frame limit of every COIN sample.
+runtime keeps, always attended as recent tokens. Frame steps attend densely: 15,000 tokens hold about 1,360
+frames of this runtime's 10 tokens plus an interval token, more than the 1,200-frame limit of a COIN sample.
 Positions are *not* re-assigned: the runtime attends selected tokens at their original positions
 (docs/DECISIONS.md D60 says why and what that changes).
 
