@@ -18,7 +18,7 @@ Reads each notebook's cell tagged ``parameters`` and checks every parameter that
 Any other token must be a papermill option (checked against papermill's own command line), and not one after
 which the notebooks would not run (``--prepare-only``, ``--help-notebook``). Exit 2 with one line naming the
 parameter or option and the fix. Used by `make reproduce` before anything is written
-(docs/DECISIONS.md D71); ``parameters(argv)`` is reused by ``scripts/coin_stamp.py``.
+(docs/DECISIONS.md D71, D171); :func:`final_values` is reused by ``scripts/coin_stamp.py``.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def declared(nb_dir: Path) -> dict[str, dict[str, object]]:
                     if isinstance(t, ast.Name):
                         try:
                             default = ast.literal_eval(value) if value is not None else _NO_LITERAL
-                        except ValueError:
+                        except (ValueError, TypeError, SyntaxError):
                             default = _NO_LITERAL
                         out.setdefault(t.id, {})[nb.name] = default
     return out

@@ -100,9 +100,9 @@ class ReKV:
                              "does not")
         x = self._pre[layer][which]
         if x is None or x.shape[1] != n:
-            got = "nothing" if x is None else f"{x.shape[1]} tokens"
-            raise ValueError(f"rekv: layer {layer}'s captured pre-RoPE {'queries' if which == 0 else 'keys'} hold {got}, "
-                             f"the step has {n} (the policy must be bound to the model that runs the step)")
+            got, what = "nothing" if x is None else f"{x.shape[1]} tokens", "queries" if which == 0 else "keys"
+            raise ValueError(f"rekv: layer {layer}'s captured pre-RoPE {what} hold {got}, the step has {n} (the "
+                             "policy must be bound to the model that runs the step)")
         return x[0].detach().reshape(n, n_heads, self.head_dim).transpose(0, 1)
 
     def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: Stage, frame_id: int | None) -> None:
