@@ -14,6 +14,10 @@ JOBS      ?= 2
 PAPERMILL_ARGS ?=
 
 PROFILES  := smoke default full
+# Exact: one word, one of PROFILES ('default full' is not a profile).
+PROFILE_OK := $(and $(filter 1,$(words $(PROFILE))),$(filter $(PROFILES),$(PROFILE)))
+# A value quoted for the shell (RESULTS and PROFILE reach scripts as one argument, whatever they hold).
+shq = '$(subst ','\'',$(1))'
 # JupyterLab's port for `make lab` (bound to localhost only).
 LAB_PORT  ?= 8888
 
@@ -63,8 +67,11 @@ test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
 
-reproduce: check-profile ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
-	@mkdir -p $(RESULTS)
+# Checked in this order before anything is written: PROFILE and VREX_THREADS, the papermill parameters (names and
+# types), the results folder (created and marked, so `make clean` may empty it; docs/DECISIONS.md D170).
+reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
+	@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	@$(PYTHON) scripts/results_folder.py prepare $(call shq,$(RESULTS))
 	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" -- \
 	  $(MAKE) --no-print-directory -j$(JOBS) _reproduce
 
@@ -74,21 +81,33 @@ _reproduce: $(EXECUTED)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
 	@echo "reproduce: done -- see $(RESULTS)/REPORT.md"
 
-# Validated before anything is written or deleted: a typo never discards the results of a valid profile.
+# Validated before anything is written or deleted: a typo never discards the results of a valid profile, and a
+# VREX_THREADS the notebooks cannot use fails here rather than inside every notebook.
+PROFILE_ERR = make: PROFILE=$(PROFILE) is not a profile; use PROFILE=smoke, default or full (nothing was changed)
 check-profile:
-	@case " $(PROFILES) " in *" $(PROFILE) "*) ;; \
-	  *) echo "make: PROFILE=$(PROFILE) is not a profile; use PROFILE=smoke, default or full (nothing was changed)" >&2; \
+	@$(if $(PROFILE_OK),:,printf '%s\n' $(call shq,$(PROFILE_ERR)) >&2; exit 2)
+	@case "$${VREX_THREADS-}" in ""|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; \
+	  *) printf '%s\n' "make: VREX_THREADS=$$VREX_THREADS is not a torch thread count (a whole number 1-999); unset it or use VREX_THREADS=1 (nothing was changed)" >&2; \
 	     exit 2;; esac
 
 $(PARAMS_STAMP): export VREX_PARAMS = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
 $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
-	@$(PYTHON) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@mkdir -p $(@D); printf '%s\n' "$$VREX_PARAMS" > $@.new; \
 	if cmp -s $@.new $@; then rm -f $@.new; else \
 	  if [ -f $@ ]; then echo "reproduce: notebook parameters changed to '$$VREX_PARAMS': every notebook reruns"; fi; \
 	  mv -f $@.new $@; fi
 
 FORCE:
+
+# What the COIN-reading notebooks (01, 03) read besides their parameters: the SHA-256 of COIN.json and of the listing
+# of its videos folder (scripts/coin_stamp.py), rewritten only when it changes, like the stamp above (D71).
+COIN_STAMP := $(RESULTS)/.coin
+$(COIN_STAMP): FORCE | $(PARAMS_STAMP)
+	@$(PY) scripts/coin_stamp.py $(call shq,$(PROFILE)) $(PAPERMILL_ARGS) > $@.new; \
+	if cmp -s $@.new $@; then rm -f $@.new; else \
+	  if [ -f $@ ]; then echo "reproduce: the COIN annotations or videos changed: the COIN notebooks rerun"; fi; \
+	  mv -f $@.new $@; fi
 
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
 $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
@@ -99,8 +118,9 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
 	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
 	  mv $(@D)/.$*.running.ipynb $@; rm -f $(@D)/$*.FAILED.ipynb; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
 	else \
-	  mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; \
-	  echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
+	  if mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; then \
+	    echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
+	  else echo "reproduce: papermill could not start $< (PROFILE=$(PROFILE)): see its message above" >&2; fi; \
 	  exit 1; fi
 
 # The retrieval workload at 1K-10K tokens (LONG=1: to 40K), measured once and reused while its inputs_key matches
@@ -121,6 +141,7 @@ $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOT
   $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/04_*.ipynb)))))
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/07_*.ipynb))))): \
   $(filter-out %/07_summary.ipynb,$(EXECUTED))
+$(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[13]_*.ipynb))))): $(COIN_STAMP)
 
 report: ## Rebuild results/REPORT.md from results/tables (exit 1 and a list if notebooks' tables are missing)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
@@ -137,6 +158,6 @@ lab: $(VENV)/.ok ## Open JupyterLab on the repository (http://127.0.0.1:LAB_PORT
 	$(VENV)/bin/jupyter lab --notebook-dir=. --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.port_retries=0 \
 	  --no-browser $(LAB_ROOT)
 
-clean: ## Remove results (keeps results/README.md) and caches
-	find $(RESULTS) -mindepth 1 -not -name README.md -delete 2>/dev/null || true
+clean: ## Empty RESULTS if it is a results folder (keeps README.md files and its marker) and remove caches
+	@$(PYTHON) scripts/results_folder.py clean $(call shq,$(RESULTS))
 	find . -name __pycache__ -type d -prune -exec rm -rf {} + ; rm -rf .pytest_cache

@@ -18,8 +18,14 @@ def main(argv: list[str]) -> int:
         print("usage: locked.py LOCKFILE WHAT -- COMMAND ...", file=sys.stderr)
         return 2
     lock, what, cmd = argv[0], argv[1], argv[3:]
-    os.makedirs(os.path.dirname(os.path.abspath(lock)), exist_ok=True)
-    with open(lock, "a+") as f:
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(lock)), exist_ok=True)
+        f = open(lock, "a+")
+    except OSError as err:
+        print(f"{what}: cannot create the lock file {lock} ({err.strerror or err}): its folder must be writable; "
+              "choose another RESULTS=... or fix its permissions (nothing was run)", file=sys.stderr)
+        return 73  # EX_CANTCREAT
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

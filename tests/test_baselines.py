@@ -48,33 +48,30 @@ def test_unrope_inverts_rope():
 # ------------------------------------------------------------------------------------------------ ReKV
 
 
-class _FakeInputs(list):
-    """Stands in for the runtime's captured attention inputs: entry ℓ = (None, (cos, sin)) of the current step."""
-
-    def set_positions(self, positions: torch.Tensor) -> None:
-        c, s = _cos_sin(positions)
-        for i in range(len(self)):
-            self[i] = (None, (c[None], s[None]))
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    """[H, N, D] -> [1, N, H*D], the layout of a q_proj / k_proj output."""
+    return x.transpose(0, 1).reshape(1, x.shape[1], -1)
 
 
 def _rekv_stream(pol, pre_keys: torch.Tensor, offset: int = 0):
-    """Feed frames of given pre-RoPE keys [Hkv, S, D] (rotated at positions offset+i) to layer 0 of ``pol``."""
-    inputs = _FakeInputs([None])
-    pol._inputs = inputs
+    """Feed frames of given pre-RoPE keys [Hkv, S, D] to layer 0 of ``pol``: the captured k_proj output is the
+    pre-RoPE key, ``observe`` gets it rotated at positions offset+i (what the runtime's attention receives)."""
+    pre = [[None, None]]  # stands in for runtime.capture.attach_pre_rope's store: entry ℓ = [q, k] of this step
+    pol._pre = pre
     pol.reset(1, HKV, D)
     n_frames = pre_keys.shape[1] // TOK
     for f in range(n_frames):
         pos = torch.arange(f * TOK, (f + 1) * TOK) + offset
-        inputs.set_positions(pos)
         c, s = _cos_sin(pos)
-        pol.observe(0, rope(pre_keys[:, f * TOK:(f + 1) * TOK], c, s), f * TOK, "frame", f)
-    return inputs
+        k = pre_keys[:, f * TOK:(f + 1) * TOK]
+        pre[0][1] = _flat(k)
+        pol.observe(0, rope(k, c, s), f * TOK, "frame", f)
+    return pre
 
 
-def _rekv_ask(pol, inputs, pre_q: torch.Tensor, pos0: int, n_cache: int, stage="text"):
-    pos = torch.arange(pos0, pos0 + pre_q.shape[1])
-    inputs.set_positions(pos)
-    c, s = _cos_sin(pos)
+def _rekv_ask(pol, pre, pre_q: torch.Tensor, pos0: int, n_cache: int, stage="text"):
+    c, s = _cos_sin(torch.arange(pos0, pos0 + pre_q.shape[1]))
+    pre[0][0] = _flat(pre_q)
     keys = torch.zeros(HKV, n_cache, D)  # unused by ReKV (block means come from observe)
     return pol.select(0, rope(pre_q, c, s), keys, torch.arange(0, n_cache), stage)
 
@@ -107,9 +104,9 @@ def test_rekv_retrieves_once_per_question_and_anew_after_frames():
         again = _rekv_ask(pol, inputs, torch.randn(HQ, 1, D, generator=g), 63 + q, 60)
         assert again.stats["retrieved_now"] == 0 and torch.equal(again.indices[0], first.indices[0])
     # a new frame ends the answer: the next text step retrieves again
-    c, s = _cos_sin(torch.arange(60, 70))
-    inputs.set_positions(torch.arange(60, 70))
-    pol.observe(0, rope(torch.randn(HKV, TOK, D, generator=g), c, s), 60, "frame", 6)
+    k = torch.randn(HKV, TOK, D, generator=g)
+    inputs[0][1] = _flat(k)
+    pol.observe(0, k, 60, "frame", 6)
     assert _rekv_ask(pol, inputs, torch.randn(HQ, 3, D, generator=g), 70, 70).stats["retrieved_now"] == 1
 
 
@@ -135,19 +132,130 @@ def test_rekv_needs_rope_unless_legacy():
         pol.observe(0, torch.randn(HKV, TOK, D), 0, "frame", 0)
 
 
-def test_rekv_in_a_session_matches_unrotated_projection(tiny4):
-    """Inside the runtime the un-rotated keys equal k_proj of the layer's input (the true pre-RoPE keys)."""
+def _tiny_llm4(dtype: torch.dtype):
+    """A 4-layer tiny random Llama streaming model in ``dtype`` (seeded: the same weights in every dtype)."""
+    from transformers import LlamaForCausalLM
+
+    from vrex_lib.llm_weights import tiny_llama_config
+    from vrex_lib.runtime.attention import ATTN_IMPL, register
+    from vrex_lib.runtime.model import ByteTokenizer, StreamingVideoLLM, _tiny_siglip, make_connector
+
+    register()
+    torch.manual_seed(0)
+    tok = ByteTokenizer()
+    llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size, num_hidden_layers=4)).eval().to(dtype)
+    llm.set_attn_implementation(ATTN_IMPL)
+    m = StreamingVideoLLM(llm, tok, _tiny_siglip(32, 1, 2, 64), make_connector(32, 64), f"tiny4-{dtype}", 64)
+    for mod in (m.llm, m.vision, m.connector):
+        mod.requires_grad_(False)
+    return m
+
+
+def _record_projections(model) -> dict:
+    """The test's own record of every forward's q_proj / k_proj output per layer (independent of the policy)."""
+    rec = {"q": [[] for _ in model.llm.model.layers], "k": [[] for _ in model.llm.model.layers]}
+    for i, lay in enumerate(model.llm.model.layers):
+        for name, proj in (("q", lay.self_attn.q_proj), ("k", lay.self_attn.k_proj)):
+            proj.register_forward_hook(lambda mod, a, out, i=i, name=name: rec[name][i].append(out[0].detach()))
+    return rec
+
+
+def _reference_blocks(rec: dict, layer: int, q_step: int, cand_steps: list[int], topk: int, model) -> set[int]:
+    """Becomebright/ReKV's choice for one layer, written out from its code: block mean and question mean in the
+    model dtype (``mean(dim=-2)``, ``global_h_q.mean(dim=2)``), GQA-expanded (``_from_group_kv``), concatenated
+    over heads, fp32 dot products (``get_cosine_similarity``), top-k."""
+    hq, hkv, d = model.n_q_heads, model.n_kv_heads, model.head_dim
+    q = rec["q"][layer][q_step]
+    q_mean = q.reshape(q.shape[0], hq, d).transpose(0, 1).mean(1).reshape(-1).float()
+    means = [rec["k"][layer][s].reshape(-1, hkv, d).transpose(0, 1).mean(1) for s in cand_steps]
+    expanded = torch.stack([m.repeat_interleave(hq // hkv, 0).reshape(-1).float() for m in means])
+    return {cand_steps[i] for i in torch.topk(expanded @ q_mean, topk).indices.tolist()}
+
+
+def _rekv_question_trial(model, seed: int, n_frames: int = 8, topk: int = 3):
+    """One stream (system prompt, ``n_frames`` random frames, a question) with rekv in question mode; returns
+    the policy, its chosen blocks per layer, the reference's, and the test's own projection record."""
     from vrex_lib.runtime import StreamingSession
 
-    pol = make_policy("rekv", mode="frame", topk_blocks=1)
-    sess = StreamingSession(tiny4, pol)
+    rec = _record_projections(model) if not hasattr(model, "_test_rec") else model._test_rec
+    model._test_rec = rec
+    for v in rec.values():
+        for lst in v:
+            lst.clear()
+    pol = make_policy("rekv", topk_blocks=topk)
+    sess = StreamingSession(model, pol)
     sess.add_system_prompt("sys")
-    emb = torch.randn(3, 10, tiny4.hidden_size) * 0.02
-    for i in range(3):
-        sess.add_frame_embeds(emb[i], float(i))
-    h, _ = tiny4._vrex_attn_inputs[1]
-    k_pre = tiny4.llm.model.layers[1].self_attn.k_proj(h)[0].reshape(h.shape[1], -1, tiny4.head_dim)
-    assert torch.allclose(pol._means[1][-1], k_pre.transpose(0, 1).float().mean(1), atol=1e-5)
+    g = torch.Generator().manual_seed(seed)
+    for i in range(n_frames):
+        sess.add_frame_embeds(torch.randn(10, model.hidden_size, generator=g), float(i))
+    sess.ask("what?", max_new_tokens=1)
+    # steps: 0 system, 1..n frames, n+1 question (= block ids); the last frame is the recent window
+    cand = list(range(1, n_frames))
+    got = [set(pol._block_of[l][pol._held[l]].tolist()) for l in range(model.n_layers)]
+    want = [_reference_blocks(rec, l, n_frames + 1, cand, topk, model) for l in range(model.n_layers)]
+    return pol, got, want, rec
+
+
+def test_rekv_block_means_are_the_projections_bit_for_bit_in_bf16():
+    """bf16 (the full profile's dtype): the block means are the model's own k_proj outputs averaged in bf16, as
+    the reference keeps them -- exactly; un-rotating the post-RoPE bf16 keys would not give them."""
+    from vrex_lib.runtime.capture import attach, rope, unrope
+
+    model = _tiny_llm4(torch.bfloat16)
+    store = attach(model)  # the step's (cos, sin), to rebuild what un-rotation would give
+    pol, _, _, rec = _rekv_question_trial(model, seed=0)
+    worst = 0.0
+    for l in range(model.n_layers):
+        for step in range(1, 9):
+            k = rec["k"][l][step].reshape(-1, model.n_kv_heads, model.head_dim).transpose(0, 1)  # bf16 [Hkv,N,D]
+            assert torch.equal(pol._means[l][step], k.mean(1))
+        h, (cos, sin) = store[l]  # the question step's: rotate and un-rotate its keys as HF does in bf16
+        k = rec["k"][l][-1].reshape(-1, model.n_kv_heads, model.head_dim).transpose(0, 1)
+        back = unrope(rope(k, cos[0], sin[0]).float(), cos[0].float(), sin[0].float())
+        worst = max(worst, float(((back - k.float()).norm() / k.float().norm())))
+    assert 1e-3 < worst < 1e-2  # the bf16 round trip is lossy (measured 3.0e-3 to 3.3e-3); the capture is exact
+
+
+def test_rekv_selects_the_reference_blocks_in_bf16_and_fp32():
+    """60 question-time decisions (15 streams x 4 layers) per dtype, each checked against ReKV's rule written
+    out from its code on the test's own record of the projections."""
+    for dtype in (torch.float32, torch.bfloat16):
+        model = _tiny_llm4(dtype)
+        for seed in range(15):
+            _, got, want, _ = _rekv_question_trial(model, seed)
+            assert got == want, (dtype, seed)
+
+
+def test_rekv_refuses_projections_that_are_not_the_pre_rope_tensors():
+    from types import SimpleNamespace
+
+    from vrex_lib.runtime.capture import attach_pre_rope
+
+    attn = SimpleNamespace(q_proj=None, k_proj=None, k_norm=None)  # Qwen3-style q/k norm after the projection
+    fake = SimpleNamespace(name="qk-norm-model", llm=SimpleNamespace(model=SimpleNamespace(
+        layers=[SimpleNamespace(self_attn=attn)])))
+    with pytest.raises(ValueError, match="qk-norm-model: its attention normalises q/k.*mode='legacy'"):
+        attach_pre_rope(fake)
+    pol = make_policy("rekv")
+    pre = _rekv_stream(pol, torch.randn(HKV, 2 * TOK, D))
+    pre[0][1] = _flat(torch.randn(HKV, TOK + 1, D))  # a capture of another step than the one observed
+    with pytest.raises(ValueError, match="pre-RoPE keys hold 11 tokens, the step has 10"):
+        pol.observe(0, torch.randn(HKV, TOK, D), 2 * TOK, "frame", 2)
+
+
+def test_rekv_question_mode_retrieves_at_layer_0_other_modes_keep_it_dense(tiny4):
+    from vrex_lib.runtime import StreamingSession
+
+    for mode, applied0 in (("question", True), ("frame", False), ("legacy", False)):
+        sess = StreamingSession(tiny4, make_policy("rekv", mode=mode, topk_blocks=1))
+        sess.add_system_prompt("sys")
+        for i in range(3):
+            sess.add_frame_embeds(torch.randn(10, tiny4.hidden_size) * 0.02, float(i))
+        sess.ask("q", max_new_tokens=2)
+        tr = sess.trace()
+        text = tr.step_mask("text")
+        assert bool(tr["applied"][text][:, 0].any()) == applied0, mode
+        assert bool(tr["applied"][text][:, 1:].any())  # every mode is consulted beyond layer 0
 
 
 # ------------------------------------------------------------------------------------------------ InfiniGen
@@ -222,6 +330,40 @@ def test_infinigen_oracle_keeps_the_earlier_variant():
         p = make_policy("infinigen")
         p.reset(4, HKV, D)
         p.select(2, torch.randn(HQ, 1, D), torch.randn(HKV, 80, D), torch.arange(0, 70), "text")
+
+
+def _infinigen_on(logits: torch.Tensor, n_tokens: int, **kw):
+    """An InfiniGen policy whose partial logits are ``logits`` [Hkv, group·N, C] (hand-written), and its selection
+    over C candidates for a step of ``n_tokens`` query tokens."""
+    pol = make_policy("infinigen", mode="oracle", **kw)
+    hkv, rows, c = logits.shape
+    pol._logits = lambda layer, q, k, cand: (logits, 1)
+    query = torch.zeros(hkv * rows // n_tokens, n_tokens, D)
+    return pol._select(2, query, torch.zeros(hkv, c, D), torch.arange(c), fixed_topk=False)
+
+
+def test_infinigen_threshold_per_head_or_at_head_0_hand_case():
+    # one KV head, group 2, one token: rows = (query head 0, query head 1); alpha 5, cap 0.5 x 4 = 2
+    logits = torch.tensor([[[10.0, 0.0, 0.0, 0.0],
+                            [6.0, 5.5, 1.0, 0.0]]])
+    # per head: head 0 counts {10} (>= 5), head 1 {6, 5.5, 1} (>= 1): mean 2 -> k 2
+    assert _infinigen_on(logits, 1).stats["k"] == 2
+    # head 0's maximum for both (kv_cache_mask's trailing [0]): thresholds 5 and 5 -> {10}, {6, 5.5}: mean 1.5 -> 1
+    sel = _infinigen_on(logits, 1, threshold="head0")
+    assert sel.stats["k"] == 1 and sel.indices[0].tolist() == [0]
+    assert make_policy("infinigen", threshold="head0").config["threshold"] == "head0"
+    with pytest.raises(ValueError, match="unknown threshold 'head1'"):
+        make_policy("infinigen", threshold="head1")
+
+
+def test_infinigen_head0_threshold_takes_the_same_tokens_row():
+    pol = make_policy("infinigen", mode="oracle", threshold="head0")
+    # 2 KV heads, group 2, 2 tokens: KV head g's rows are (h0 t0, h0 t1, h1 t0, h1 t1) of its group
+    logits = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(2, 4, 3)
+    m = pol.row_max(logits, 2)[..., 0]
+    head0 = logits[0, :2].amax(-1)                                 # query head 0, tokens 0 and 1: 2, 5
+    assert m.tolist() == [[2.0, 5.0, 2.0, 5.0]] * 2 and torch.equal(m[1, :2], head0)
+    assert torch.equal(make_policy("infinigen", mode="oracle").row_max(logits, 2), logits.amax(-1, keepdim=True))
 
 
 # ------------------------------------------------------------------------------------------------ prompt layout
@@ -421,4 +563,4 @@ def test_session_binds_members_of_a_composite_policy(tiny):
     sess.add_system_prompt("s")
     for i in range(3):
         sess.add_frame_embeds(torch.zeros(10, tiny.hidden_size), float(i))
-    assert comp.policies["rekv"]._inputs is tiny._vrex_attn_inputs
+    assert comp.policies["rekv"]._pre is tiny._vrex_pre_rope

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import re
 import sys
 import warnings
 
@@ -77,6 +78,16 @@ def test_malformed_json_names_file(tmp_path):
         coin.load_annotations(p)
     with pytest.raises(FileNotFoundError, match="make data"):
         coin.load_annotations(tmp_path / "nope.json")
+
+
+def test_non_utf8_annotations_name_the_file_and_the_fix(tmp_path):
+    p = tmp_path / "COIN.json"
+    p.write_bytes('{"database": {"v": {"class": "Caf\u00e9"}}}'.encode("latin-1"))  # é as one Latin-1 byte
+    with pytest.raises(coin.CoinFormatError,
+                       match=rf"{re.escape(str(p))}: not UTF-8 text \(byte 0xe9 at offset 33.*save it as UTF-8"):
+        coin.load_annotations(p)
+    p.write_bytes('{"database": {}}'.encode("utf-16"))  # UTF-16 with a BOM is still JSON that json reads
+    assert coin.load_annotations(p) == {}
 
 
 def test_bad_entry_raises_or_is_counted(tmp_path):

@@ -199,3 +199,29 @@ def test_tables_of_several_profiles_are_flagged(tmp_path, capsys):
     assert "tables from several profiles (default: a; smoke: b)" in (tmp_path / "REPORT.md").read_text()
     (tmp_path / "tables" / "b.csv").unlink()
     assert report.main(["--results", str(tmp_path), "--notebooks", str(nbs)]) == 0
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5", "2x"])
+def test_bad_vrex_threads_is_one_line_naming_it(tmp_path, monkeypatch, value):
+    from vrex_lib import notebook
+    from vrex_lib.config import torch_threads
+
+    monkeypatch.setenv("VREX_THREADS", value)
+    with pytest.raises(ValueError, match=r"VREX_THREADS=.* is not a torch thread count: set it to a whole number"):
+        torch_threads()
+    try:
+        with pytest.raises(ValueError, match="VREX_THREADS"):
+            notebook.setup("smoke", str(tmp_path / "results"))
+    finally:
+        use_notebook_arg_names(False)
+
+
+def test_vrex_threads_unset_empty_or_a_count(monkeypatch):
+    from vrex_lib.config import torch_threads
+
+    monkeypatch.delenv("VREX_THREADS", raising=False)
+    assert torch_threads() == 1 and torch_threads(default=3) == 3
+    monkeypatch.setenv("VREX_THREADS", "")
+    assert torch_threads() == 1
+    monkeypatch.setenv("VREX_THREADS", " 4 ")
+    assert torch_threads() == 4

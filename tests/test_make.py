@@ -31,7 +31,7 @@ NB = {
     "cells": [
         {"cell_type": "code", "id": "params", "metadata": {"tags": ["parameters"]}, "execution_count": None,
          "outputs": [],
-         "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'X = "1"\n']},
+         "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'X = 1\n', 'FLAG = True\n']},
         {"cell_type": "code", "id": "work", "metadata": {}, "execution_count": None, "outputs": [],
          "source": ["from pathlib import Path\n",
                     "with open(Path(RESULTS_DIR) / 'runs.log', 'a') as f:\n",
@@ -53,7 +53,7 @@ def nbdir(tmp_path) -> Path:
     return d
 
 
-def make(*args, tmp, nbdir, **kw):
+def make(*args, tmp, nbdir, env_extra=None, results=None, **kw):
     # The workload measurement `reproduce` runs first is not what these tests are about: an up-to-date stand-in
     # file makes make skip it (it is newer than every library source).
     for prof in ("smoke", "default", "full", "bogus"):
@@ -61,9 +61,10 @@ def make(*args, tmp, nbdir, **kw):
         if not wl.exists():
             wl.parent.mkdir(parents=True, exist_ok=True)
             wl.write_text("{}")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1"}
+    (tmp / "res" / ".vrex-results").touch()  # the folder `reproduce` made (scripts/results_folder.py)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1", **(env_extra or {})}
     env.pop("MAKEFLAGS", None)
-    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={tmp / 'res'}",
+    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={results or tmp / 'res'}",
                            f"NOTEBOOK_DIR={nbdir}", *args], capture_output=True, text=True, env=env, timeout=300,
                           **kw)
 
@@ -124,3 +125,114 @@ def test_lab_binds_localhost_and_allows_root(tmp_path, nbdir):
     assert r.returncode == 0
     assert "--ip=127.0.0.1" in r.stdout and "http://127.0.0.1:8888/lab" in r.stdout
     assert ("--allow-root" in r.stdout) == (os.geteuid() == 0)
+
+
+# ------------------------------------------------------------------ refused before anything is written
+
+
+def _untouched(res: Path) -> bool:
+    """Nothing but the helper's stand-ins (data/, the marker) in the results folder."""
+    return sorted(p.name for p in res.iterdir()) == [".vrex-results", "data"]
+
+
+@pytest.mark.parametrize("args, msg", [
+    (("PROFILE=default full",), "PROFILE=default full is not a profile"),
+    (("PROFILE=",), "PROFILE= is not a profile"),
+    (("PROFILE=smoke", "PAPERMILL_ARGS=-p FLAG false"), "'-p FLAG false' gives FLAG a str 'false'"),
+    (("PROFILE=smoke", "PAPERMILL_ARGS=-p X two"), "but 00_demo.ipynb expects an int"),
+    (("PROFILE=smoke", "PAPERMILL_ARGS=-p PROFILE full"), "use make ... PROFILE=<value>"),
+])
+def test_bad_profile_or_parameter_is_refused_before_anything_is_written(tmp_path, nbdir, args, msg):
+    r = make("reproduce", *args, tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert _untouched(tmp_path / "res") and _runs(tmp_path) == []
+
+
+@pytest.mark.parametrize("threads", ["abc", "0", "-1", "1.5"])
+def test_bad_vrex_threads_is_refused_by_make(tmp_path, nbdir, threads):
+    r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir, env_extra={"VREX_THREADS": threads})
+    assert r.returncode != 0 and f"VREX_THREADS={threads} is not a torch thread count" in r.stderr
+    assert _untouched(tmp_path / "res")
+
+
+def test_unwritable_results_is_one_line_naming_results(tmp_path, nbdir):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir, results=blocker / "res")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert f"RESULTS={blocker / 'res'}" in r.stderr and "cannot be written" in r.stderr
+    if os.geteuid() != 0:  # root writes into a read-only folder anyway
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o555)
+        r = make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir, results=ro)
+        assert r.returncode != 0 and f"RESULTS={ro}" in r.stderr and "Traceback" not in r.stderr
+
+
+# ------------------------------------------------------------------ make clean
+
+
+def _fake_checkout(tmp_path) -> Path:
+    """A throw-away copy of the Makefile and the script `make clean` runs, with a .git and files to lose."""
+    repo = tmp_path / "checkout"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "Makefile", repo)
+    shutil.copy(REPO / "scripts" / "results_folder.py", repo / "scripts")
+    (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "notebooks").mkdir()
+    (repo / "notebooks" / "00_x.ipynb").write_text("{}")
+    (repo / "results").mkdir()
+    (repo / "results" / "README.md").write_text("kept\n")
+    (repo / "results" / "tables").mkdir()
+    (repo / "results" / "tables" / "t.csv").write_text("a\n")
+    return repo
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+
+def test_clean_refuses_anything_but_a_results_folder(tmp_path):
+    repo = _fake_checkout(tmp_path)
+    outside = tmp_path / "mine"
+    outside.mkdir()
+    (outside / "thesis.tex").write_text("x")
+    before = _files(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "MAKEFLAGS"}
+    for results in ("", ".", "..", str(repo), ".git", "notebooks", str(outside), str(tmp_path)):
+        r = subprocess.run(["make", "--no-print-directory", "-C", str(repo), "clean", f"RESULTS={results}"],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode != 0 and "nothing was deleted" in r.stderr, (results, r.stderr)
+        assert _files(tmp_path) == before, results
+    # the checkout's own results/: emptied, README.md kept
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(repo), "clean"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert _files(tmp_path) == before - {"checkout/results/tables/t.csv"}
+    assert not (repo / "results" / "tables").exists()
+
+
+# ------------------------------------------------------------------ what decides a rerun besides the parameters
+
+NB01 = {**NB, "cells": [
+    {**NB["cells"][0], "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'COIN_ROOT = ""\n']},
+    {**NB["cells"][1], "source": ["from pathlib import Path\n",
+                                  "with open(Path(RESULTS_DIR) / 'runs.log', 'a') as f:\n",
+                                  "    f.write(f'coin {PROFILE}\\n')\n"]}]}
+
+
+@pytest.mark.slow
+def test_changed_coin_annotations_or_videos_rerun_the_coin_notebooks(tmp_path, nbdir):
+    (nbdir / "01_coin.ipynb").write_text(json.dumps(NB01))
+    coin = tmp_path / "coin"
+    (coin / "videos").mkdir(parents=True)
+    (coin / "COIN.json").write_text('{"database": {}}')
+    (coin / "videos" / "a.mp4").write_bytes(b"0")
+    args = ("reproduce", "PROFILE=full", f"PAPERMILL_ARGS=-r COIN_ROOT {coin}")
+    assert make(*args, tmp=tmp_path, nbdir=nbdir).returncode == 0
+    assert sorted(_runs(tmp_path)) == ["coin full", "full 1"]
+    assert make(*args, tmp=tmp_path, nbdir=nbdir).returncode == 0 and len(_runs(tmp_path)) == 2
+    (coin / "COIN.json").write_text('{"database": {}} ')  # an edited annotation file: only the COIN notebook
+    r = make(*args, tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0 and "COIN annotations or videos changed" in r.stdout
+    assert _runs(tmp_path)[2:] == ["coin full"]

@@ -179,6 +179,18 @@ def arg_name(flag: str) -> str:
     return flag
 
 
+def torch_threads(default: int = 1) -> int:
+    """Torch intra-op threads from ``$VREX_THREADS`` (unset or empty: ``default``); anything but a whole number
+    >= 1 is a one-line ValueError naming VREX_THREADS and the fix (torch would raise on 0 and int() on 'abc')."""
+    raw = os.environ.get("VREX_THREADS", "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"VREX_THREADS={raw!r} is not a torch thread count: set it to a whole number >= 1 "
+                         f"(e.g. VREX_THREADS=1) or unset it for {default}")
+    return int(raw)
+
+
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch so a rerun gives the same tables."""
     random.seed(seed)

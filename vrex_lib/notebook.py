@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import _io
 from .config import (REPO_ROOT, ProfileConfig, arg_name, profile_config, results_dir, seed_everything,
-                     use_notebook_arg_names)
+                     torch_threads, use_notebook_arg_names)
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,12 @@ def _set_threads() -> None:
     little and costs a lot under any background load (measured 8-10x slower per step), and a fixed thread
     count keeps floating-point reductions -- hence the tables -- identical from run to run.
     """
+    n = torch_threads()
     try:
         import torch
     except ImportError:  # pragma: no cover
         return
-    torch.set_num_threads(int(os.environ.get("VREX_THREADS", "1")))
+    torch.set_num_threads(n)
 
 
 def _interactive() -> bool:

@@ -19,8 +19,11 @@ Task construction (VideoLLM-online, one stream span and one answer per sample):
 | ``procedure``   | one per step i < n-1     | step i's segment    | the next <= 5 step labels (numbered list)|
 | ``taskprocedure``| as ``procedure``        | step i's segment    | as ``procedure``; the prompt names the task |
 
-Span times are snapped up to the 2 fps frame grid and clamped to [0, duration]
-(``ceil_time_by_fps``); the frames shown are indices ``ceil(start·fps) .. ceil(end·fps)`` inclusive. Steps keep
+Span times are snapped up to the 2 fps frame grid and then clamped to [0, duration] (``ceil_time_by_fps``); the
+frames shown are ``int()`` of those times: indices ``int(s·fps) .. int(e·fps)`` inclusive for the snapped and
+clamped ``s``, ``e`` (VideoLLM-online's ``start_frame = int(start_time * frame_fps)``, ``end_frame =
+int(end_time * frame_fps) + 1``). That is ``ceil(start·fps) .. ceil(end·fps)`` unless a duration off the grid
+clamps a time, which then ends at the last whole frame before the duration. Steps keep
 the order of the file (VideoLLM-online never sorts them). Only the split's videos count, and with
 ``available=`` only those whose video file exists (VideoLLM-online keeps ``video_uid in self.metadata``): both
 the samples and the vocabulary follow that set.

@@ -211,6 +211,11 @@ def load_annotations(path: str | os.PathLike, skip_log: SkipLog | None = None, *
     except json.JSONDecodeError as err:
         raise CoinFormatError(f"{p}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}). "
                               f"Re-download it; {_FIX_FORMAT}") from None
+    except UnicodeDecodeError as err:
+        # JSON is UTF-8 (RFC 8259): a Latin-1 or damaged file would otherwise fail with no file name.
+        raise CoinFormatError(f"{p}: not UTF-8 text (byte 0x{err.object[err.start]:02x} at offset {err.start} "
+                              f"cannot be decoded as {err.encoding}). Re-download it, or save it as UTF-8; "
+                              f"{_FIX_FORMAT}") from None
     db = raw.get("database") if isinstance(raw, dict) else None
     if not isinstance(db, dict):
         raise CoinFormatError(f"{p}: no top-level 'database' object. {_FIX_FORMAT}")

@@ -1,5 +1,6 @@
-"""VideoLLM-online's five COIN benchmark tasks as :class:`Sample` lists (:func:`build_task`): prompts verbatim, spans
-snapped to the 2 fps frame grid, targets and vocabularies from the split's own videos."""
+"""VideoLLM-online's five COIN benchmark tasks as :class:`Sample` lists (:func:`build_task`): prompts verbatim, span
+times snapped up to the 2 fps grid and clamped to the duration, frames ``int()`` of those times
+(:func:`span_frame_range`), targets and vocabularies from the split's own videos."""
 from __future__ import annotations
 
 import math
@@ -57,8 +58,10 @@ def ceil_time_by_fps(t: float, fps: float, min_time: float, max_time: float) -> 
 
 def span_frame_range(start: float, end: float, duration: float, fps: float = FRAME_FPS) -> range:
     """Indices of the ``fps`` frames shown for the span [start, end] of a video of ``duration`` seconds:
-    ``int(start_time·fps) .. int(end_time·fps)`` inclusive, truncating as the COIN benchmarks do (a span clamped
-    to a duration off the frame grid ends at the last whole frame)."""
+    ``int(start_time·fps) .. int(end_time·fps)`` inclusive, where ``start_time``/``end_time`` are ``start``/``end``
+    snapped up to the grid and clamped to [0, duration] (:func:`ceil_time_by_fps`). The frames are ``int()`` of
+    the clamped times, as VideoLLM-online's COIN benchmarks compute them (``data/coin/benchmarks.py``), not
+    ``ceil()`` of the raw ones: a span clamped to a duration off the grid ends at the last whole frame."""
     s = ceil_time_by_fps(start, fps, 0.0, duration)
     e = ceil_time_by_fps(end, fps, 0.0, duration)
     return range(int(s * fps), int(e * fps) + 1)
@@ -68,7 +71,8 @@ def span_frame_range(start: float, end: float, duration: float, fps: float = FRA
 class Sample:
     """One benchmark question: the video span shown, the prompt, and the expected answer.
 
-    start, end: seconds of the span shown (clamped to the video); ``frame_range(fps)`` gives the frames.
+    start, end: the annotated span in seconds, clamped to the duration but not yet snapped to the frame grid;
+                ``frame_range(fps)`` snaps them and gives the frames (:func:`span_frame_range`).
     prompt:     the user message (VideoLLM-online's wording).
     target:     the category the answer must match: ``'Take out the cd drive.'``, or for procedure tasks
                 the list of the next <= 5 step categories.

@@ -15,7 +15,7 @@
 | ``resv_candwics`` | (D7 alternative)        | yes                | ReSV, WiCSum total over candidate tokens only    |
 
 ReKV and InfiniGen follow their reference repositories by default (``rekv``: ``mode='question'``, pre-RoPE
-scoring once per question, 64 frames; ``infinigen``: ``mode='reference'``, calibrated skewing, previous-layer
+scoring once per question at every layer, 64 frames; ``infinigen``: ``mode='reference'``, calibrated skewing, previous-layer
 speculation, layers 0-1 dense); ``mode='frame'`` / ``'legacy'`` and ``mode='oracle'`` select the variants.
 The retrieval ratio is defined once in :mod:`vrex_lib.retrieval.ratio` (docs/DECISIONS.md D7).
 

@@ -12,9 +12,11 @@ forward step (one frame prefill, a question prefill, one generated token) its at
    selected positions by tier in the KV store.
 
 A policy may also define ``bind(model)``: :class:`~vrex_lib.runtime.StreamingSession` calls it once, before
-``reset``, with its model, for what post-RoPE tensors do not carry (ReKV's pre-RoPE scoring needs the step's
-RoPE, InfiniGen its calibration, ``W_q`` and the previous layer's attention input; see
-:mod:`vrex_lib.runtime.capture`). Such policies used without a session raise an error naming the fix.
+``reset``, with its model, for what post-RoPE tensors do not carry (ReKV's pre-RoPE scoring needs the q/k
+projections, InfiniGen its calibration, ``W_q`` and the previous layer's attention input; see
+:mod:`vrex_lib.runtime.capture`). Such policies used without a session raise an error naming the fix. A policy
+may set ``retrieval_from_layer`` (an int) to be consulted from that layer instead of ``RuntimeConfig.dense_layers``
+(ReKV's reference mode: layer 0, as its patch replaces every layer's attention).
 
 Shapes (batch 1; the runtime loops over batch if ever needed):
     new_keys   [Hkv, N, D]      keys:  [Hkv, S, D] (whole cache, post-RoPE, this step included)

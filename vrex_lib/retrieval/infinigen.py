@@ -20,16 +20,30 @@ What the reference code (snu-comparch/InfiniGen, ``accuracy/``) does, and how it
   against the skewed post-RoPE keys, ``/√d``. Layers 0 and 1 attend densely (``LlamaModel.forward`` passes
   ``previous_hidden_states`` only to layers ≥ 2).
 * **Selection** (``kv_cache_mask``): per row the tokens with a logit ≥ max − ``alpha`` are counted, the count
-  averaged over heads, capped at ``budget × tokens``; then a per-head top-k. ``alpha`` = 5; the cap here is
-  ``cap`` (the V-Rex paper's accuracy runs: up to 50 %). Under GQA a KV head's ranking sums its rows'
-  attention probabilities (the runtime attends per KV head).
+  averaged over heads, capped at ``budget × tokens`` (``budget`` = 0.2 by default); then, per query row, a
+  per-head top-k of that row's count. ``alpha`` = 5. Its threshold is *head 0's* row maximum for every head
+  (``torch.max(attn, dim=-1, keepdim=True)[0][0]``: the trailing ``[0]`` picks head 0); the speedup code
+  (``speedup/infinigen/infinigen/kv_selection_controller.py``, ``speculate_attention``) thresholds each head at
+  its own maximum (strictly above, unscaled logits, ``alpha`` = 4, an absolute cap ``max_num_kv``, 400 by
+  default), one decode token per step.
 * Text generation only: frame prefill attends to everything (Table II: 100 % at the frame stage).
+
+Here the threshold is each head's own row maximum (``threshold="per_head"``, as the speedup code does), with
+the accuracy code's ``≥``, ``/√d`` and relative cap; ``threshold="head0"`` is the accuracy code's head-0 maximum
+for every head (query head 0's row for the same token). The cap is ``cap`` × candidates, 0.5 by default (the
+V-Rex paper's accuracy runs: "up to 50 %"); every table and figure of this artifact uses 0.5 (Table II and
+Fig. 19/20 in notebook 03, and the workload file behind the measured-workload rows of Fig. 4 and 13-18);
+``cap=0.2`` is the reference's default budget. One ``k`` and one set per KV head serve all query rows of a
+step (the runtime attends one index set per KV head and step): for a multi-token text step (the question)
+``k`` is the count averaged over heads *and* rows and the set ranks candidates by the attention probabilities
+summed over the KV head's rows, where the reference selects per row. A single-token decode step selects as
+the reference does, per head (under GQA per KV head, over its group's query heads).
 
 The calibration runs once per model and is cached under ``results/cache/infinigen/`` (keyed by the model's
 name, shape, a weight fingerprint, the text and the ratio); the session binds the policy to its model
 (``bind``), which loads or computes it.
 
-``mode="oracle"`` is this artifact's earlier variant, kept for comparison: no skewing, the exact current query
+``mode="oracle"`` is a variant kept for comparison: no skewing, the exact current query
 of layer ℓ (a best case no real system has), partial columns learned online from running means of |q| and
 |k|, only the runtime's dense layers (layer 0).
 
@@ -50,6 +64,9 @@ from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
 from .base import Selection, Stage
 
 INFINIGEN_MODES: tuple[str, ...] = ("reference", "oracle")
+#: Whose row maximum the "critical" threshold is taken from: each head's own (speedup code) or head 0's for
+#: every head (accuracy code, ``kv_cache_mask``).
+INFINIGEN_THRESHOLDS: tuple[str, ...] = ("per_head", "head0")
 CALIBRATION_TEXT = Path(__file__).resolve().parents[2] / "data" / "text" / "alice_ch1.txt"
 CALIBRATION_TOKENS = 2048  # the reference truncates its calibration text to 2,048 tokens
 _CALIB_MEMO: dict = {}
@@ -160,19 +177,25 @@ class InfiniGen:
 
     mode:          'reference' (default: skewing, previous-layer speculation, layers 0-1 dense) or 'oracle'.
     alpha:         logit margin below the row maximum counted as "critical" (reference: 5).
-    cap:           max fraction of candidates fetched (V-Rex paper's accuracy runs: "up to 50%").
+    cap:           max fraction of candidates fetched (V-Rex paper's accuracy runs: "up to 50%"; the
+                   reference's ``budget`` default: 0.2).
     partial_ratio: fraction of head dims per side (query / key) in the partial columns (reference: 0.2 here).
     dense_layers:  reference mode: layers below this attend densely (reference: 2).
     calibration_text: the text of the calibration pass (reference mode).
+    threshold:     'per_head' (each head's own row maximum, default) or 'head0' (query head 0's, accuracy code).
     """
 
     name = "infinigen"
     retrieves_at_frame = False
 
     def __init__(self, alpha: float = 5.0, cap: float = 0.5, partial_ratio: float = 0.2, mode: str = "reference",
-                 dense_layers: int = 2, calibration_text: str | os.PathLike | None = None):
+                 dense_layers: int = 2, calibration_text: str | os.PathLike | None = None,
+                 threshold: str = "per_head"):
         if mode not in INFINIGEN_MODES:
             raise ValueError(f"infinigen: unknown mode {mode!r}: choose one of {', '.join(INFINIGEN_MODES)}")
+        if threshold not in INFINIGEN_THRESHOLDS:
+            raise ValueError(f"infinigen: unknown threshold {threshold!r}: choose one of "
+                             f"{', '.join(INFINIGEN_THRESHOLDS)}")
         if not 0.0 < cap <= 1.0:
             raise ValueError(f"infinigen: cap must be in (0, 1], got {cap}")
         if not 0.0 < partial_ratio <= 1.0:
@@ -181,7 +204,7 @@ class InfiniGen:
             raise ValueError(f"infinigen: dense_layers must be >= 1 (layer 0 has no previous layer), got "
                              f"{dense_layers}")
         self.alpha, self.cap, self.partial_ratio = float(alpha), float(cap), float(partial_ratio)
-        self.mode, self.dense_layers = mode, int(dense_layers)
+        self.mode, self.dense_layers, self.threshold = mode, int(dense_layers), threshold
         self.calibration_text = Path(calibration_text) if calibration_text else CALIBRATION_TEXT
         self.calib: dict | None = None
         self._inputs = None
@@ -190,7 +213,7 @@ class InfiniGen:
     @property
     def config(self) -> dict:
         return dict(mode=self.mode, alpha=self.alpha, cap=self.cap, partial_ratio=self.partial_ratio,
-                    dense_layers=self.dense_layers if self.mode == "reference" else None)
+                    dense_layers=self.dense_layers if self.mode == "reference" else None, threshold=self.threshold)
 
     def bind(self, model) -> None:
         """Reference mode: calibrate (or load the cached calibration) and keep the attention inputs and W_q."""
@@ -268,7 +291,7 @@ class InfiniGen:
             if fixed_topk:
                 k = cap_k
             else:
-                crit = logits >= logits.amax(-1, keepdim=True) - self.alpha
+                crit = logits >= self.row_max(logits, query.shape[1]) - self.alpha
                 k = min(int(crit.sum(-1).float().mean()), cap_k)        # mean over heads and rows
             score = row_probs(logits).sum(1)                               # [Hkv, C]
             indices = [topk_sorted(candidates, score[h], k) for h in range(hkv)]
@@ -276,6 +299,16 @@ class InfiniGen:
         stats = dict(rows=hkv * r, scored=hkv * n_c, score_dims=n_dims,
                      score_macs=hkv * r * n_c * n_dims, k=k, select_s=sw.seconds)
         return Selection(indices, n_c, stats)
+
+    def row_max(self, logits: torch.Tensor, n_tokens: int) -> torch.Tensor:
+        """The maximum each row of ``logits`` [Hkv, group·N, C] is thresholded against, [Hkv, group·N, 1]:
+        its own ('per_head') or, for every head, query head 0's row of the same token ('head0'; rows of KV head
+        g are (query head in g's group, token), query head 0's are ``logits[0, :N]``)."""
+        own = logits.amax(-1, keepdim=True)
+        if self.threshold == "per_head":
+            return own
+        head0 = own[0, :n_tokens]                                          # [N, 1]
+        return head0.repeat(logits.shape[1] // n_tokens, 1).expand(logits.shape[0], -1, -1)
 
     def _dense_here(self, layer: int) -> bool:
         return self.mode == "reference" and layer < self.dense_layers

@@ -9,7 +9,8 @@ it the function is exactly transformers' SDPA attention, so a plain ``llm(...)``
 Per layer ℓ and forward step (docs/DECISIONS.md D5; the contract of :mod:`vrex_lib.retrieval.base`):
 
 1. ``policy.observe(ℓ, new_keys [Hkv, N, D], start, stage, frame_id)`` with the step's post-RoPE keys;
-2. if ℓ >= ``dense_layers`` and there are candidates, ``sel = policy.select(ℓ, query [Hq, N, D],
+2. if ℓ >= ``dense_layers`` (or the policy's own ``retrieval_from_layer`` when it sets one: ReKV's reference
+   mode retrieves at layer 0 too) and there are candidates, ``sel = policy.select(ℓ, query [Hq, N, D],
    keys [Hkv, S, D], candidates, stage)``; candidates = positions [n_sink, window_start), i.e. all but the
    always-attended ones: the sinks [0, n_sink) (system prompt), the recent frame window and everything after
    it [window_start, start), and the step's own tokens [start, S) (causal among themselves);
@@ -124,7 +125,8 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         policy.observe(layer, key[0, :, start:], start, step.stage, step.frame_id)
 
     sel = None
-    if policy is not None and layer >= step.dense_layers and step.n_candidates > 0:
+    first = getattr(policy, "retrieval_from_layer", None)
+    if policy is not None and layer >= (step.dense_layers if first is None else first) and step.n_candidates > 0:
         step.applied[layer] = True
         sel = policy.select(layer, query[0], key[0], step.candidates, step.stage)
         if sel is not None:
