@@ -29,7 +29,8 @@ def test_tiny_sram_fields_match_the_tools_own_output_file(cache):
     assert r.write_energy_pj == pytest.approx(1e3 * float(col["Dynamic write energy (nJ)"]), rel=1e-12)
     assert r.leakage_mw == float(col["Standby leakage per bank(mW)"])
     assert r.area_mm2 == float(col["Area (mm2)"])
-    assert r.access_time_ns == float(col["Access time (ns)"]) and r.cycle_time_ns == float(col["Random cycle time (ns)"])
+    assert r.access_time_ns == float(col["Access time (ns)"])
+    assert r.cycle_time_ns == float(col["Random cycle time (ns)"])
     # Physical sanity of the answer: positive energies, gate leakage inside the bank's total, 0.8 V itrs-hp at 22 nm.
     assert 0 < r.read_energy_pj < 10 and 0 < r.gate_leakage_mw < r.leakage_mw and r.vdd == 0.8
     assert 0 < r.area_efficiency_pct < 100

@@ -7,7 +7,7 @@ from vrex_lib import report
 from vrex_lib.claims import table3 as T
 from vrex_lib.estimate import cells as X
 from vrex_lib.estimate import constants as C
-from vrex_lib.estimate.cacti_cells import Overheads, cacti_cells_breakdown
+from vrex_lib.estimate.cacti_cells import Overheads, cacti_cells_breakdown, power_model
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,22 @@ def test_cacti_cells_breakdown_and_its_rows(tmp_path):
     rows = T.table3_rows("cacti+cells", df)
     f = report.to_frame(rows, "smoke")
     assert len(f) == 6 * 4 + 5 and set(f.verdict) <= {report.PASS, report.FAIL, report.INFO_V}
-    assert (f[f.verdict == report.FAIL].cause == "model").all() and (f[f.verdict == report.FAIL].cause_detail != "").all()
+    fails = f[f.verdict == report.FAIL]
+    assert (fails.cause == "model").all() and (fails.cause_detail != "").all()
     with pytest.raises(ValueError, match="no measured activity"):
         cacti_cells_breakdown(activities={"hcu": acts["hcu"]}, summary=SUMMARY, cache_dir=tmp_path)
     with pytest.raises(ValueError, match="cells_by_type"):
         cacti_cells_breakdown(activities=acts, summary={"blocks": {"hcu": {}}}, cache_dir=tmp_path)
     nr = report.to_frame(T.not_run_rows("no yosys summary"), "smoke")
     assert set(nr.verdict) == {report.MISSING} and (nr.cause == "not-run").all()
+
+
+def test_power_model_of_the_cacti_cells_estimate(tmp_path):
+    acts = {b: HandActivity(b, 1000, 10, 1000, 100_000, 100, 10_000) for b in ("hcu", "wtu", "kvmu")}
+    df = cacti_cells_breakdown(activities=acts, summary=SUMMARY, cache_dir=tmp_path)
+    pm = power_model(df)
+    assert pm.peak_w == pytest.approx(df.power_mW.sum() * 1e-3)  # full utilisation = the Table III point
+    idle = pm.power_w()
+    assert idle == pytest.approx((df.leakage_mW.sum() + df.clock_mW.sum()) * 1e-3)
+    hcu_dyn = df[df.block == "HCU"].dynamic_mW.sum() * 1e-3
+    assert pm.power_w(hcu=0.5) - idle == pytest.approx(0.5 * hcu_dyn)

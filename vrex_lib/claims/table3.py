@@ -186,3 +186,26 @@ def dram_rows(*, cache_dir: str | os.PathLike | None = None) -> list[report.Row]
             rows.append(report.info_row(f"dram.pj_per_bit.{kind}.{part}",
                                         f"{kind} {part.replace('_', ' ')} energy per bit read", "pJ/bit", v, note=note))
     return rows
+
+
+def cacti_cells_detail(df: pd.DataFrame, activities: dict) -> dict[str, str]:
+    """The CACTI + cells model's own reasons per block ('<block>.power' / '<block>.area'), from its breakdown
+    ``df`` and the measured ``activities`` (block -> BlockActivity), for :func:`table3_rows`' ``detail``."""
+    out = {}
+    dp = df[df.part.str.startswith("datapath")]
+    if len(dp):
+        out["DPE.power"] = out["VPE.power"] = f"datapath energies {dp.note.iloc[0]} (cited midpoints)"
+    mem = df[(df.source == "cacti") & (df.block == "On-chip memory")]
+    if len(mem):
+        out["On-chip memory.power"] = f"CACTI 22 nm arrays scaled to 14 nm: {mem.part.iloc[0]}"
+        out["On-chip memory.area"] = ("CACTI's arrays at 22 nm scaled by Stillmaker-Baas; the paper's macros are "
+                                      "not stated")
+    for blk in DRE_BLOCKS:
+        a = activities.get(blk.lower())
+        logic = df[(df.block == blk) & (df.source == "cells")]
+        if a is None or not len(logic):
+            continue
+        out[f"{blk}.power"] = (f"{logic.part.iloc[0]} of our Verilog at measured toggle rate {a.alpha:.4f} per bit "
+                               f"per cycle ({a.source})")
+        out[f"{blk}.area"] = f"{logic.part.iloc[0]} (NanGate X1 areas scaled) + CACTI arrays"
+    return out

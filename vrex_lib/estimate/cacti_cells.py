@@ -29,7 +29,8 @@ import pandas as pd
 from ..config import ReSVConfig, VRexCoreConfig
 from . import constants as C
 from .cells import DEFAULT_FANOUT, ActivityLike, cell_energy, flop_power_mw, logic_power
-from .core import DRE_BLOCKS, GROUP, TABLE3_BLOCKS, Activity, MicroArch, core_breakdown
+from .core import (DRE_BLOCKS, GROUP, TABLE3_BLOCKS, Activity, CorePowerModel, MicroArch, core_breakdown,
+                   lxe_traffic_bits)
 from .memories import MemoryTech, memory_table
 
 POINTS = ("low", "mid", "high")
@@ -140,3 +141,60 @@ def cacti_cells_breakdown(cfg: VRexCoreConfig = VRexCoreConfig(), *, activities:
     df.insert(1, "group", df.block.map(GROUP))
     order = {b: i for i, b in enumerate(TABLE3_BLOCKS)}
     return df.sort_values("block", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def measured_activities(n_vectors: int = 2000, seed: int = 0) -> dict[str, ActivityLike]:
+    """Toggle counts of the HCU, WTU and KVMU Verilog under ``n_vectors`` vectors of real traces
+    (``vrex_lib.hw.activity.block_activity``); a checkout without that module is an error naming it."""
+    try:
+        from ..hw.activity import block_activity  # noqa: PLC0415  (optional until the hw layer provides it)
+    except ModuleNotFoundError as e:
+        raise RuntimeError("vrex_lib.hw.activity (toggle counts of the DRE's Verilog vector runs) is missing from "
+                           "this checkout; the CACTI + cells estimate needs it for HCU/WTU/KVMU power -- update "
+                           "the checkout (it is part of the hw layer)") from e
+    return {b.lower(): block_activity(b.lower(), n_vectors=n_vectors, seed=seed) for b in DRE_BLOCKS}
+
+
+#: Variants of :func:`sensitivity` (label -> keyword arguments of :func:`cacti_cells_breakdown`).
+VARIANTS: dict[str, dict] = {
+    "default (mid shares, fan-out 2)": {},
+    "wire/glitch shares low (0, 0)": dict(point="low"),
+    "wire/glitch shares high (0.5, 0.4)": dict(point="high"),
+    "fan-out 1": dict(fanout=1.0),
+    "fan-out 4": dict(fanout=4.0),
+    "datapath register activity 0.25": dict(datapath_alpha=0.25),
+    "SRAM itrs-lstp cells and periphery": dict(tech=MemoryTech(cell="itrs-lstp", periph="itrs-lstp")),
+    "SRAM at 360 K": dict(tech=MemoryTech(temperature_k=360)),
+    "LXE SRAM 8 KB banks": dict(uarch=MicroArch(lxe_sram_bank_bytes=8 * 1024)),
+    "LXE SRAM 128 KB banks": dict(uarch=MicroArch(lxe_sram_bank_bytes=128 * 1024)),
+}
+
+
+def sensitivity(cfg: VRexCoreConfig = VRexCoreConfig(), *, activities: Mapping[str, ActivityLike],
+                summary: dict | str | os.PathLike, variants: Mapping[str, dict] | None = None,
+                cache_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Core area/power, DRE shares and per-block power of :func:`cacti_cells_breakdown` under each variant."""
+    recs = []
+    for label, kw in (variants or VARIANTS).items():
+        df = cacti_cells_breakdown(cfg, activities=activities, summary=summary, cache_dir=cache_dir, **kw)
+        blk = df.groupby("block", sort=False).power_mW.sum()
+        dre = df[df.group == "DRE"]
+        recs.append(dict(variant=label, area_mm2=df.area_mm2.sum(), power_mW=df.power_mW.sum(),
+                         dre_area_pct=100 * dre.area_mm2.sum() / df.area_mm2.sum(),
+                         dre_power_pct=100 * dre.power_mW.sum() / df.power_mW.sum(),
+                         **{f"{b}_mW": float(blk.get(b, 0.0)) for b in TABLE3_BLOCKS}))
+    return pd.DataFrame.from_records(recs)
+
+
+def power_model(df: pd.DataFrame, cfg: VRexCoreConfig = VRexCoreConfig()) -> CorePowerModel:
+    """The :class:`~vrex_lib.estimate.core.CorePowerModel` of a :func:`cacti_cells_breakdown` frame: its leakage
+    and clock terms, and each activity source's full-activity dynamic power (the LXE memory's split between the DPE
+    and the VPE by their share of its traffic), so the performance simulator can run this estimate."""
+    dyn = df.groupby("block").dynamic_mW.sum()
+    dpe_bits, vpe_bits = (sum(lxe_traffic_bits(cfg, d, v)) for d, v in ((1.0, 0.0), (0.0, 1.0)))
+    mem = float(dyn.get("On-chip memory", 0.0))
+    per = dict(dpe=float(dyn.get("DPE", 0.0)) + mem * dpe_bits / (dpe_bits + vpe_bits),
+               vpe=float(dyn.get("VPE", 0.0)) + mem * vpe_bits / (dpe_bits + vpe_bits),
+               **{b.lower(): float(dyn.get(b, 0.0)) for b in DRE_BLOCKS})
+    return CorePowerModel(leakage_w=float(df.leakage_mW.sum()) * 1e-3, clock_w=float(df.clock_mW.sum()) * 1e-3,
+                          dynamic_w=tuple((s, per[s] * 1e-3) for s in CorePowerModel.SOURCES))

@@ -318,9 +318,10 @@ class DramInterface:
 #: CACTI-IO has no HBM model: HBM2e keeps its cited rows (dram_hbm2e, dram_phy_hbm2e).
 DRAM_INTERFACES: dict[str, DramInterface] = {
     "lpddr5": DramInterface("LPDDR2", 3200, 32, 8, 10, 2, 1, 32, "jedec_lpddr5",
-                            note="one x32 channel at LPDDR5-6400 (= Table I's 204.8 GB/s over 256 bits) with CACTI-IO's "
-                                 "LPDDR2 electrical model (1.2 V I/O, 50-ohm trace, 0.5 ns flight), run beyond its "
-                                 "stated 533 MHz LPDDR2 range; LPDDR5 signals at VDDQ 0.5 V, so likely high"),
+                            note="one x32 channel at LPDDR5-6400 (= Table I's 204.8 GB/s over 256 bits) with "
+                                 "CACTI-IO's LPDDR2 electrical model (1.2 V I/O, 50-ohm trace, 0.5 ns flight), run "
+                                 "beyond its stated 533 MHz LPDDR2 range; LPDDR5 signals at VDDQ 0.5 V, so likely "
+                                 "high"),
     "ddr4": DramInterface("DDR4", 1600, 64, 16, 22, 2, 2, 8, "jedec_ddr4",
                           note="one 64-bit DDR4-3200 channel of x8 devices, two ranks (host memory of the server)"),
 }
