@@ -8,6 +8,8 @@ from vrex_lib.claims import table3 as T
 from vrex_lib.estimate import cells as X
 from vrex_lib.estimate import constants as C
 from vrex_lib.estimate.cacti_cells import Overheads, cacti_cells_breakdown, power_model
+from vrex_lib.estimate.dram import dram_energy
+from vrex_lib.perf.systems import get_system
 
 
 @dataclass(frozen=True)
@@ -132,3 +134,15 @@ def test_power_model_of_the_cacti_cells_estimate(tmp_path):
     assert idle == pytest.approx((df.leakage_mW.sum() + df.clock_mW.sum()) * 1e-3)
     hcu_dyn = df[df.block == "HCU"].dynamic_mW.sum() * 1e-3
     assert pm.power_w(hcu=0.5) - idle == pytest.approx(0.5 * hcu_dyn)
+
+
+def test_system_power_uses_the_estimators_dram_energy(tmp_path):
+    p = T.system_power_parts("vrex8", 1.0, cache_dir=tmp_path)
+    sys8 = get_system("vrex8")
+    e = dram_energy("lpddr5", cache_dir=tmp_path)
+    assert p["core"] == pytest.approx(8.0)
+    assert p["dram"] == pytest.approx(sys8.dram * 8 * e.device_pj_per_bit * 1e-12)
+    assert p["total"] == pytest.approx(sum(v for k, v in p.items() if k != "total"))
+    p48 = T.system_power_parts("vrex48", 1.0, cache_dir=tmp_path)  # HBM2e: the cited rows; host DDR4: CACTI-IO
+    assert p48["host_dram"] == pytest.approx(get_system("vrex48").pcie * 8 * dram_energy("ddr4", cache_dir=tmp_path)
+                                             .total_pj_per_bit * 1e-12)

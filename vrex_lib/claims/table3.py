@@ -38,6 +38,7 @@ def block_sums(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def dre_share(df: pd.DataFrame) -> dict[str, float]:
+    """DRE (HCU + WTU + KVMU) share of core area and power (%) of a breakdown frame of either model."""
     b = block_sums(df)
     dre = b.loc[list(DRE_BLOCKS)]
     return dict(area_pct=float(dre.area_pct.sum()), power_pct=float(dre.power_pct.sum()))
