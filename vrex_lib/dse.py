@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .config import REPO_ROOT, ReSVConfig, RuntimeConfig, VRexCoreConfig
+from .estimate.core import dre_area_power
 
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
 PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
@@ -328,16 +329,6 @@ def dre_layer_cycles(core: VRexCoreConfig, kv_len: int, tokens_per_cluster: floa
     hcu = timing.hcu_cycles(tok_per_unit, C_recent, core)
     wtu = timing.wtu_cycles(rows_per_unit, C, walk["scans_per_row"], core, resolve=walk["resolve_per_row"])
     return dict(hcu_cycles=int(hcu), wtu_cycles=int(wtu), dre_us=(hcu + wtu) / core.freq_hz * 1e6)
-
-
-def dre_area_power(core: VRexCoreConfig, n_hp: int) -> dict:
-    """DRE (HCU + WTU + KVMU) area (mm²) and full-activity power (mW) of one core, and the core's area."""
-    from .estimate import core_breakdown
-
-    df = core_breakdown(core, resv=ReSVConfig(n_hp=int(n_hp)))
-    dre = df[df["group"] == "DRE"]
-    return dict(dre_area_mm2=float(dre["area_mm2"].sum()), dre_power_mW=float(dre["power_mW"].sum()),
-                core_area_mm2=float(df["area_mm2"].sum()))
 
 
 # ---------------------------------------------------------------------------------------------------------------

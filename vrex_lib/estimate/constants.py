@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 SOURCES: dict[str, str] = {
@@ -54,6 +55,28 @@ SOURCES: dict[str, str] = {
                "(Intel lesswatts.org 'PCIe ASPM'); Intel Arria 10 Transceiver PHY User Guide, 'Power state "
                "management': the PIPE PHY implements no power saving in P0s/P1/P2 beyond TX electrical idle",
     "assumption": "vrex modelling assumption (no published source); varied in notebook 05's sensitivity",
+    "nangate45_lib": "NanGate FreePDK45 Open Cell Library, NangateOpenCellLibrary_typical.lib (revision 1.0, "
+                     "2011-02-10; typical corner TypTyp, 1.1 V, 25 C; NLDM tables), as distributed in OpenSTA "
+                     "(github.com/The-OpenROAD-Project/OpenSTA, examples/nangate45_typ.lib.gz at d1b2b39): X1 cells' "
+                     "area, cell_leakage_power, input pin capacitance, internal_power tables and the default wire "
+                     "load '5K_hvratio_1_1'",
+    "cacti7": "CACTI 7 (Balasubramonian, Kahng, Muralimanohar, Shafiee, Srinivas, ACM TACO 14(2), 2017) with "
+              "CACTI-IO (Jouppi, Kahng, Muralimanohar, Srinivas, ICCAD 2012), as shipped in the zigzag-dse 3.9.1 "
+              "wheel: run by vrex_lib.estimate.cacti",
+    "magen2004": "N. Magen, A. Kolodny, U. Weiser, N. Shamir, 'Interconnect-power dissipation in a microprocessor', "
+                 "SLIP 2004: interconnect is over 50 % of the dynamic power of a 130 nm Intel microprocessor "
+                 "(abstract)",
+    "synopsys_glitch": "Synopsys, 'What is glitch power?' (synopsys.com/ai/what-is-glitch-power.html): glitches "
+                       "can add up to 40 % to dynamic power; H. Veendrick, 'Nanometer CMOS ICs' (textbook), "
+                       "glitching up to 30 % in an 8-bit ripple adder -- both unverified against the primary here",
+    "jedec_lpddr5": "JEDEC JESD209-5 (LPDDR5): data rates up to 6400 MT/s per pin, VDDQ 0.5 V -- unverified "
+                    "against the standard here (not available offline)",
+    "jedec_ddr4": "JEDEC JESD79-4 (DDR4): DDR4-3200 = 3200 MT/s per pin on a 1600 MHz clock, x8 devices with one "
+                  "differential DQS pair each -- unverified against the standard here",
+    "stillmaker2017": "A. Stillmaker, B. Baas, 'Scaling equations for the accurate prediction of CMOS device "
+                      "performance from 180 nm to 7 nm', Integration 58 (2017): one set of node/Vdd fits for all "
+                      "circuits; their 16 nm and smaller nodes are FinFET predictions (our reading, unverified "
+                      "against the primary here), used for SRAM as for logic as Accelergy/hwcomponents do",
 }
 
 
@@ -149,12 +172,175 @@ ROWS: tuple[ComponentRow, ...] = (
     ComponentRow("pcie_lane", "idle_fraction", 1.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="pcie_l0",
                  note="L0 without ASPM: SerDes keep transmitting idle symbols, so PHY power ~ full-load power; "
                       "an upper bound if ASPM L0s/L1 were enabled -- unverified (no measured per-lane idle figure)"),
+    # What per-operation datapath energies leave out, as cited ranges (energy_pJ column holds the dimensionless
+    # share; 'low'/'high' the ends of the range). Interconnect: share of all dynamic power spent in wires; glitch:
+    # extra dynamic power from spurious transitions, as a fraction of the functional dynamic power.
+    ComponentRow("wire_share", "low", 0.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=0, source="magen2004",
+                 note="0: the per-operation energy already includes every wire it drives"),
+    ComponentRow("wire_share", "high", 0.5, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=0, source="magen2004",
+                 note="'over 50 %' of dynamic power in interconnect (130 nm microprocessor)"),
+    ComponentRow("glitch_share", "low", 0.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=0, source="synopsys_glitch",
+                 note="0: a glitch-free (balanced, registered) datapath"),
+    ComponentRow("glitch_share", "high", 0.4, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=0, source="synopsys_glitch",
+                 note="'up to 40 %' additional dynamic power -- unverified against the primary here"),
 )
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One standard cell at its native node: area (um2), leakage (nW), mean input-pin capacitance (fF) and internal
+    energy per output transition (fJ); flip-flops add the clock-pin internal energy per clock cycle and the extra
+    internal energy of one captured data change (Q/QN stages + D pin), in fJ. yosys: the generic cells mapped to it.
+    """
+
+    cell: str
+    yosys: tuple[str, ...]
+    area_um2: float
+    leakage_nW: float
+    input_cap_fF: float
+    internal_fJ: float
+    node_nm: float
+    vdd: float
+    source: str
+    clock_fJ_per_cycle: float = _NAN
+    clock_cap_fF: float = _NAN
+    note: str = ""
+
+
+_NG = dict(node_nm=45, vdd=1.1, source="nangate45_lib")
+#: Internal energies: mean over the cell's internal_power arcs (every related pin and 'when' state) of the rise and
+#: fall tables, read at input transition 17.19 ps (the tables' third breakpoint) and output load 3.84 fF (the net
+#: load of cells.load_cap_ff at fan-out 2: two mean combinational inputs plus the default wire load); inputs: mean
+#: of the input pins' 'capacitance'. Flip-flops: internal_fJ is the extra energy of a captured data change (CK-pin arc with D != Q
+#: minus D == Q, plus the Q and QN arcs, plus the D-pin arcs while CK is low); clock_fJ_per_cycle the CK-pin
+#: rise + fall arcs with D == Q (mean over states).
+CELLS: tuple[CellRow, ...] = (
+    CellRow("INV_X1", ("$_NOT_",), 0.532, 14.353185, 1.70023, 0.9485, **_NG),
+    CellRow("BUF_X1", ("$_BUF_",), 0.798, 21.438247, 0.974659, 2.3535, **_NG),
+    CellRow("NAND2_X1", ("$_NAND_",), 0.798, 17.39336, 1.631616, 1.3424, **_NG),
+    CellRow("NOR2_X1", ("$_NOR_",), 0.798, 21.199545, 1.682908, 1.3517, **_NG),
+    CellRow("AND2_X1", ("$_AND_", "$_ANDNOT_"), 1.064, 25.066064, 0.946388, 2.5859, **_NG),
+    CellRow("OR2_X1", ("$_OR_", "$_ORNOT_"), 1.064, 22.694975, 0.944377, 2.4955, **_NG),
+    CellRow("XOR2_X1", ("$_XOR_",), 1.596, 36.163718, 2.321799, 2.9720, **_NG),
+    CellRow("XNOR2_X1", ("$_XNOR_",), 1.596, 36.441009, 2.403181, 2.9172, **_NG),
+    CellRow("MUX2_X1", ("$_MUX_", "$_NMUX_"), 1.862, 35.92839, 1.270379, 3.2660, **_NG),
+    CellRow("AOI21_X1", ("$_AOI3_",), 1.064, 27.858395, 1.650069, 2.0718, **_NG),
+    CellRow("OAI21_X1", ("$_OAI3_",), 1.064, 22.619394, 1.634886, 1.9778, **_NG),
+    CellRow("AOI22_X1", ("$_AOI4_",), 1.33, 32.611944, 1.646075, 2.2294, **_NG),
+    CellRow("OAI22_X1", ("$_OAI4_",), 1.33, 34.026125, 1.634071, 2.2071, **_NG),
+    CellRow("DFF_X1", ("$_DFF_P_", "$_DFF_N_"), 4.522, 79.112308, 1.14029, 11.9033, clock_fJ_per_cycle=7.2239,
+            clock_cap_fF=0.949653, **_NG),
+    CellRow("DFFR_X1", ("$_DFF_PP0_", "$_DFF_PN0_", "$_DFF_PP1_", "$_DFF_PN1_"), 5.32, 86.21278, 1.128277, 13.9322,
+            clock_fJ_per_cycle=7.2025, clock_cap_fF=0.976605, **_NG, note="asynchronous-reset flip-flop"),
+    CellRow("CLKBUF_X3", (), 1.33, 30.558215, 1.421162, 5.2282, **_NG,
+            note="clock-tree buffer; internal energy at a 24.4 fF load: 16 DFF_X1 clock pins + their wire"),
+)
+
+
+@dataclass(frozen=True)
+class WireLoad:
+    """A liberty wire-load model: net capacitance = cap_per_length_fF x length(fan-out); beyond the table the
+    length grows by ``slope`` per extra fan-out (the liberty rule)."""
+
+    name: str
+    cap_per_length_fF: float
+    fanout_length: tuple[tuple[int, float], ...]
+    slope: float
+    source: str
+
+    def cap_fF(self, fanout: float) -> float:
+        if fanout <= 0:
+            raise ValueError(f"fan-out must be positive, got {fanout}")
+        pts = dict(self.fanout_length)
+        top = max(pts)
+        if fanout >= top:
+            return self.cap_per_length_fF * (pts[top] + self.slope * (fanout - top))
+        xs = sorted(pts)
+        return self.cap_per_length_fF * float(np.interp(fanout, xs, [pts[x] for x in xs]))
+
+
+WIRE_LOAD = WireLoad("5K_hvratio_1_1", 0.1774, ((1, 1.7460), (2, 3.9394), (3, 6.4626), (4, 9.2201), (5, 11.9123),
+                                                (6, 14.8358), (7, 18.6155), (8, 22.6727), (9, 25.4842),
+                                                (11, 27.0320)), 5.0, "nangate45_lib")
+
+
+@dataclass(frozen=True)
+class DramDevice:
+    """One DRAM device's IDD currents (mA), supply (V) and timing (cycles of tCK ns) -- the inputs of the IDD
+    energy model that DRAMsim3 and Micron's TN-41-01 use. ``page_bits`` = columns x device width."""
+
+    name: str
+    protocol: str
+    device_width: int
+    burst_length: int
+    page_bits: int
+    tck_ns: float
+    t_ras: int
+    t_rp: int
+    vdd: float
+    idd0: float
+    idd2n: float
+    idd3n: float
+    idd4r: float
+    idd4w: float
+    source: str
+    note: str = ""
+
+
+#: Devices of the shipped DRAMsim3 configs (github.com/umd-memsys/DRAMsim3 configs/<name>.ini, commit 0eb6360).
+DRAM_DEVICES: dict[str, DramDevice] = {
+    "lpddr5": DramDevice("LPDDR3_8Gb_x32_1866", "LPDDR3", 32, 8, 1024 * 32, 1.07, 40, 17, 1.2, 41.5, 21.5, 22.0,
+                         290.0, 285.0, "dramsim3", note="LPDDR3 device for LPDDR5 (no LPDDR5 config ships; LPDDR5 "
+                         "runs its core at VDD2H 1.05 V, so likely high) -- unverified as LPDDR5"),
+    "ddr4": DramDevice("DDR4_8Gb_x8_3200", "DDR4", 8, 8, 1024 * 8, 0.63, 52, 22, 1.2, 57.0, 37.0, 52.0, 168.0, 150.0,
+                       "dramsim3"),
+    "hbm2e": DramDevice("HBM2_8Gb_x128", "HBM2", 128, 4, 64 * 128, 1.0, 34, 14, 1.2, 65.0, 40.0, 55.0, 390.0, 500.0,
+                        "dramsim3", note="HBM2 channel for HBM2e -- unverified as HBM2e"),
+}
+
+
+@dataclass(frozen=True)
+class DramInterface:
+    """The channel CACTI-IO models for one DRAM kind: its ``io_type`` electrical model at ``bus_freq_mhz`` (data on
+    both edges) with these pin counts (``loads`` DRAM loads per DQ; ``device_width`` bits per device)."""
+
+    io_type: str
+    bus_freq_mhz: float
+    num_dq: int
+    num_dqs: int
+    num_ca: int
+    num_clk: int
+    loads: int
+    device_width: int
+    source: str
+    note: str = ""
+
+
+#: CACTI-IO has no HBM model: HBM2e keeps its cited rows (dram_hbm2e, dram_phy_hbm2e).
+DRAM_INTERFACES: dict[str, DramInterface] = {
+    "lpddr5": DramInterface("LPDDR2", 3200, 32, 8, 10, 2, 1, 32, "jedec_lpddr5",
+                            note="one x32 channel at LPDDR5-6400 (= Table I's 204.8 GB/s over 256 bits) with "
+                                 "CACTI-IO's LPDDR2 electrical model (1.2 V I/O, 50-ohm trace, 0.5 ns flight), run "
+                                 "beyond its stated 533 MHz LPDDR2 range; LPDDR5 signals at VDDQ 0.5 V, so likely "
+                                 "high"),
+    "ddr4": DramInterface("DDR4", 1600, 64, 16, 22, 2, 2, 8, "jedec_ddr4",
+                          note="one 64-bit DDR4-3200 channel of x8 devices, two ranks (host memory of the server)"),
+}
 
 
 def table() -> pd.DataFrame:
     """The constants table as a DataFrame (one row per component/action/width/source)."""
     return pd.DataFrame([asdict(r) for r in ROWS])
+
+
+def cells_table() -> pd.DataFrame:
+    """:data:`CELLS` as a DataFrame (native node; :mod:`vrex_lib.estimate.cells` scales them)."""
+    return pd.DataFrame([{**asdict(c), "yosys": " ".join(c.yosys)} for c in CELLS])
+
+
+def dram_table() -> pd.DataFrame:
+    """:data:`DRAM_DEVICES` as a DataFrame, one row per DRAM kind."""
+    return pd.DataFrame([dict(kind=k, **asdict(d)) for k, d in DRAM_DEVICES.items()])
 
 
 #: Rows whose area column holds a dimensionless factor, not an area: never node-scaled.

@@ -46,6 +46,8 @@ class MicroArch:
     dpe_pipeline_every: a register stage after every k-th adder-tree level (1 = every level).
     vpe_lane_format: arithmetic format of a VPE lane's multiplier/adder (FP32 internally for softmax/norm).
     lxe_sram_bank_bytes: bank size of the 384 KB LXE memory (access energy depends on it).
+    lxe_sram_word_bits: word of one LXE bank in the CACTI model (None: the full-activity read traffic per cycle
+        spread over the banks, :func:`vrex_lib.estimate.memories.lxe_word_bits`).
     score_bits / count_bits: WTU score and token-count entry widths (8 KB / 16 bit = 4096 entries, Fig. 10).
     kvmu_queue_depth / kvmu_entry_bits: KVMU request-queue size.
     """
@@ -54,6 +56,7 @@ class MicroArch:
     dpe_pipeline_every: int = 1
     vpe_lane_format: str = "fp32"
     lxe_sram_bank_bytes: int = 32 * 1024
+    lxe_sram_word_bits: int | None = None
     score_bits: int = 16
     count_bits: int = 16
     kvmu_queue_depth: int = 32
@@ -143,12 +146,11 @@ def _items(cfg: VRexCoreConfig, act: Activity, lib: Library, ua: MicroArch, n_hp
     add("VPE", "lane registers (bits)", lanes * 3 * vbits, lib.register(1), 1.0, act.vpe)
 
     # --- LXE on-chip memory: banks; traffic = DPE input vector + VPE two operands in, VPE + DPE results out.
-    n_banks = max(1, math.ceil(cfg.lxe_sram_bytes / ua.lxe_sram_bank_bytes))
+    n_banks = lxe_banks(cfg, ua)
     bank = lib.sram_access(ua.lxe_sram_bank_bytes, 64)
-    rd = act.sram_read_bits if act.sram_read_bits is not None else (
-        act.dpe * w * 16 + act.vpe * lanes * 2 * 16)
-    wr = act.sram_write_bits if act.sram_write_bits is not None else (
-        act.dpe * h * 16 / w + act.vpe * lanes * 16)
+    rd_full, wr_full = lxe_traffic_bits(cfg, act.dpe, act.vpe)
+    rd = act.sram_read_bits if act.sram_read_bits is not None else rd_full
+    wr = act.sram_write_bits if act.sram_write_bits is not None else wr_full
     add("On-chip memory", f"SRAM {n_banks} x {ua.lxe_sram_bank_bytes // 1024} KB banks", n_banks, bank,
         (rd + wr) / 64.0 / n_banks, 1.0)
 
@@ -198,6 +200,19 @@ def _items(cfg: VRexCoreConfig, act: Activity, lib: Library, ua: MicroArch, n_hp
     add("KVMU", "queue head/tail counters", 2, lib.counter(int(math.ceil(math.log2(ua.kvmu_queue_depth))) or 1),
         1.0, act.kvmu)
     return it
+
+
+def lxe_banks(cfg: VRexCoreConfig, ua: MicroArch) -> int:
+    """Banks of the LXE's on-chip memory: its size / ``ua.lxe_sram_bank_bytes``, rounded up."""
+    return max(1, math.ceil(cfg.lxe_sram_bytes / ua.lxe_sram_bank_bytes))
+
+
+def lxe_traffic_bits(cfg: VRexCoreConfig, dpe: float = 1.0, vpe: float = 1.0) -> tuple[float, float]:
+    """(read, write) bits per cycle of the LXE memory at DPE/VPE utilisations ``dpe``/``vpe``: the DPE's BF16
+    input vector (n_dpe_w words) and the VPE's two operands per lane in; one DPE result per tree per n_dpe_w
+    cycles and one VPE result per lane out."""
+    w, h, lanes = cfg.n_dpe_w, cfg.n_dpe_h, cfg.n_vpe_h * cfg.n_vpe_w
+    return dpe * w * 16 + vpe * lanes * 2 * 16, dpe * h * 16 / w + vpe * lanes * 16
 
 
 def _sum_parts(*parts: Part) -> Part:
@@ -316,3 +331,12 @@ def chip_area_mm2(n_cores: int, cfg: VRexCoreConfig = VRexCoreConfig(), **kw) ->
     if n_cores < 1:
         raise ValueError(f"n_cores must be >= 1, got {n_cores}")
     return n_cores * core_area_mm2(cfg, **kw)
+
+
+def dre_area_power(core: VRexCoreConfig, n_hp: int) -> dict[str, float]:
+    """DRE (HCU + WTU + KVMU) area (mm2) and full-activity power (mW) of one core under the component model, and
+    the core's area (mm2) -- one design point of the design-space sweep (:mod:`vrex_lib.dse`)."""
+    df = core_breakdown(core, resv=ReSVConfig(n_hp=int(n_hp)))
+    dre = df[df["group"] == "DRE"]
+    return dict(dre_area_mm2=float(dre["area_mm2"].sum()), dre_power_mW=float(dre["power_mW"].sum()),
+                core_area_mm2=float(df["area_mm2"].sum()))
