@@ -72,7 +72,7 @@ reproduce: check-profile ## Execute every notebook in order (PROFILE, default 'd
 # instead of interleaving with this one.
 _reproduce: $(EXECUTED)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
-	@echo "reproduce: done -- see $(RESULTS)/REPORT.md"
+	@echo "reproduce: done -- see $(RESULTS)/REPORT.md and $(RESULTS)/report.html"
 
 # Validated before anything is written or deleted: a typo never discards the results of a valid profile.
 check-profile:
@@ -89,6 +89,11 @@ $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
 	  mv -f $@.new $@; fi
 
 FORCE:
+
+# Papermill runs a notebook headless (static figures, no widgets or progress bars) and records what it writes
+# in its manifest, which `make report` compares with the results (docs/DECISIONS.md D180, D182).
+$(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = 1
+$(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(abspath $(RESULTS))/executed/$*.manifest.json
 
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
 $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
@@ -122,8 +127,16 @@ $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOT
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/07_*.ipynb))))): \
   $(filter-out %/07_summary.ipynb,$(EXECUTED))
 
-report: ## Rebuild results/REPORT.md from results/tables (exit 1 and a list if notebooks' tables are missing)
+report: ## Rebuild results/REPORT.md and report.html from results/ (exit 1 and a list if notebooks' outputs are missing)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
+
+# Before anything is rebuilt, the previous REPORT.md / report.html say they are stale; the report step of
+# `_reproduce` rewrites them, so a run that fails or is stopped leaves them marked (docs/DECISIONS.md D181).
+.PHONY: _report_stale
+$(EXECUTED) $(WORKLOAD_FILE): | _report_stale
+_report_stale: | $(VENV)/.ok
+	@$(PY) -m vrex_lib.report --results $(RESULTS) --mark-stale "make reproduce started rebuilding these results" \
+	  >/dev/null
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
