@@ -135,7 +135,7 @@ report: ## Rebuild results/REPORT.md and report.html from results/ (exit 1 and a
 .PHONY: _report_stale
 $(EXECUTED) $(WORKLOAD_FILE): | _report_stale
 _report_stale: | $(VENV)/.ok
-	@$(PY) -m vrex_lib.report --results $(RESULTS) --mark-stale "make reproduce started rebuilding these results" \
+	@$(PY) -m vrex_lib.report --results $(RESULTS) --mark-stale "a make run started rebuilding these results" \
 	  >/dev/null
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)

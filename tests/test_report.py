@@ -388,4 +388,4 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
     r = make("reproduce")
     assert r.returncode != 0 and "00_dyn.ipynb FAILED" in r.stderr
     text = (res / "REPORT.md").read_text()
-    assert text.startswith(report.STALE_MARK + " make reproduce started rebuilding these results")
+    assert text.startswith(report.STALE_MARK + " a make run started rebuilding these results")
