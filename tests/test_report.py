@@ -59,7 +59,9 @@ def _results(out: Path) -> Path:
                        title="A table no section knows", out=out)
     report.write_table("perf_implied", [report.info_row("implied.vrex8.max_sel_frac_pcie.40k", "selected", "", 0.2)],
                        profile="default", title="What the printed latencies imply", out=out)
-    for f in ("fig13", "fig4", "table3_blocks", "zz_new_plot"):
+    report.write_table("fig16", [R("fig16.x", "speedup", "x", 8.1, 8.0, TOL, "Fig. 16")], profile="default",
+                       title="Fig. 16 — ablation", out=out)
+    for f in ("fig13", "fig4", "table3_blocks", "zz_new_plot", "fig15_16_17"):
         _fig(out, f)
     return out
 
@@ -90,7 +92,7 @@ def test_report_opens_with_the_headline_claims_then_follows_the_paper(built):
     # headline claims no table holds are shown as absent, not dropped
     assert "peak throughput, V-Rex8 |  | – | – | – |  |  | not in these results: no table holds" in first_screen
     order = [h for h in heads if h.startswith("## Fig.") or h.startswith("## Table")]
-    want = ["Fig. 4", "Fig. 13", "Table II", "Table III"]
+    want = ["Fig. 4", "Fig. 13", "Fig. 15", "Fig. 16", "Table II", "Table III"]
     assert [h.split(" — ")[0].removeprefix("## ") for h in order] == want
     assert heads.index("# Appendix") > max(heads.index(h) for h in order)
     assert "**1 FAIL / NOT RUN rows name no cause**" in md
@@ -103,6 +105,9 @@ def test_unknown_tables_and_figures_land_in_a_labelled_section(built):
     other = md[md.index("## " + layout.OTHER.heading):]
     assert "A table no section knows" in other and "figures/zz_new_plot.png" in other
     assert "figures/table3_blocks.png" in md[md.index("## Table III"):md.index("# Appendix")]
+    fig16 = md[md.index("## Fig. 16"):md.index("## Table II")]  # one figure for Fig. 15-17: shown once, linked
+    assert "Figure: [figures/fig15_16_17.png](figures/fig15_16_17.png), shown under Fig. 15." in fig16
+    assert md.count("](figures/fig15_16_17.png)") == 2 and md.count("![fig15_16_17]") == 1
     # every table and figure written is somewhere in the report
     for t in (out / "tables").glob("*.csv"):
         assert f"tables/{t.name}" in md, t.name
@@ -136,7 +141,7 @@ def test_fail_counts_per_cause_go_to_summary_csv_which_is_no_table(built):
     s = pd.read_csv(out / "tables" / "summary.csv", keep_default_na=False).set_index(["verdict", "cause"])
     assert s.loc[("FAIL", "paper-inconsistent"), "rows"] == 1 and s.loc[("FAIL", "model"), "rows"] == 1
     assert s.loc[("FAIL", "unexplained"), "rows"] == 1 and s.loc[("NOT RUN", "not-run"), "rows"] == 1
-    assert s.loc[("PASS", ""), "rows"] == 4 and s.loc[("FAIL", "stand-in-workload"), "rows"] == 1
+    assert s.loc[("PASS", ""), "rows"] == 5 and s.loc[("FAIL", "stand-in-workload"), "rows"] == 1
     assert "summary" not in set(report.collect_tables(out)["table"])
     assert "summary" not in report.mixed_profiles(out) and not report.damaged_tables(out)
     with pytest.raises(ValueError, match="reserved"):

@@ -14,10 +14,14 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import _io, report
 from .config import (REPO_ROOT, ProfileConfig, arg_name, profile_config, results_dir, seed_everything,
                      use_notebook_arg_names)
+
+if TYPE_CHECKING:  # matplotlib is imported when a notebook draws, not at import
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def _interactive() -> bool:
     return _ipython() is not None and not headless()
 
 
-def show(fig) -> None:
+def show(fig: "Figure") -> None:
     """Display ``fig`` once and close it: the inline backend would otherwise show it again when the cell (or an
     ``interact`` callback) ends. Outside a kernel it is only closed."""
     import matplotlib.pyplot as plt

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
@@ -29,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def print_counts(summary: pd.DataFrame, out=None) -> None:
+def print_counts(summary: pd.DataFrame, out: TextIO | None = None) -> None:
     """The FAIL and NOT RUN counts per cause (what `make reproduce` prints at its end) to ``out`` (stdout)."""
     out = out or sys.stdout
     for verdict in (FAIL, MISSING):

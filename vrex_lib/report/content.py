@@ -20,7 +20,7 @@ _TAGS = (" [V-Rex: paper-stated workload]", " [V-Rex: measured workload]")
 _UNIT_GLUE = {"x": "×", "%": " %", "fraction": ""}
 
 
-def cell(text) -> str:
+def cell(text: object) -> str:
     """``text`` safe inside a Markdown table cell."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
 
@@ -29,7 +29,7 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def num(x) -> str:
+def num(x: object) -> str:
     if _missing(x):
         return "–"
     if not isinstance(x, float):
@@ -37,7 +37,7 @@ def num(x) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
-def value(x, unit) -> str:
+def value(x: object, unit: object) -> str:
     """A number with its unit ('20.49 %', '1.361×', '53.25 TFLOPS')."""
     if _missing(x):
         return "–"
@@ -51,7 +51,7 @@ def _text(x) -> str:
     return "" if _missing(x) else str(x).strip()
 
 
-def cause_text(verdict: str, cause, detail) -> str:
+def cause_text(verdict: str, cause: object, detail: object) -> str:
     """'**model** — reason' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, '' otherwise."""
     c = cause_of(verdict, _text(cause))
     if not c:
@@ -178,8 +178,9 @@ def headline(tables: pd.DataFrame) -> list[dict]:
 
 def _headline_row(label: str, claim: str, a: pd.Series | None, b: pd.Series | None) -> dict:
     if a is None:
-        return dict(label=cell(label), where="", paper="–", ours="–", verdict="–", measured="", measured_verdict="",
-                    cause=f"not in these results: no table holds `{claim}` (its notebook has not run)")
+        return dict(label=cell(label), where="", paper="–", ours="–", verdict="–", measured="",
+                    measured_verdict="", cause=f"not in these results: no table holds `{claim}` (its notebook has "
+                                               "not run)")
     return dict(_cells(a, b), label=cell(label or _text(a["quantity"]).replace(_TAGS[0], "")),
                 where=cell(_text(a["where"])))
 
@@ -245,7 +246,8 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
     every table and figure under ``results/`` (the headline table excepted: it opens the report)."""
     base = results_dir(out)
     who = manifest.writers(base, notebook_dir)
-    got = {s.key: dict(key=s.key, heading=s.heading, figures=[], tables=[], wide=[]) for s in layout.ALL_SECTIONS}
+    got = {s.key: dict(key=s.key, heading=s.heading, figures=[], tables=[], wide=[], also=[])
+           for s in layout.ALL_SECTIONS}
     places: dict[str, str] = {}
     paper_keys = {s.key for s in layout.PAPER_SECTIONS}
     for path in table_paths(base):
@@ -260,6 +262,10 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
     for png in sorted((base / "figures").glob("*.png")):
         key = layout.place("figure", png.stem, writer=who.get(png.stem, ""), table_places=places)
         got[key]["figures"].append(dict(id=png.stem, href=f"figures/{png.name}"))
+    shown = {f["id"]: sec["heading"].split(" — ")[0] for sec in got.values() for f in sec["figures"]}
+    for s in layout.ALL_SECTIONS:
+        got[s.key]["also"] = [dict(id=f, href=f"figures/{f}.png", where=shown[f]) for f in s.also
+                              if f in shown and f not in {x["id"] for x in got[s.key]["figures"]}]
     order = {s.key: i for i, s in enumerate(layout.ALL_SECTIONS)}
     for s in layout.ALL_SECTIONS:  # what a section lists first, in its own order; the rest by id
         for part, listed in (("figures", s.figures), ("tables", s.tables), ("wide", s.tables)):

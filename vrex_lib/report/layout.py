@@ -20,7 +20,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Section:
     """One part of the report. ``refs``: paper references (as titles write them) placing a table here;
-    ``notebooks``: numbers of the notebooks whose otherwise unplaced tables and figures land here."""
+    ``notebooks``: numbers of the notebooks whose otherwise unplaced tables and figures land here; ``also``:
+    figures shown in another section that this one links to (one figure covering several of the paper's)."""
 
     key: str
     heading: str
@@ -28,6 +29,7 @@ class Section:
     tables: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
     notebooks: tuple[str, ...] = ()
+    also: tuple[str, ...] = ()
 
 
 #: The sections of the body, in the paper's order (§III motivation -> §VI.F hardware overhead).
@@ -48,8 +50,9 @@ PAPER_SECTIONS: tuple[Section, ...] = (
     Section("fig14", "Fig. 14 — end-to-end latency breakdown, average COIN case (§VI.B)", ("Fig. 14",), ("fig14",),
             ("fig14",)),
     Section("fig15", "Fig. 15 — batch-16 throughput vs Oaken (§VI.B)", ("Fig. 15",), ("fig15",), ("fig15_16_17",)),
-    Section("fig16", "Fig. 16 — ablation at 40K tokens (§VI.B)", ("Fig. 16",), ("fig16",)),
-    Section("fig17", "Fig. 17 — V-Rex48 memory bandwidth (§VI.C)", ("Fig. 17", "§VI.C"), ("fig17",)),
+    Section("fig16", "Fig. 16 — ablation at 40K tokens (§VI.B)", ("Fig. 16",), ("fig16",), also=("fig15_16_17",)),
+    Section("fig17", "Fig. 17 — V-Rex48 memory bandwidth (§VI.C)", ("Fig. 17", "§VI.C"), ("fig17",),
+            also=("fig15_16_17",)),
     Section("fig18", "Fig. 18 — roofline at 40K tokens, batch 4 (§VI.D)", ("Fig. 18", "§VI.D"), ("fig18",),
             ("fig18",)),
     Section("table2", "Table II — retrieval ratio and COIN accuracy (§VI.E)", ("Table II", "§VI.E"), ("table2",),

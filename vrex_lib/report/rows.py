@@ -93,7 +93,7 @@ def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
     return pd.DataFrame.from_records(recs, columns=COLUMNS)
 
 
-def cause_of(verdict: str, cause) -> str:
+def cause_of(verdict: str, cause: object) -> str:
     """The cause a row is counted under: its own, :data:`UNEXPLAINED` for a FAIL / NOT RUN without one, "" else."""
     if verdict not in NEEDS_CAUSE:
         return ""

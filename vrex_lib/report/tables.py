@@ -10,6 +10,7 @@ import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -17,6 +18,9 @@ from .. import _io
 from ..config import results_dir
 from . import manifest
 from .rows import COLUMNS, Row, to_frame
+
+if TYPE_CHECKING:  # matplotlib is imported only by those that draw
+    from matplotlib.figure import Figure
 
 #: The verdict counts :func:`vrex_lib.report.build_report` writes to ``results/tables/summary.csv``.
 SUMMARY_ID = "summary"
@@ -75,7 +79,7 @@ def read_table(table_id: str, out: str | os.PathLike | None = None) -> pd.DataFr
     return pd.read_csv(results_dir(out) / "tables" / f"{table_id}.csv")
 
 
-def write_figure(fig_id: str, fig, out: str | os.PathLike | None = None, dpi: int = 110) -> Path:
+def write_figure(fig_id: str, fig: "Figure", out: str | os.PathLike | None = None, dpi: int = 110) -> Path:
     """Save a matplotlib figure to ``results/figures/<fig_id>.png`` atomically."""
     buf = io.BytesIO()
     # Fixed metadata keeps the PNG byte-identical across reruns.
