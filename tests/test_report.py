@@ -152,6 +152,15 @@ def test_fail_counts_per_cause_go_to_summary_csv_which_is_no_table(built):
     assert "`headline.speedup_max.measured_workload`" in unexplained.split("\n## ")[0]
 
 
+def test_a_cause_that_is_not_one_of_the_causes_is_unexplained(tmp_path):
+    out = tmp_path / "results"
+    df = report.to_frame([report.Row("x.f", "q", "", 1.0, 3.0, TOL)], profile="smoke").assign(cause="modle")
+    report.write_table("t", df, profile="smoke", out=out)
+    assert list(report.unexplained(report.collect_tables(out))["claim"]) == ["x.f"]
+    md = report.build_report(out, notebook_dir=tmp_path).read_text()
+    assert "**unexplained** (`modle` is not one of the causes)" in md
+
+
 def test_main_prints_the_fail_counts_per_cause(tmp_path, capsys):
     out = _results(tmp_path / "results")
     nbs = tmp_path / "nbs"
@@ -304,10 +313,9 @@ def test_headless_detection(monkeypatch):
 
 def test_panel_draws_each_figure_once(monkeypatch):
     import ipywidgets
-    from IPython import display as ipd
 
     shown = []
-    monkeypatch.setattr(ipd, "display", lambda obj: shown.append(obj))
+    monkeypatch.setattr(notebook, "display", lambda obj: shown.append(obj))
     monkeypatch.delenv(notebook.HEADLESS_ENV, raising=False)
 
     def draw(a=1):
@@ -326,7 +334,7 @@ def test_panel_draws_each_figure_once(monkeypatch):
         calls.append(controls)
         result = fn(a=controls["a"].value)
         if result is not None:
-            ipd.display(result)
+            shown.append(result)
 
     monkeypatch.setattr(ipywidgets, "interact", interact)
     monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell("history.sqlite"))  # live

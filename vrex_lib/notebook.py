@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import ipywidgets
+from IPython import get_ipython
+from IPython.display import display
+from tqdm import notebook as tqdm_notebook, std as tqdm_std
+
 from . import _io, report
 from .config import (REPO_ROOT, ProfileConfig, arg_name, profile_config, results_dir, seed_everything,
                      use_notebook_arg_names)
@@ -80,12 +85,9 @@ def _quiet_progress_bars() -> None:
     """No progress bars in a headless kernel: papermill stores a notebook bar as its first frame ("0%| 0/272",
     the GGUF loader's) because the widget's updates never reach the saved file. A bar whose caller asks for it
     (``disable=False``) is still drawn. tqdm's console bar reads ``$TQDM_DISABLE`` only when tqdm is first
-    imported and its notebook bar ignores it (it passes ``disable=False`` itself), so both defaults are set here."""
+    imported (kept for subprocesses) and its notebook bar ignores it (it passes ``disable=False`` itself), so the
+    default of both classes is set here."""
     os.environ.setdefault("TQDM_DISABLE", "1")
-    try:
-        from tqdm import notebook as tqdm_notebook, std as tqdm_std
-    except ImportError:  # pragma: no cover
-        return
     for cls in (tqdm_std.tqdm, tqdm_notebook.tqdm_notebook):
         if not cls.__dict__.get("_vrex_quiet"):
             cls.__init__ = functools.partialmethod(cls.__init__, disable=True)
@@ -94,10 +96,6 @@ def _quiet_progress_bars() -> None:
 
 def _ipython():
     """The running IPython kernel's shell, or None (plain Python, or IPython without a kernel)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
     ip = get_ipython()
     return ip if ip is not None and "IPKernelApp" in ip.config else None
 
@@ -126,11 +124,9 @@ def _interactive() -> bool:
 def show(fig: "Figure") -> None:
     """Display ``fig`` once and close it: the inline backend would otherwise show it again when the cell (or an
     ``interact`` callback) ends. Outside a kernel it is only closed."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # not at the top: setup() picks the backend before pyplot is imported
 
     if _ipython() is not None:
-        from IPython.display import display
-
         display(fig)
     plt.close(fig)
 
@@ -143,7 +139,6 @@ def panel(draw: Callable[..., object], static: Sequence[Mapping], **controls) ->
         for kw in static:
             show(draw(**kw))
         return
-    import ipywidgets
 
     def redraw(**kw) -> None:  # returns None: interact would display a returned figure a second time
         show(draw(**kw))

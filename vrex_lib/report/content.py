@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..config import results_dir
 from . import layout, manifest
-from .rows import FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, CAUSES, cause_of
+from .rows import CAUSES, FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, cause_of
 from .tables import collect_tables, damaged_tables, is_comparison, load_table, mixed_profiles, table_paths, table_title
 
 _TAGS = (" [V-Rex: paper-stated workload]", " [V-Rex: measured workload]")
@@ -56,7 +56,9 @@ def cause_text(verdict: str, cause: object, detail: object) -> str:
     c = cause_of(verdict, _text(cause))
     if not c:
         return ""
-    return f"**{c}**" + (f" — {cell(_text(detail))}" if c != UNEXPLAINED and _text(detail) else "")
+    if c == UNEXPLAINED:
+        return f"**{c}**" + (f" (`{cell(_text(cause))}` is not one of the causes)" if _text(cause) else "")
+    return f"**{c}**" + (f" — {cell(_text(detail))}" if _text(detail) else "")
 
 
 def _pair_cause(a: pd.Series, b: pd.Series | None) -> str:
@@ -157,7 +159,7 @@ def _find(tables: pd.DataFrame, table: str, claim: str) -> tuple[pd.Series | Non
 def headline(tables: pd.DataFrame) -> list[dict]:
     """The first table of the report: groups of rows (Abstract, Table I, II, III), each row with its paper value,
     ours (paper-stated workload and measured workload where both exist), verdicts and cause. Every row of the
-    ``headline`` table is shown; a listed claim that no table holds is shown as absent."""
+    ``headline`` table is shown; a listed claim that no table holds is shown as not in these results."""
     listed = {claim: (group, label) for group, _, claim, label in layout.HEADLINE}
     chosen: list[tuple[str, str, str, pd.Series | None, pd.Series | None]] = []
     for a, b in pairs(tables[tables["table"] == layout.HEADLINE_TABLE]):
@@ -211,7 +213,8 @@ def summary_frame(tables: pd.DataFrame) -> pd.DataFrame:
 
 
 def totals_line(summary: pd.DataFrame) -> str:
-    """'83 PASS · 95 FAIL (model 40, unexplained 55) · 33 NOT RUN (not-run 33) · 190 INFO'."""
+    """The verdict totals with the FAIL / NOT RUN causes, e.g. '5 PASS · 2 FAIL (model 1, unexplained 1) ·
+    1 NOT RUN (not-run 1) · 4 INFO'."""
     parts = []
     for v in (PASS, FAIL, MISSING, INFO_V):
         sub = summary[summary["verdict"] == v]

@@ -85,7 +85,7 @@ def markdown_section(text: str, heading: str) -> str:
 def _without_banner(text: str) -> str:
     if not text.startswith(STALE_MARK):
         return text
-    head, _, rest = text.partition("\n\n")
+    _, _, rest = text.partition("\n\n")
     return rest
 
 

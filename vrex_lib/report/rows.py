@@ -94,7 +94,8 @@ def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
 
 
 def cause_of(verdict: str, cause: object) -> str:
-    """The cause a row is counted under: its own, :data:`UNEXPLAINED` for a FAIL / NOT RUN without one, "" else."""
+    """The cause a row is counted under: its own, :data:`UNEXPLAINED` for a FAIL / NOT RUN without one of
+    :data:`CAUSES` (none, or a name that is not a cause), "" for the other verdicts."""
     if verdict not in NEEDS_CAUSE:
         return ""
-    return str(cause) if isinstance(cause, str) and cause.strip() else UNEXPLAINED
+    return cause.strip() if isinstance(cause, str) and cause.strip() in CAUSES else UNEXPLAINED
