@@ -91,9 +91,10 @@ $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
 FORCE:
 
 # Papermill runs a notebook headless (static figures, no widgets or progress bars) and records what it writes
-# in its manifest, which `make report` compares with the results (docs/DECISIONS.md D180, D182).
-$(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = 1
-$(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(abspath $(RESULTS))/executed/$*.manifest.json
+# in its manifest, which `make report` compares with the results (docs/DECISIONS.md D180, D182). The values are
+# empty in the recipes of prerequisites ($* is empty there), which inherit target-specific variables.
+$(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = $(if $*,1,)
+$(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(if $*,$(abspath $(RESULTS))/executed/$*.manifest.json,)
 
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
 $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
