@@ -232,8 +232,10 @@ def _notebook(path: Path, code: str) -> None:
 def test_ids_written_at_run_time_are_expected_through_the_manifest(tmp_path, monkeypatch, capsys):
     out, nbs = tmp_path / "results", tmp_path / "nbs"
     nbs.mkdir()
-    _notebook(nbs / "06_perf.ipynb", "for tid in ('fig13', 'fig14'):\n    report.write_table(tid, rows)")
+    _notebook(nbs / "06_perf.ipynb", "for tid in ('fig13', 'fig14'):\n    report.write_table(tid, rows)\n"
+                                     "if FULL:\n    report.write_figure('full_only', fig)")
     assert report.expected_tables(nbs) == {"06_perf.ipynb": []}  # no literal id in its code
+    assert report.expected_outputs(out, nbs)["06_perf.ipynb"]["figures"] == ["full_only"]  # no manifest yet
     monkeypatch.setenv(report.MANIFEST_ENV, str(out / "executed" / "06_perf.manifest.json"))
     report.start_manifest()
     for tid in ("fig13", "fig14"):

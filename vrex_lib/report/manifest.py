@@ -110,16 +110,18 @@ def expected_tables(notebook_dir: str | os.PathLike | None = None) -> dict[str, 
 
 def expected_outputs(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None
                      ) -> dict[str, dict[str, list[str]]]:
-    """Notebook -> {'tables': [...], 'figures': [...]}: the literal ids in its code and those its last run's
-    manifest lists (when it has a usable one)."""
+    """Notebook -> {'tables': [...], 'figures': [...]}. Tables: the literal ids in its code and those its last run's
+    manifest lists. Figures: those its manifest lists, or without a usable manifest the literal ids in its code (a
+    notebook may draw a figure only in some profiles, which the manifest knows and the code does not)."""
     tables, figures = expected_tables(notebook_dir), _code_ids(notebook_dir, _WRITE_FIGURE)
     mans = manifests(out, notebook_dir)
     got: dict[str, dict[str, list[str]]] = {}
     for nb in tables:
         man = mans.get(nb)
-        extra = man if isinstance(man, dict) else {"tables": [], "figures": []}
-        got[nb] = {"tables": list(dict.fromkeys(tables[nb] + extra["tables"])),
-                   "figures": list(dict.fromkeys(figures[nb] + extra["figures"]))}
+        if isinstance(man, dict):
+            got[nb] = {"tables": list(dict.fromkeys(tables[nb] + man["tables"])), "figures": list(man["figures"])}
+        else:
+            got[nb] = {"tables": tables[nb], "figures": figures[nb]}
     return got
 
 
@@ -139,7 +141,7 @@ def missing_tables(out: str | os.PathLike | None = None,
 
 def missing_figures(out: str | os.PathLike | None = None,
                     notebook_dir: str | os.PathLike | None = None) -> dict[str, list[str]]:
-    """Notebook -> the figures its last run wrote (manifest) or its code names that are absent."""
+    """Notebook -> the figures it writes (:func:`expected_outputs`) that are absent."""
     base = results_dir(out) / "figures"
     miss: dict[str, list[str]] = {}
     for nb, ids in expected_outputs(out, notebook_dir).items():
