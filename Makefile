@@ -84,7 +84,7 @@ reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (
 # instead of interleaving with this one.
 _reproduce: $(EXECUTED)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
-	@echo "reproduce: done -- see $(RESULTS)/REPORT.md"
+	@echo "reproduce: done -- see $(RESULTS)/REPORT.md and $(RESULTS)/report.html"
 
 # Validated before anything is written or deleted: a typo never discards the results of a valid profile, and a
 # VREX_THREADS the notebooks cannot use fails here rather than inside every notebook.
@@ -113,6 +113,12 @@ $(COIN_STAMP): FORCE | $(PARAMS_STAMP)
 	if cmp -s $@.new $@; then rm -f $@.new; else \
 	  if [ -f $@ ]; then echo "reproduce: the COIN annotations or videos changed: the COIN notebooks rerun"; fi; \
 	  mv -f $@.new $@; fi
+
+# Papermill runs a notebook headless (static figures, no widgets or progress bars) and records what it writes
+# in its manifest, which `make report` compares with the results (docs/DECISIONS.md D180, D182). The values are
+# empty in the recipes of prerequisites ($* is empty there), which inherit target-specific variables.
+$(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = $(if $*,1,)
+$(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(if $*,$(abspath $(RESULTS))/executed/$*.manifest.json,)
 
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done.
 $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
@@ -148,8 +154,16 @@ $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOT
   $(filter-out %/07_summary.ipynb,$(EXECUTED))
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[13]_*.ipynb))))): $(COIN_STAMP)
 
-report: ## Rebuild results/REPORT.md from results/tables (exit 1 and a list if notebooks' tables are missing)
+report: ## Rebuild results/REPORT.md and report.html from results/ (exit 1 and a list if notebooks' outputs are missing)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
+
+# Before anything is rebuilt, the previous REPORT.md / report.html say they are stale; the report step of
+# `_reproduce` rewrites them, so a run that fails or is stopped leaves them marked (docs/DECISIONS.md D181).
+.PHONY: _report_stale
+$(EXECUTED) $(WORKLOAD_FILE): | _report_stale
+_report_stale: | $(VENV)/.ok
+	@$(PY) -m vrex_lib.report --results $(RESULTS) --mark-stale "a make run started rebuilding these results" \
+	  >/dev/null
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -170,7 +170,7 @@ def test_damaged_tables_are_listed_not_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "empty.csv: unreadable" in err and "other.csv" not in err  # a table without verdicts is no damage
     text = (tmp_path / "REPORT.md").read_text()
-    assert "`results/tables/empty.csv`: unreadable" in text and "| c | q |" in text
+    assert "`results/tables/empty.csv`: unreadable" in text and "| `c` — q |" in text
     assert report.main(["--results", str(tmp_path), "--notebooks", str(tmp_path / "nope")]) == 2
     assert "notebook folder" in capsys.readouterr().err
 

@@ -1,6 +1,8 @@
-"""Every notebook executes end to end in the smoke profile (what CI runs)."""
+"""Every notebook executes end to end in the smoke profile (what CI runs), stores its figures as images, and
+every FAIL / NOT RUN row it writes names its cause."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,12 @@ def test_notebook_runs_in_smoke_profile(nb: Path, tmp_path):
     res = tmp_path / "results"
     papermill.execute_notebook(str(nb), str(tmp_path / nb.name), parameters=dict(PROFILE="smoke", RESULTS_DIR=str(res)),
                                kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
+    cells = json.loads((tmp_path / nb.name).read_text())["cells"]
+    _check_outputs(nb.name, cells)
+    # a FAIL or NOT RUN row must say why (report.CAUSES): the library function that builds it sets the cause
+    why = report.unexplained(report.collect_tables(res))
+    ids = list(why["table"] + ":" + why["claim"])
+    assert not ids, f"{nb.name}: {len(ids)} FAIL / NOT RUN rows without a cause, e.g. {ids[:8]}"
     # every comparison table the notebook's code writes is there, complete, from this profile, with verdicts
     expected = report.expected_tables(nb.parent)[nb.name]
     for tid in expected:
@@ -34,3 +42,17 @@ def test_notebook_runs_in_smoke_profile(nb: Path, tmp_path):
     elif not expected:  # the summary notebook: the report itself
         text = (res / "REPORT.md").read_text()
         assert text.startswith("# vrex reproduction report") and "Verdicts:" in text, f"{nb.name}: no REPORT.md"
+        assert (res / report.REPORT_HTML).is_file() and (res / "tables" / "summary.csv").is_file()
+
+
+def _check_outputs(name: str, cells: list[dict]) -> None:
+    """Figures are stored as images, widgets never as their text repr, progress bars never as a frozen frame."""
+    for c in cells:
+        for o in c.get("outputs", []):
+            text = json.dumps(o.get("data", {}).get("text/plain", "")) + json.dumps(o.get("text", ""))
+            assert "interactive(children" not in text, f"{name}: a widget stored as text: {text[:120]}"
+            assert "%|" not in text, f"{name}: a progress bar stored in the notebook: {text[:120]}"
+    if name.startswith("08_"):  # the design-space panel, drawn as static images under papermill
+        src = next(c for c in cells if "panel(draw" in "".join(c.get("source", "")))
+        n_img = sum("image/png" in o.get("data", {}) for o in src["outputs"])
+        assert n_img == 4, f"{name}: the design-space panel shows {n_img} images, not its 4 settings once each"

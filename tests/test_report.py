@@ -1,0 +1,406 @@
+"""REPORT.md / report.html: headline claims first, the paper's order, every FAIL with its cause, nothing dropped,
+one self-contained page; the manifests that make a deleted table visible; the stale mark; headless notebooks."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from vrex_lib import notebook, paper, report
+from vrex_lib.report import layout
+
+REPO = Path(__file__).resolve().parent.parent
+TOL = paper.Tolerance("rel", 0.1)
+
+
+def _fig(out: Path, fig_id: str) -> None:
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.plot([0, 1])
+    report.write_figure(fig_id, fig, out=out)
+    plt.close(fig)
+
+
+def _results(out: Path) -> Path:
+    """A small results folder: headline rows (paired, one FAIL without a cause), Table III, Table II, Fig. 13 and
+    Fig. 4 tables written in reverse paper order, an unknown table, figures, a detail table."""
+    R = report.Row
+    report.write_table("headline", [
+        R("headline.fps_min", "headline.fps_min [V-Rex: paper-stated workload]", "FPS", 3.9, 1.9, TOL, "abstract",
+          cause="paper-inconsistent", cause_detail="see implied.vrex8.max_sel_frac_pcie.40k"),
+        R("headline.fps_min.measured_workload", "headline.fps_min [V-Rex: measured workload]", "FPS", 3.9, 11.5,
+          TOL, "abstract", cause="stand-in-workload", cause_detail="SmolLM2 selects 1 %"),
+        R("headline.speedup_max", "headline.speedup_max [V-Rex: paper-stated workload]", "x", 19.7, 21.0, TOL,
+          "abstract"),
+        R("headline.speedup_max.measured_workload", "headline.speedup_max [V-Rex: measured workload]", "x", 19.7,
+          79.0, TOL, "abstract")], profile="default", title="Headline claims (abstract)", out=out)
+    report.write_table("table3", [R("table3.power_mw.total", "core power", "mW", 2609.43, 750.0, TOL, "Table III",
+                                    cause="model", cause_detail="no clock-tree constant"),
+                                  R("dre.area_share_pct", "DRE area share", "%", 2.0, 2.05, TOL, "abstract")],
+                       profile="default", title="Table III — area and power", out=out)
+    report.write_table("table2", [R("fig19.acc_drop.resv", "accuracy drop", "pt", 0.8, None, TOL, "Fig. 19",
+                                    cause="not-run", cause_detail="PROFILE=full on a GPU"),
+                                  report.info_row("fidelity.resv.attn_err", "attention error", "", 0.25)],
+                       profile="default", title="Table II — retrieval ratio", out=out)
+    report.write_table("fig13", [R("fig13.x", "latency", "ms", 100.0, 101.0, TOL, "Fig. 13")], profile="default",
+                       title="Fig. 13 — latency", out=out)
+    report.write_table("fig4", [R("fig4.x", "share", "%", 50.0, 51.0, TOL, "Fig. 4")], profile="default",
+                       title="Fig. 4 — motivation", out=out)
+    report.write_table("zz_longctx", [report.info_row("long.x", "a long-context study", "", 1.0)],
+                       profile="default", title="Long-context retrieval study (INFO, under Table II)", out=out)
+    report.write_table("zz_unmapped", [report.info_row("u.x", "something new", "", 2.0)], profile="default",
+                       title="A table no section knows", out=out)
+    report.write_table("perf_implied", [report.info_row("implied.vrex8.max_sel_frac_pcie.40k", "selected", "", 0.2)],
+                       profile="default", title="What the printed latencies imply", out=out)
+    report.write_table("fig16", [R("fig16.x", "speedup", "x", 8.1, 8.0, TOL, "Fig. 16")], profile="default",
+                       title="Fig. 16 — ablation", out=out)
+    for f in ("fig13", "fig4", "table3_blocks", "zz_new_plot", "fig15_16_17"):
+        _fig(out, f)
+    return out
+
+
+@pytest.fixture
+def built(tmp_path) -> tuple[Path, str]:
+    out = _results(tmp_path / "results")
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    return out, report.build_report(out, notebook_dir=nbs).read_text()
+
+
+def _headings(md: str) -> list[str]:
+    return [ln for ln in md.splitlines() if ln.startswith("## ") or ln.startswith("# ")]
+
+
+def test_report_opens_with_the_headline_claims_then_follows_the_paper(built):
+    out, md = built
+    heads = _headings(md)
+    assert heads[0] == "# vrex reproduction report" and heads[1].startswith("## Headline claims")
+    first_screen = md[:md.index("## What this artifact")]
+    # every headline claim with both V-Rex columns, its verdicts and causes, on the first screen
+    row = next(ln for ln in first_screen.splitlines() if "frame rate, low end" in ln)
+    assert "| 3.9 FPS | 1.9 FPS | **FAIL** | 11.5 FPS | **FAIL** |" in row
+    assert "paper-stated: **paper-inconsistent** — see implied" in row and "measured: **stand-in-workload**" in row
+    assert "| 19.7× | 21× | **PASS** | 79× | **FAIL** | measured: **unexplained** |" in first_screen
+    assert "**model** — no clock-tree constant" in first_screen and "**not-run** — PROFILE=full on a GPU" in first_screen
+    # headline claims no table holds are shown as absent, not dropped
+    assert "peak throughput, V-Rex8 |  | – | – | – |  |  | not in these results: no table holds" in first_screen
+    order = [h for h in heads if h.startswith("## Fig.") or h.startswith("## Table")]
+    want = ["Fig. 4", "Fig. 13", "Fig. 15", "Fig. 16", "Table II", "Table III"]
+    assert [h.split(" — ")[0].removeprefix("## ") for h in order] == want
+    assert heads.index("# Appendix") > max(heads.index(h) for h in order)
+    assert "**1 FAIL / NOT RUN rows name no cause**" in md
+
+
+def test_unknown_tables_and_figures_land_in_a_labelled_section(built):
+    out, md = built
+    table2 = md[md.index("## Table II"):md.index("## Table III")]
+    assert "Long-context retrieval study" in table2  # its title names Table II
+    other = md[md.index("## " + layout.OTHER.heading):]
+    assert "A table no section knows" in other and "figures/zz_new_plot.png" in other
+    assert "figures/table3_blocks.png" in md[md.index("## Table III"):md.index("# Appendix")]
+    fig16 = md[md.index("## Fig. 16"):md.index("## Table II")]  # one figure for Fig. 15-17: shown once, linked
+    assert "Figure: [figures/fig15_16_17.png](figures/fig15_16_17.png), shown under Fig. 15." in fig16
+    assert md.count("](figures/fig15_16_17.png)") == 2 and md.count("![fig15_16_17]") == 1
+    # every table and figure written is somewhere in the report
+    for t in (out / "tables").glob("*.csv"):
+        assert f"tables/{t.name}" in md, t.name
+    for f in (out / "figures").glob("*.png"):
+        assert f"](figures/{f.name})" in md, f.name
+
+
+@pytest.mark.parametrize("kind,item,title,writer,want", [
+    ("table", "table2_longctx", "", "", "table2"),
+    ("table", "anything", "Study of ... (Fig. 16, §VI.B)", "", "fig16"),
+    ("table", "anything", "Table III cross-check", "", "table3"),
+    ("table", "t9", "no reference", "09_long_context.ipynb", "table2"),
+    ("table", "t0", "no reference", "42_new.ipynb", "other"),
+    ("table", "design_space", "", "", "design"),
+    ("figure", "fig15_16_17", "", "", "fig15"),
+    ("figure", "fig19_more", "", "", "fig19"),
+    ("figure", "my_table", "", "", "fig14"),
+    ("figure", "summary_verdicts", "", "", "summary"),
+])
+def test_placement_rules(kind, item, title, writer, want):
+    assert layout.place(kind, item, title=title, writer=writer, table_places={"my_table": "fig14"}) == want
+
+
+def test_paper_refs_are_parsed_in_order():
+    assert layout.paper_refs("ReSV (Fig.7(b), Table II and Table III, §VI.E)") == ["Fig. 7", "Table II", "Table III",
+                                                                                   "§VI.E"]
+
+
+def test_fail_counts_per_cause_go_to_summary_csv_which_is_no_table(built):
+    out, md = built
+    s = pd.read_csv(out / "tables" / "summary.csv", keep_default_na=False).set_index(["verdict", "cause"])
+    assert s.loc[("FAIL", "paper-inconsistent"), "rows"] == 1 and s.loc[("FAIL", "model"), "rows"] == 1
+    assert s.loc[("FAIL", "unexplained"), "rows"] == 1 and s.loc[("NOT RUN", "not-run"), "rows"] == 1
+    assert s.loc[("PASS", ""), "rows"] == 5 and s.loc[("FAIL", "stand-in-workload"), "rows"] == 1
+    assert "summary" not in set(report.collect_tables(out)["table"])
+    assert "summary" not in report.mixed_profiles(out) and not report.damaged_tables(out)
+    with pytest.raises(ValueError, match="reserved"):
+        report.write_table("summary", [], profile="smoke", out=out)
+    why = report.unexplained(report.collect_tables(out))
+    assert list(why["claim"]) == ["headline.speedup_max.measured_workload"]
+    unexplained = md[md.index("## Unexplained"):]
+    assert "`headline.speedup_max.measured_workload`" in unexplained.split("\n## ")[0]
+
+
+def test_a_cause_that_is_not_one_of_the_causes_is_unexplained(tmp_path):
+    out = tmp_path / "results"
+    df = report.to_frame([report.Row("x.f", "q", "", 1.0, 3.0, TOL)], profile="smoke").assign(cause="modle")
+    report.write_table("t", df, profile="smoke", out=out)
+    assert list(report.unexplained(report.collect_tables(out))["claim"]) == ["x.f"]
+    md = report.build_report(out, notebook_dir=tmp_path).read_text()
+    assert "**unexplained** (`modle` is not one of the causes)" in md
+
+
+def test_main_prints_the_fail_counts_per_cause(tmp_path, capsys):
+    out = _results(tmp_path / "results")
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 0
+    printed = capsys.readouterr()
+    assert "FAIL by cause: paper-inconsistent 1, stand-in-workload 1, model 1, unexplained 1" in printed.out
+    assert "NOT RUN by cause: not-run 1" in printed.out and "1 FAIL / NOT RUN rows name no cause" in printed.err
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.imgs, self.hrefs, self.heads, self._h = [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.imgs.append(a.get("src", ""))
+        elif tag == "a":
+            self.hrefs.append(a.get("href", ""))
+        elif tag in ("h1", "h2"):
+            self._h = ""
+
+    def handle_data(self, data):
+        if self._h is not None:
+            self._h += data
+
+    def handle_endtag(self, tag):
+        if tag in ("h1", "h2") and self._h is not None:
+            self.heads.append(self._h.strip())
+            self._h = None
+
+
+def test_html_page_is_self_contained_and_matches_the_markdown(built):
+    out, md = built
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    n_figs = len(list((out / "figures").glob("*.png")))
+    assert len(page.imgs) == n_figs == len(re.findall(r"!\[[^\]]*\]\(figures/", md))
+    for src in page.imgs:  # every image inlined, and a real PNG
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    for href in page.hrefs:  # every link is a file of the results folder
+        assert not re.match(r"^[a-z]+:", href) and (out / href).is_file(), href
+    assert page.heads == [h.lstrip("# ").strip() for h in _headings(md)]
+
+
+def test_a_missing_figure_is_no_broken_image(built, tmp_path):
+    out, _ = built
+    (out / "figures" / "fig4.png").unlink()
+    report.build_report(out, notebook_dir=tmp_path / "nbs")
+    page = _Page()
+    page.feed((out / "report.html").read_text())
+    assert all(s.startswith("data:image/png;base64,") for s in page.imgs)
+    assert "figures/fig4.png" not in (out / "REPORT.md").read_text()
+
+
+def _notebook(path: Path, code: str) -> None:
+    nb = {"cells": [
+        {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": [],
+         "source": 'PROFILE = "default"\nRESULTS_DIR = ""'},
+        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None, "outputs": [], "source": code}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb))
+
+
+def test_ids_written_at_run_time_are_expected_through_the_manifest(tmp_path, monkeypatch, capsys):
+    out, nbs = tmp_path / "results", tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "06_perf.ipynb", "for tid in ('fig13', 'fig14'):\n    report.write_table(tid, rows)\n"
+                                     "if FULL:\n    report.write_figure('full_only', fig)")
+    assert report.expected_tables(nbs) == {"06_perf.ipynb": []}  # no literal id in its code
+    assert report.expected_outputs(out, nbs)["06_perf.ipynb"]["figures"] == ["full_only"]  # no manifest yet
+    monkeypatch.setenv(report.MANIFEST_ENV, str(out / "executed" / "06_perf.manifest.json"))
+    report.start_manifest()
+    for tid in ("fig13", "fig14"):
+        report.write_table(tid, [report.info_row("c", "q", "u", 1.0)], profile="smoke", out=out)
+    _fig(out, "fig13")
+    monkeypatch.delenv(report.MANIFEST_ENV)
+    assert report.expected_outputs(out, nbs) == {"06_perf.ipynb": {"tables": ["fig13", "fig14"],
+                                                                   "figures": ["fig13"]}}
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 0
+    (out / "tables" / "fig14.csv").unlink()
+    (out / "figures" / "fig13.png").unlink()
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 1
+    err = capsys.readouterr().err
+    assert "notebooks/06_perf.ipynb: fig14" in err and "figures fig13 absent" in err
+    md = (out / "REPORT.md").read_text()
+    assert "## Incomplete" in md and "`notebooks/06_perf.ipynb`: `fig14` absent" in md
+    # the next run starts the manifest afresh: a table the notebook no longer writes is no longer expected
+    monkeypatch.setenv(report.MANIFEST_ENV, str(out / "executed" / "06_perf.manifest.json"))
+    report.start_manifest()
+    monkeypatch.delenv(report.MANIFEST_ENV)
+    assert report.missing_tables(out, nbs) == {} and report.missing_figures(out, nbs) == {}
+    (out / "executed" / "06_perf.manifest.json").write_text("[1, 2]")
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 1
+    assert "06_perf.manifest.json: not a vrex.manifest/1 manifest" in capsys.readouterr().err
+
+
+def test_a_comparison_table_of_another_schema_is_damaged_not_an_exploration_table(tmp_path):
+    out = tmp_path / "results"
+    report.write_table("t", [report.info_row("c", "q", "u", 1.0)], profile="smoke", out=out)
+    df = pd.read_csv(out / "tables" / "t.csv").drop(columns=["cause", "cause_detail"])
+    df.to_csv(out / "tables" / "t.csv", index=False)
+    assert "without the columns cause, cause_detail" in report.damaged_tables(out)["t.csv"]
+    assert not len(report.collect_tables(out))
+
+
+def test_mark_stale_puts_a_banner_that_the_next_build_removes(built, tmp_path):
+    out, md = built
+    report.mark_stale(out, "make reproduce started")
+    report.mark_stale(out, "make reproduce started again")  # one banner, not two
+    stale = (out / "REPORT.md").read_text()
+    assert stale.startswith(report.STALE_MARK + " make reproduce started again")
+    assert stale.count(report.STALE_MARK) == 1 and stale.split("\n\n", 1)[1] == md
+    assert "Stale." in (out / "report.html").read_text()
+    report.build_report(out, notebook_dir=tmp_path / "nbs")
+    assert (out / "REPORT.md").read_text() == md
+    assert report.mark_stale(tmp_path / "empty") == []
+
+
+def test_markdown_section():
+    text = "# T\n\n## A\n\nx\n\n## B b\n\ny\n\n# Appendix\n"
+    assert report.markdown_section(text, "B") == "## B b\n\ny\n"
+    assert report.markdown_section(text, "C") == ""
+
+
+# --- headless notebooks -----------------------------------------------------------------------------------
+
+
+class _FakeShell:
+    def __init__(self, hist_file):
+        self.config = {"IPKernelApp": {}}
+        self.history_manager = type("H", (), {"hist_file": hist_file})()
+
+
+def test_headless_detection(monkeypatch):
+    monkeypatch.delenv(notebook.HEADLESS_ENV, raising=False)
+    assert not notebook.headless() and not notebook._interactive()  # plain Python
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell(":memory:"))  # papermill / nbclient
+    assert notebook.headless() and not notebook._interactive()
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell(Path("/home/u/.ipython/history.sqlite")))
+    assert not notebook.headless() and notebook._interactive()  # JupyterLab
+    monkeypatch.setenv(notebook.HEADLESS_ENV, "1")
+    assert notebook.headless()
+    monkeypatch.setenv(notebook.HEADLESS_ENV, "yes")
+    with pytest.raises(ValueError, match=r"\$VREX_HEADLESS='yes': use 1"):
+        notebook.headless()
+
+
+def test_panel_draws_each_figure_once(monkeypatch):
+    import ipywidgets
+
+    shown = []
+    monkeypatch.setattr(notebook, "display", lambda obj: shown.append(obj))
+    monkeypatch.delenv(notebook.HEADLESS_ENV, raising=False)
+
+    def draw(a=1):
+        fig, ax = plt.subplots()
+        ax.set_title(str(a))
+        return fig
+
+    plt.close("all")
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell(":memory:"))  # headless: the static settings
+    notebook.panel(draw, static=[dict(a=1), dict(a=2)], a=ipywidgets.IntSlider(1, 0, 3))
+    assert [f.axes[0].get_title() for f in shown] == ["1", "2"] and not plt.get_fignums()
+    shown.clear()
+    calls = []
+
+    def interact(fn, **controls):  # what ipywidgets.interact does: call, then display a returned value
+        calls.append(controls)
+        result = fn(a=controls["a"].value)
+        if result is not None:
+            shown.append(result)
+
+    monkeypatch.setattr(ipywidgets, "interact", interact)
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell("history.sqlite"))  # live
+    notebook.panel(draw, static=[dict(a=1)], a=ipywidgets.IntSlider(3, 0, 3))
+    assert len(calls) == 1 and [f.axes[0].get_title() for f in shown] == ["3"] and not plt.get_fignums()
+
+
+@pytest.mark.slow
+def test_headless_notebook_stores_images_and_no_frozen_progress_bar(tmp_path):
+    papermill = pytest.importorskip("papermill")
+    nb, res = tmp_path / "00_bar.ipynb", tmp_path / "results"
+    _notebook(nb, "from vrex_lib.notebook import setup, show\nctx = setup('smoke', RESULTS_DIR)\n"
+                  "from tqdm.auto import tqdm\nfor _ in tqdm(range(50), desc='loading'):\n    pass\n"
+                  "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])\nshow(fig)\n")
+    with pytest.MonkeyPatch.context() as mp:  # detection must work without the Makefile's variable
+        for k in (notebook.HEADLESS_ENV, "TQDM_DISABLE"):
+            mp.delenv(k, raising=False)
+        papermill.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), parameters=dict(RESULTS_DIR=str(res)),
+                                   kernel_name="python3", progress_bar=False)
+    outputs = json.loads((tmp_path / "out.ipynb").read_text())["cells"][-1]["outputs"]
+    text = json.dumps(outputs)
+    assert "loading" not in text and "%|" not in text, text[:300]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 1  # shown once, as a static image
+
+
+def _built() -> bool:
+    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
+    return ok.exists() and coin.exists() and all(
+        (REPO / d).stat().st_mtime <= ok.stat().st_mtime
+        for d in ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _built(), reason="needs an up-to-date .venv and data/coin_mini (make setup)")
+def test_make_reproduce_manifest_and_stale_report(tmp_path):
+    """End to end through make + papermill: a table id computed at run time, deleted, makes `make report` fail;
+    a failed `make reproduce` leaves the previous REPORT.md marked stale."""
+    nbs, res = tmp_path / "nbs", tmp_path / "res"
+    nbs.mkdir()
+    code = ("from vrex_lib import report\nfrom vrex_lib.notebook import setup\nctx = setup(PROFILE, RESULTS_DIR)\n"
+            "for tid in ['t_' + s for s in ('a', 'b')]:\n"
+            "    report.write_table(tid, [report.info_row('c', 'q', '', 1.0)], profile=PROFILE)\n")
+    _notebook(nbs / "00_dyn.ipynb", code)
+    wl = res / "data" / "workload_smoke.json"  # the workload measurement is not what this test is about
+    wl.parent.mkdir(parents=True)
+    wl.write_text("{}")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", report.MANIFEST_ENV)}
+    env.update(PYTHONPATH=str(REPO), VREX_THREADS="1")
+
+    def make(*args):
+        return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={res}",
+                               f"NOTEBOOK_DIR={nbs}", "PROFILE=smoke", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    r = make("reproduce")
+    assert r.returncode == 0, r.stderr
+    assert "FAIL by cause: none" in r.stdout and (res / "report.html").is_file()
+    man = json.loads((res / "executed" / "00_dyn.manifest.json").read_text())
+    assert man["tables"] == ["t_a", "t_b"]
+    (res / "tables" / "t_b.csv").unlink()
+    r = make("report")
+    assert r.returncode != 0 and "notebooks/00_dyn.ipynb: t_b" in r.stderr
+    _notebook(nbs / "00_dyn.ipynb", "raise RuntimeError('deliberately broken')")
+    r = make("reproduce")
+    assert r.returncode != 0 and "00_dyn.ipynb FAILED" in r.stderr
+    text = (res / "REPORT.md").read_text()
+    assert text.startswith(report.STALE_MARK + " a make run started rebuilding these results")

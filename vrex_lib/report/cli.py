@@ -1,0 +1,90 @@
+"""``python -m vrex_lib.report``: rebuild REPORT.md, report.html and summary.csv; print the verdict counts per
+cause; exit 1 when the results are incomplete (``--mark-stale`` instead marks an existing report stale)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import pandas as pd
+
+from ..config import results_dir
+from . import manifest
+from .rows import CAUSES, FAIL, MISSING, UNEXPLAINED
+from .render import REPORT_HTML, build_report, mark_stale
+from .tables import SUMMARY_ID, damaged_tables, mixed_profiles
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.report",
+                                 description="Rebuild results/REPORT.md, results/report.html and "
+                                             "results/tables/summary.csv from results/tables and results/figures")
+    ap.add_argument("--results", default=None, help="results folder (default: ./results)")
+    ap.add_argument("--notebooks", default=None, help="notebook folder (default: <repo>/notebooks)")
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="exit 0 even when some notebooks' tables are absent (they are still listed)")
+    ap.add_argument("--mark-stale", metavar="WHY", default=None,
+                    help="only put a 'stale' banner on an existing REPORT.md / report.html (make reproduce does "
+                         "this before rebuilding anything)")
+    return ap
+
+
+def print_counts(summary: pd.DataFrame, out: TextIO | None = None) -> None:
+    """The FAIL and NOT RUN counts per cause (what `make reproduce` prints at its end) to ``out`` (stdout)."""
+    out = out or sys.stdout
+    for verdict in (FAIL, MISSING):
+        sub = summary[(summary["verdict"] == verdict) & (summary["rows"] > 0)]
+        order = {c: i for i, c in enumerate([*CAUSES, UNEXPLAINED])}
+        by = sorted(zip(sub["cause"], sub["rows"]), key=lambda cr: order.get(cr[0], len(order)))
+        print(f"  {verdict} by cause: " + (", ".join(f"{c} {int(n)}" for c, n in by) or "none"), file=out)
+
+
+def _incomplete(results: Path, notebooks: str | None) -> list[str]:
+    lines = [f"  notebooks/{nb}: {', '.join(ids)}" for nb, ids in manifest.missing_tables(results, notebooks).items()]
+    lines += [f"  notebooks/{nb}: figures {', '.join(ids)} absent"
+              for nb, ids in manifest.missing_figures(results, notebooks).items()]
+    lines += [f"  {f}: the last run of this notebook failed"
+              for f in sorted((results / "executed").glob("*.FAILED.ipynb"))]
+    lines += [f"  {results / 'tables' / name}: {why}" for name, why in damaged_tables(results).items()]
+    lines += [f"  {results / 'executed' / nb[:-6]}.manifest.json: {why}"
+              for nb, why in manifest.bad_manifests(results, notebooks).items()]
+    lines += [f"  profile {p} produced {', '.join(ts)} (tables of several profiles are mixed)"
+              for p, ts in mixed_profiles(results).items()]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the report; exit 1 (after writing it) when the results are incomplete, unless --allow-missing."""
+    args = _parser().parse_args(argv)
+    if args.results and Path(args.results).exists() and not Path(args.results).is_dir():
+        print(f"python -m vrex_lib.report: error: --results {args.results} is not a folder", file=sys.stderr)
+        return 2
+    try:
+        if args.mark_stale is not None:
+            marked = mark_stale(args.results, args.mark_stale)
+            print(f"marked stale: {', '.join(map(str, marked))}" if marked else "no report to mark stale")
+            return 0
+        path = build_report(args.results, notebook_dir=args.notebooks)
+        results = results_dir(args.results)
+        missing = _incomplete(results, args.notebooks)
+    except (OSError, ValueError) as err:
+        print(f"python -m vrex_lib.report: error: {err}", file=sys.stderr)
+        return 2
+    summary = pd.read_csv(results / "tables" / f"{SUMMARY_ID}.csv", keep_default_na=False)
+    print(f"wrote {path} and {path.parent / REPORT_HTML}")
+    totals = ", ".join(f"{int(summary[summary['verdict'] == v]['rows'].sum())} {v}"
+                       for v in dict.fromkeys(summary["verdict"]))
+    print(f"verdicts: {totals} (per cause: {results / 'tables' / SUMMARY_ID}.csv)")
+    print_counts(summary)
+    n_unexplained = int(summary[summary["cause"] == UNEXPLAINED]["rows"].sum())
+    if n_unexplained:
+        print(f"report: {n_unexplained} FAIL / NOT RUN rows name no cause (listed under 'Unexplained' in {path})",
+              file=sys.stderr)
+    if missing:
+        print(f"report: INCOMPLETE -- {path} lacks what these notebooks write:", file=sys.stderr)
+        print("\n".join(missing), file=sys.stderr)
+        print("  run `make reproduce` to produce them" + ("" if args.allow_missing else
+              " (or `python -m vrex_lib.report --allow-missing` to accept a partial report)"), file=sys.stderr)
+        return 0 if args.allow_missing else 1
+    return 0

@@ -1,0 +1,316 @@
+"""What REPORT.md and report.html show, as plain data for the templates: headline rows, verdict counts per
+cause, what is incomplete, and each section's figures and rows in the paper's order.
+
+Cells are Markdown-ready strings (``|`` escaped); the templates only arrange them.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..config import results_dir
+from . import layout, manifest
+from .rows import CAUSES, FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, cause_of
+from .tables import collect_tables, damaged_tables, is_comparison, load_table, mixed_profiles, table_paths, table_title
+
+_TAGS = (" [V-Rex: paper-stated workload]", " [V-Rex: measured workload]")
+_UNIT_GLUE = {"x": "×", "%": " %", "fraction": ""}
+
+
+def cell(text: object) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def num(x: object) -> str:
+    if _missing(x):
+        return "–"
+    if not isinstance(x, float):
+        return str(x)
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def value(x: object, unit: object) -> str:
+    """A number with its unit ('20.49 %', '1.361×', '53.25 TFLOPS')."""
+    if _missing(x):
+        return "–"
+    u = "" if _missing(unit) else str(unit)
+    if u in _UNIT_GLUE:
+        return num(x) + _UNIT_GLUE[u]
+    return f"{num(x)} {u}".strip()
+
+
+def _text(x) -> str:
+    return "" if _missing(x) else str(x).strip()
+
+
+def cause_text(verdict: str, cause: object, detail: object) -> str:
+    """'**model** — reason' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, '' otherwise."""
+    c = cause_of(verdict, _text(cause))
+    if not c:
+        return ""
+    if c == UNEXPLAINED:
+        return f"**{c}**" + (f" (`{cell(_text(cause))}` is not one of the causes)" if _text(cause) else "")
+    return f"**{c}**" + (f" — {cell(_text(detail))}" if _text(detail) else "")
+
+
+def _pair_cause(a: pd.Series, b: pd.Series | None) -> str:
+    ta = cause_text(a["verdict"], a["cause"], a["cause_detail"])
+    tb = "" if b is None else cause_text(b["verdict"], b["cause"], b["cause_detail"])
+    if not tb or tb == ta:
+        return ta
+    if not ta:
+        return f"measured: {tb}"
+    return f"paper-stated: {ta}; measured: {tb}"
+
+
+def pairs(df: pd.DataFrame) -> list[tuple[pd.Series, pd.Series | None]]:
+    """Rows of one table with each ``<claim>.measured_workload`` row joined to its ``<claim>`` twin, in order."""
+    rows = [r for _, r in df.iterrows()]
+    twin: dict[int, int] = {}
+    taken: set[int] = set()
+    for j, r in enumerate(rows):
+        if str(r["claim"]).endswith(layout.MEASURED_SUFFIX):
+            base = str(r["claim"])[: -len(layout.MEASURED_SUFFIX)]
+            i = next((i for i, q in enumerate(rows[:j]) if q["claim"] == base and i not in twin), None)
+            if i is not None:
+                twin[i] = j
+                taken.add(j)
+    return [(r, rows[twin[i]] if i in twin else None) for i, r in enumerate(rows) if i not in taken]
+
+
+def _label(r: pd.Series, strip_tags: bool) -> str:
+    q = _text(r["quantity"])
+    for t in _TAGS if strip_tags else ():
+        q = q.replace(t, "")
+    claim = str(r["claim"])
+    return f"`{cell(claim)}`" + (f" — {cell(q)}" if q and q != claim else "")
+
+
+def _counts(df: pd.DataFrame) -> str:
+    vc = df["verdict"].value_counts()
+    return " · ".join(f"{int(vc[v])} {v}" for v in VERDICTS if v in vc)
+
+
+def _is_detail_info(r: pd.Series) -> bool:
+    """An informational row with no printed counterpart: shown in the appendix, not in its section."""
+    return r["verdict"] == INFO_V and _missing(r["paper"])
+
+
+def _cells(a: pd.Series, b: pd.Series | None) -> dict:
+    """The cells a row and its measured-workload twin share in every table: paper, ours, verdicts, cause."""
+    return dict(paper=value(a["paper"], a["unit"]), ours=value(a["reproduced"], a["unit"]),
+                verdict=f"**{a['verdict']}**", measured="" if b is None else value(b["reproduced"], b["unit"]),
+                measured_verdict="" if b is None else f"**{b['verdict']}**", cause=_pair_cause(a, b))
+
+
+def table_block(path: Path, df: pd.DataFrame, move_info: bool = True) -> dict:
+    """One comparison table: its rows (paired when it has measured-workload twins) and, with ``move_info``, its
+    informational rows with no paper value apart (the report shows those in its appendix)."""
+    keep, info = [], []
+    for a, b in pairs(df):
+        if move_info and _is_detail_info(a) and (b is None or _is_detail_info(b)):
+            info += [a] if b is None else [a, b]
+        else:
+            keep.append((a, b))
+    paired = any(b is not None for _, b in keep)
+    rows = [dict(_cells(a, b), label=_label(a, paired), tol=cell(a["tolerance"]),
+                 rel="–" if _missing(a["rel_error"]) else f"{a['rel_error']:+.1%}") for a, b in keep]
+    profile = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) or "?"
+    return dict(id=path.stem, title=cell(table_title(path)), csv=f"tables/{path.name}", profile=profile,
+                counts=_counts(df), paired=paired, rows=rows,
+                info=[dict(label=_label(r, False), ours=value(r["reproduced"], r["unit"])) for r in info])
+
+
+def wide_block(path: Path, df: pd.DataFrame) -> dict:
+    """An exploration table: its size and, when it marks them, the paper's and the Pareto rows."""
+    prof = ", ".join(sorted(str(p) for p in df["profile"].dropna().unique())) if "profile" in df else "?"
+    flags = [c for c in ("is_paper", "pareto_latency", "pareto_area") if c in df.columns]
+    cols, rows = [], []
+    if flags:
+        keep = df[df[flags].fillna(False).astype(bool).any(axis=1)]
+        side = path.with_suffix(".columns")
+        listed = side.read_text().strip().split(",") if side.exists() else []
+        cols = [c for c in listed if c in df.columns and c not in flags] or \
+            [c for c in df.columns if c not in ("profile", "model", "workload_source", *flags)][:12]
+        cols += flags
+        rows = [[cell(num(d[c])) for c in cols] for d in (r._asdict() for r in keep.itertuples(index=False))]
+    return dict(id=path.stem, title=cell(table_title(path)), csv=f"tables/{path.name}", profile=prof or "?",
+                n_rows=len(df), columns=[cell(c) for c in cols], rows=rows)
+
+
+def _find(tables: pd.DataFrame, table: str, claim: str) -> tuple[pd.Series | None, pd.Series | None]:
+    """The row of ``claim`` (with a paper value) and its measured-workload twin: in ``table`` first, else in the
+    first table holding it."""
+    hits = tables[(tables["claim"] == claim) & tables["paper"].notna()]
+    if not len(hits):
+        return None, None
+    tid = table if (hits["table"] == table).any() else hits.iloc[0]["table"]
+    return next((a, b) for a, b in pairs(tables[tables["table"] == tid]) if a["claim"] == claim)
+
+
+def headline(tables: pd.DataFrame) -> list[dict]:
+    """The first table of the report: groups of rows (Abstract, Table I, II, III), each row with its paper value,
+    ours (paper-stated workload and measured workload where both exist), verdicts and cause. Every row of the
+    ``headline`` table is shown; a listed claim that no table holds is shown as not in these results."""
+    listed = {claim: (group, label) for group, _, claim, label in layout.HEADLINE}
+    chosen: list[tuple[str, str, str, pd.Series | None, pd.Series | None]] = []
+    for a, b in pairs(tables[tables["table"] == layout.HEADLINE_TABLE]):
+        group, label = listed.get(str(a["claim"]), ("Abstract", ""))
+        chosen.append((group, str(a["claim"]), label, a, b))
+    seen = {c[1] for c in chosen}
+    for group, table, claim, label in layout.HEADLINE:
+        if claim not in seen:
+            seen.add(claim)
+            chosen.append((group, claim, label, *_find(tables, table, claim)))
+    rank = {claim: i for i, (_, _, claim, _) in enumerate(layout.HEADLINE)}
+    chosen.sort(key=lambda c: rank.get(c[1], len(rank)))  # stable: unlisted rows keep the table's order
+    names = list(dict.fromkeys([g for g, *_ in layout.HEADLINE] + [c[0] for c in chosen]))
+    groups = [dict(name=g, rows=[_headline_row(label, claim, a, b) for gg, claim, label, a, b in chosen if gg == g])
+              for g in names]
+    return [g for g in groups if g["rows"]]
+
+
+def _headline_row(label: str, claim: str, a: pd.Series | None, b: pd.Series | None) -> dict:
+    if a is None:
+        return dict(label=cell(label), where="", paper="–", ours="–", verdict="–", measured="",
+                    measured_verdict="", cause=f"not in these results: no table holds `{claim}` (its notebook has "
+                                               "not run)")
+    return dict(_cells(a, b), label=cell(label or _text(a["quantity"]).replace(_TAGS[0], "")),
+                where=cell(_text(a["where"])))
+
+
+def unexplained(tables: pd.DataFrame) -> pd.DataFrame:
+    """The FAIL and NOT RUN rows that name no cause (the report lists them; a test requires none)."""
+    if not len(tables):
+        return tables
+    mask = [cause_of(v, c) == UNEXPLAINED for v, c in zip(tables["verdict"], tables["cause"])]
+    return tables[mask]
+
+
+def summary_frame(tables: pd.DataFrame) -> pd.DataFrame:
+    """Rows per (verdict, cause) over every comparison table: what ``results/tables/summary.csv`` holds (columns
+    verdict, cause, rows, tables; one row for PASS and INFO, one per cause and 'unexplained' for FAIL and NOT RUN,
+    zeros included, so its shape never changes)."""
+    recs = []
+    causes = [cause_of(v, c) for v, c in zip(tables["verdict"], tables["cause"])] if len(tables) else []
+    t = tables.assign(_cause=causes) if len(tables) else tables.assign(_cause=[])
+    for v in VERDICTS:
+        sub = t[t["verdict"] == v]
+        keys = [*CAUSES, UNEXPLAINED] if v in NEEDS_CAUSE else [""]
+        for c in keys:
+            part = sub[sub["_cause"] == c]
+            recs.append(dict(verdict=v, cause=c, rows=len(part), tables=int(part["table"].nunique())))
+    profile = ", ".join(sorted({str(p) for p in tables["profile"].dropna()})) if len(tables) else ""
+    return pd.DataFrame.from_records(recs, columns=["verdict", "cause", "rows", "tables"]).assign(profile=profile)
+
+
+def totals_line(summary: pd.DataFrame) -> str:
+    """The verdict totals with the FAIL / NOT RUN causes, e.g. '5 PASS · 2 FAIL (model 1, unexplained 1) ·
+    1 NOT RUN (not-run 1) · 4 INFO'."""
+    parts = []
+    for v in (PASS, FAIL, MISSING, INFO_V):
+        sub = summary[summary["verdict"] == v]
+        n = int(sub["rows"].sum())
+        by = ", ".join(f"{c} {int(k)}" for c, k in zip(sub["cause"], sub["rows"]) if c and k)
+        parts.append(f"{n} {v}" + (f" ({by})" if by else ""))
+    return " · ".join(parts)
+
+
+def incomplete(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None) -> list[str]:
+    """Markdown bullets: what keeps these results from being one complete run (empty when nothing does)."""
+    base = results_dir(out)
+    items = [f"`notebooks/{nb}`: {', '.join(f'`{t}`' for t in ids)} absent"
+             for nb, ids in manifest.missing_tables(base, notebook_dir).items()]
+    items += [f"`notebooks/{nb}`: figure {', '.join(f'`{f}.png`' for f in ids)} absent"
+              for nb, ids in manifest.missing_figures(base, notebook_dir).items()]
+    items += [f"`notebooks/{nb[:-len('.FAILED.ipynb')]}.ipynb`: last run FAILED (see `results/executed/{nb}`)"
+              for nb in sorted(p.name for p in (base / "executed").glob("*.FAILED.ipynb"))]
+    items += [f"`results/tables/{name}`: {why}; rerun the notebook that writes it"
+              for name, why in damaged_tables(base).items()]
+    items += [f"`results/executed/{nb[:-6]}.manifest.json`: {why}; rerun `make reproduce`"
+              for nb, why in manifest.bad_manifests(base, notebook_dir).items()]
+    mixed = mixed_profiles(base)
+    if mixed:
+        items.append("tables from several profiles (" + "; ".join(f"{p}: {', '.join(ts)}" for p, ts in mixed.items())
+                     + "): tables of an earlier run are mixed in; rerun `make reproduce` into a clean RESULTS")
+    return items
+
+
+def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | None) -> dict[str, dict]:
+    """Section key -> dict(heading, figures, tables, wide) for every section with something to show, built from
+    every table and figure under ``results/`` (the headline table excepted: it opens the report)."""
+    base = results_dir(out)
+    who = manifest.writers(base, notebook_dir)
+    got = {s.key: dict(key=s.key, heading=s.heading, figures=[], tables=[], wide=[], also=[])
+           for s in layout.ALL_SECTIONS}
+    places: dict[str, str] = {}
+    paper_keys = {s.key for s in layout.PAPER_SECTIONS}
+    for path in table_paths(base):
+        df = load_table(path)
+        if isinstance(df, str) or path.stem == layout.HEADLINE_TABLE:
+            continue  # damaged tables are listed as incomplete
+        wide = not is_comparison(df)
+        key = layout.place("table", path.stem, title=table_title(path), wide=wide, writer=who.get(path.stem, ""))
+        places[path.stem] = key
+        block = wide_block(path, df) if wide else table_block(path, df, move_info=key in paper_keys)
+        got[key]["wide" if wide else "tables"].append(block)
+    for png in sorted((base / "figures").glob("*.png")):
+        key = layout.place("figure", png.stem, writer=who.get(png.stem, ""), table_places=places)
+        got[key]["figures"].append(dict(id=png.stem, href=f"figures/{png.name}"))
+    shown = {f["id"]: sec["heading"].split(" — ")[0] for sec in got.values() for f in sec["figures"]}
+    for s in layout.ALL_SECTIONS:
+        got[s.key]["also"] = [dict(id=f, href=f"figures/{f}.png", where=shown[f]) for f in s.also
+                              if f in shown and f not in {x["id"] for x in got[s.key]["figures"]}]
+    order = {s.key: i for i, s in enumerate(layout.ALL_SECTIONS)}
+    for s in layout.ALL_SECTIONS:  # what a section lists first, in its own order; the rest by id
+        for part, listed in (("figures", s.figures), ("tables", s.tables), ("wide", s.tables)):
+            got[s.key][part].sort(key=lambda x: (listed.index(x["id"]) if x["id"] in listed else len(listed),
+                                                 x["id"]))
+    return {k: v for k, v in sorted(got.items(), key=lambda kv: order[kv[0]])
+            if v["figures"] or v["tables"] or v["wide"]}
+
+
+def per_table_counts(tables: pd.DataFrame) -> list[dict]:
+    """One row per comparison table: its verdict counts and FAIL / NOT RUN rows without a cause."""
+    rows = []
+    for tid, df in tables.groupby("table", sort=True):
+        vc = df["verdict"].value_counts()
+        rows.append(dict(table=tid, **{v: int(vc.get(v, 0)) for v in VERDICTS},
+                         unexplained=len(unexplained(df))))
+    return rows
+
+
+def context(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None) -> dict:
+    """Everything the report templates need, from ``results/``."""
+    base = results_dir(out)
+    tables = collect_tables(base)
+    summary = summary_frame(tables)
+    why = unexplained(tables)
+    profiles = sorted({str(p) for p in tables["profile"].dropna().unique()}) if len(tables) else []
+    hl_path = base / "tables" / f"{layout.HEADLINE_TABLE}.csv"
+    return dict(
+        profiles=", ".join(profiles) or "none", profile_set=profiles, n_tables=int(tables["table"].nunique()),
+        totals=totals_line(summary), incomplete=incomplete(base, notebook_dir), headline=headline(tables),
+        headline_csv=f"tables/{hl_path.name}" if hl_path.is_file() else "",
+        causes=[dict(name=c, meaning=cell(m), fail=_n(summary, FAIL, c), not_run=_n(summary, MISSING, c))
+                for c, m in CAUSES.items()]
+        + [dict(name=UNEXPLAINED, meaning="the row names no cause: its builder must set one",
+                fail=_n(summary, FAIL, UNEXPLAINED), not_run=_n(summary, MISSING, UNEXPLAINED))],
+        n_unexplained=len(why),
+        unexplained=[dict(table=r["table"], label=_label(r, False), verdict=f"**{r['verdict']}**")
+                     for _, r in why.iterrows()],
+        per_table=per_table_counts(tables), sections=sections(base, notebook_dir),
+        paper_keys=[s.key for s in layout.PAPER_SECTIONS], summary=summary)
+
+
+def _n(summary: pd.DataFrame, verdict: str, cause: str) -> int:
+    sub = summary[(summary["verdict"] == verdict) & (summary["cause"] == cause)]
+    return int(sub["rows"].sum())

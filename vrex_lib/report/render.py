@@ -1,0 +1,105 @@
+"""Writing ``results/REPORT.md``, ``results/report.html`` and ``results/tables/summary.csv`` from the templates
+in ``vrex_lib/report/templates`` (Jinja2); the HTML page is mistune's rendering of the same Markdown, figures
+inlined as data URIs, so the two never differ in content.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import os
+from pathlib import Path
+
+import jinja2
+import mistune
+from mistune.renderers.html import HTMLRenderer
+
+from .. import _io
+from ..config import results_dir
+from . import content
+from .tables import SUMMARY_ID
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REPORT_MD, REPORT_HTML = "REPORT.md", "report.html"
+TITLE = "vrex reproduction report"
+#: The first line of the banner :func:`mark_stale` puts on top of a report that no longer describes the results.
+STALE_MARK = "> **Stale.**"
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                          autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",)),
+                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+class _InliningRenderer(HTMLRenderer):
+    """mistune's HTML, with every image under the results folder inlined as a data URI (one self-contained page)."""
+
+    def __init__(self, base: Path):
+        super().__init__(escape=True)
+        self._base = base.resolve()
+
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        path = (self._base / url).resolve()
+        if path.suffix.lower() == ".png" and path.is_file() and path.is_relative_to(self._base):
+            url = "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+        return super().image(text, url, title)
+
+
+def render_markdown(ctx: dict) -> str:
+    """REPORT.md's text for a :func:`vrex_lib.report.content.context`."""
+    return _ENV.get_template("report.md.j2").render(**ctx)
+
+
+def render_html(markdown: str, base: str | os.PathLike) -> str:
+    """A self-contained HTML page of ``markdown`` (REPORT.md's text); images are read from under ``base``."""
+    md = mistune.create_markdown(renderer=_InliningRenderer(Path(base)), plugins=["table"])
+    return _ENV.get_template("report.html.j2").render(title=TITLE, body=md(markdown))
+
+
+def build_report(out: str | os.PathLike | None = None, *,
+                 notebook_dir: str | os.PathLike | None = None) -> Path:
+    """Collect every ``results/tables/*.csv`` and ``results/figures/*.png`` into ``results/REPORT.md`` (paper order,
+    headline claims first), the same page as ``results/report.html`` and the verdict counts per cause as
+    ``results/tables/summary.csv``; returns REPORT.md's path.
+
+    The report opens with what is incomplete (absent tables and figures, failed notebooks, damaged tables, tables
+    of several profiles), so a partial results folder never reads as a complete one.
+    """
+    base = results_dir(out)
+    ctx = content.context(base, notebook_dir)
+    text = render_markdown(ctx)
+    _io.write_bytes(base / "tables" / f"{SUMMARY_ID}.csv", ctx["summary"].to_csv(index=False).encode())
+    _io.write_text(base / REPORT_HTML, render_html(text, base))
+    return _io.write_text(base / REPORT_MD, text)
+
+
+def markdown_section(text: str, heading: str) -> str:
+    """The ``## heading...`` section of REPORT.md's ``text`` (heading line included, up to the next ``#``/``##``
+    heading); '' when there is none."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if out and (line.startswith("## ") or line.startswith("# ")):
+            break
+        if out or line.startswith(f"## {heading}"):
+            out.append(line)
+    return "\n".join(out).strip() + ("\n" if out else "")
+
+
+def _without_banner(text: str) -> str:
+    if not text.startswith(STALE_MARK):
+        return text
+    _, _, rest = text.partition("\n\n")
+    return rest
+
+
+def mark_stale(out: str | os.PathLike | None = None, why: str = "") -> list[Path]:
+    """Put a *stale* banner on top of an existing REPORT.md and report.html: the results are being rebuilt (or a
+    rebuild failed) and the report describes the previous ones. The next :func:`build_report` removes it."""
+    base = results_dir(out)
+    md = base / REPORT_MD
+    if not md.is_file():
+        return []
+    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    banner = (f"{STALE_MARK} {why or 'The results are being rebuilt'} (since {when}); this report describes the "
+              "results before it, and is rewritten when the rebuild completes. If no rebuild is running, it failed "
+              "or was stopped: a failed notebook is kept as `results/executed/<notebook>.FAILED.ipynb`. Run "
+              "`make reproduce`.")
+    text = banner + "\n\n" + _without_banner(md.read_text())
+    return [_io.write_text(md, text), _io.write_text(base / REPORT_HTML, render_html(text, base))]
