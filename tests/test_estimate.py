@@ -162,3 +162,19 @@ def test_yosys_cross_check_weights():
     assert flops.loc[0, "memory_in_flops"]
     assert flops.loc[0, "logic_area_um2"] == pytest.approx(kept.loc[0, "logic_area_um2"])
     assert set(model_logic_area_um2(E.core_breakdown()).index) == {"HCU", "WTU", "KVMU"}
+
+
+def test_logic_area_crosscheck_rows_explain_what_did_not_run():
+    from vrex_lib.claims.table3 import logic_area_crosscheck
+
+    df = E.core_breakdown()
+    rows, table = logic_area_crosscheck(df, None, "no summary")
+    assert {r.verdict() for r in rows} == {"NOT RUN"} and len(rows) == len(table) == 3
+    assert all(r.cause == "not-run" and "no summary" in r.cause_detail for r in rows)
+    ys = yosys_area({"blocks": {"hcu": {"cells_by_type": {"$_NAND_": 10}}}})
+    rows, table = logic_area_crosscheck(df, ys)
+    by = {r.claim: r for r in rows}
+    assert by["dre.logic_area_um2.yosys.HCU"].reproduced == pytest.approx(10 * ge_area_um2())
+    assert by["dre.logic_area_um2.yosys.WTU"].verdict() == "NOT RUN" and by["dre.logic_area_um2.yosys.WTU"].cause
+    assert by["dre.area_share_pct"].cause == "model"
+    assert table.set_index("Block").loc["HCU", "yosys_over_model"] > 0

@@ -19,7 +19,7 @@ import pandas as pd
 
 from .. import paper, report
 from ..config import VRexCoreConfig
-from ..estimate import offchip
+from ..estimate import offchip, synth
 from ..estimate.core import DRE_BLOCKS, TABLE3_BLOCKS, chip_area_mm2
 from ..estimate.dram import dram_energy
 from ..perf.energy import peak_power_w
@@ -210,3 +210,42 @@ def cacti_cells_detail(df: pd.DataFrame, activities: dict) -> dict[str, str]:
                                f"per cycle ({a.source})")
         out[f"{blk}.area"] = f"{logic.part.iloc[0]} (NanGate X1 areas scaled) + CACTI arrays"
     return out
+
+
+def logic_area_crosscheck(df: pd.DataFrame, ys: pd.DataFrame | None, why_not: str = "") -> tuple[list[report.Row],
+                                                                                               pd.DataFrame]:
+    """The DRE's logic area from yosys cell counts of our RTL beside the component model: (rows, table).
+
+    ``df``: a :func:`~vrex_lib.estimate.core.core_breakdown` frame; ``ys``: :func:`vrex_lib.estimate.synth.yosys_area`
+    of the hw summary, or None (then every block is NOT RUN with ``why_not``). The rows are INFO (no printed
+    counterpart) except the DRE area share recomputed with yosys's logic areas, held against Table III."""
+    model_logic = synth.model_logic_area_um2(df)
+    quantity = "{} logic area from yosys cells"
+    if ys is None:
+        why = why_not or "no blocks with cell counts"
+        table = pd.DataFrame(dict(block=list(model_logic.index), model_logic_um2=model_logic.values))
+        rows = [report.info_row(f"dre.logic_area_um2.yosys.{b}", quantity.format(b), "um2", None,
+                                note=f"not run: {why}", cause="not-run",
+                                cause_detail=f"needs notebook 04's yosys summary (results/hdl/summary.json): {why}")
+                for b in model_logic.index]
+        return rows, table
+    ys = ys.assign(Block=ys["block"].str.upper().str.replace("_TOP", "", regex=False))
+    table = ys.merge(model_logic.rename("model_logic_um2"), left_on="Block", right_index=True, how="outer")
+    table["yosys_over_model"] = table["logic_area_um2"] / table["model_logic_um2"]
+    rows = [report.info_row(f"dre.logic_area_um2.yosys.{r.Block}", quantity.format(r.Block), "um2", r.logic_area_um2,
+                            note=f"{int(r.cells)} cells, {r.gate_equivalents:.0f} GE"
+                            + (", memory mapped to flops (removed; read muxes kept)" if r.memory_in_flops else "")
+                            + f"; component model {r.model_logic_um2:.0f} um2")
+            for r in table.itertuples() if not pd.isna(r.logic_area_um2)]
+    # Blocks the summary lists without cell counts, and model blocks yosys did not synthesise: NOT RUN, with why.
+    for r in table.itertuples():
+        if pd.isna(r.logic_area_um2):
+            why = r.note if isinstance(r.note, str) and r.note else "not in the yosys summary"
+            rows.append(report.info_row(f"dre.logic_area_um2.yosys.{r.Block}", quantity.format(r.Block), "um2", None,
+                                        note=why, cause="not-run", cause_detail=f"yosys gave no cells: {why}"))
+    share = synth.dre_area_share_with_yosys(df, ys)
+    if share is not None:
+        rows.append(report.row("dre.area_share_pct", share["area_pct"],
+                               quantity=f"DRE area share, logic of {'/'.join(share['blocks'])} from yosys",
+                               cause="model", cause_detail="the DRE micro-architecture is ours (D80-D87)"))
+    return rows, table
