@@ -165,10 +165,15 @@ def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[
 
     need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
                    if s.ratio_key and s.predictor(st) != "none"})
-    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac]
+    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac_device]
     if missing:
         return None, (f"NOT RUN: {p} has no selected fraction for {', '.join(missing)}; measure those methods "
                       f"(`python -m vrex_lib.workload measure --methods resv,infinigen,infinigen_p,rekv`)")
+    no_off = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac_offloaded]
+    if no_off:
+        return None, (f"NOT RUN: {p} has no offloaded-tier selected fraction for {', '.join(no_off)} (no checkpoint "
+                      f"beyond the KVMU capacity); measure longer contexts (`python -m vrex_lib.workload measure "
+                      f"--long`); the on-device share is not substituted")
     return w, w.source()
 
 
