@@ -40,11 +40,18 @@ def test_every_fail_and_not_run_row_has_a_cause(res):
     assert (df[df.verdict == "PASS"].cause == "").all()
 
 
-def test_measured_column_fails_are_stand_in_workload(res):
-    cl = {k: (v * 10, n) for k, (v, n) in CMP.claim_values(res).items()}  # every measured value far off
-    rows = _rows(res, cl, label="measured:w.json (profile default, SmolLM2-135M)")
-    meas = [r for r in rows if r.claim.endswith(CMP.MEASURED_SUFFIX) and r.verdict() == report.FAIL]
-    assert meas and all(r.cause == "stand-in-workload" and "SmolLM2" in r.cause_detail for r in meas)
+def test_measured_column_fails_are_stand_in_workload_unless_the_paper_column_fails_alike(res):
+    cl = {k: (v * 10, n) for k, (v, n) in CMP.claim_values(res).items()}  # every measured value 10x ours
+    rows = {r.claim: r for r in _rows(res, cl, label="measured:w.json (profile default, SmolLM2-135M)")}
+    meas = [r for k, r in rows.items() if k.endswith(CMP.MEASURED_SUFFIX) and r.verdict() == report.FAIL]
+    assert meas
+    for r in meas:
+        p = rows[r.claim[: -len(CMP.MEASURED_SUFFIX)]]
+        # the paper-stated column misses on the same side of the printed value
+        alike = p.verdict() == report.FAIL and (r.reproduced - p.paper) * (p.reproduced - p.paper) > 0
+        assert r.cause == (p.cause if alike else "stand-in-workload"), r.claim
+        assert ("SmolLM2" in r.cause_detail) != alike
+    assert any(r.cause == "stand-in-workload" for r in meas)
 
 
 def test_link_bound_at_40k_by_hand():

@@ -53,11 +53,14 @@ def test_systems_on_one_memory_share_one_dram_model():
     assert v48.dram_eff == pytest.approx(a100.dram_eff / const("gpu.mem_side_eff"))
 
 
-def test_every_constant_has_a_source_and_a_known_how():
+def test_every_constant_has_a_source_a_known_how_and_a_doc_row():
     t = table()
     assert t.key.is_unique and (t.source.str.len() > 10).all()
     assert set(t.how) <= {"measured", "derived", "spec", "choice"}
     assert (t[t.how == "choice"].source.str.contains("DECISIONS.md D1")).all()
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "PERF_MODEL.md").read_text()
+    missing = [k for k in t.key if f"`{k}`" not in doc]
+    assert not missing, f"docs/PERF_MODEL.md lacks constants rows {missing}"
 
 
 # ---- per-core LXE -------------------------------------------------------------------------------------------
@@ -106,6 +109,10 @@ def test_dense_layer_zero_reads_and_fetches_everything():
     assert none.bytes["pcie_fetch"] == pytest.approx(32 * sparse) and none.latency_ms < r.latency_ms
     # Layer 0 predicts nothing: no prediction phase for it.
     assert not [x for x in r.timeline if x["phase"] == "kv_prediction" and x["layer"] == 0]
+    # Kept on device instead, layer 0 fetches nothing and holds its whole KV in DRAM.
+    res = simulate("vrex8", "resv", "frame", 40000, 1, workload="paper", dense_resident=True)
+    assert res.bytes["pcie_fetch"] == pytest.approx(31 * sparse)
+    assert res.mem_bytes == pytest.approx(r.mem_bytes + layer0["pcie_bytes"])
 
 
 # ---- the link: NVMe commands, ASPM ------------------------------------------------------------------------------

@@ -227,15 +227,25 @@ def model_reason(key: str, res: Mapping, note: str = "") -> str:
 
 def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res: Mapping | None,
               checks: list[ImpliedCheck], note: str, measured_label: str = "",
-              paper_cause: tuple[str, str] | None = None) -> tuple[str, str]:
-    """(cause, cause_detail) of one row; ('', '') unless it FAILs or is NOT RUN."""
+              paper_row: tuple[float | None, float | None, str, str, str] | None = None) -> tuple[str, str]:
+    """(cause, cause_detail) of one row; ('', '') unless it FAILs or is NOT RUN.
+
+    A measured-column FAIL (``measured``) takes the paper-stated column's cause when that column fails on the same
+    side of the printed value (then the workload is not what decides it); otherwise it is 'stand-in-workload'.
+    ``paper_row``: (printed, ours with the paper-stated workload, its verdict, cause, cause_detail)."""
     if verdict == "NOT RUN":
         return "not-run", measured_label or "needs the full profile"
     if verdict != "FAIL":
         return "", ""
     if measured:
-        extra = f"; the paper-stated column fails too ({paper_cause[0]}: {paper_cause[1]})" if paper_cause else ""
-        return "stand-in-workload", f"measured on {measured_label}{extra}"
+        if paper_row is not None and paper_row[2] == "FAIL" and ours is not None and paper_row[1] is not None:
+            printed, p_ours, _, p_cause, p_detail = paper_row
+            if (ours - printed) * (p_ours - printed) > 0:
+                return p_cause, f"as with the paper-stated workload ({p_ours:.4g}): {p_detail}"
+        where = measured_label.split(";", 1)[0]
+        return "stand-in-workload", (f"measured on {where}; the paper-stated workload gives {paper_row[1]:.4g} "
+                                     f"({paper_row[2]})" if paper_row and paper_row[1] is not None
+                                     else f"measured on {where}")
     for c in checks:
         if key in c.claims and c.violated and ours is not None and c.ours_on_allowed_side(ours):
             return "paper-inconsistent", f"{c.key}: {c.detail}"

@@ -180,9 +180,9 @@ def paired_rows(paper_claims: Mapping[str, tuple[float, str]], measured_claims: 
         mr = report.Row(key + MEASURED_SUFFIX, f"{key} [V-Rex: measured workload]", pv.unit, pv.value,
                         None if mv is None else float(mv), pv.tol, pv.where,
                         "; ".join(x for x in (mnote, measured_label) if x))
-        mr.cause, mr.cause_detail = C.cause_for(key, mr.reproduced, mr.verdict(), measured=True, res=None,
-                                                checks=checks, note=mnote, measured_label=measured_label,
-                                                paper_cause=(pr.cause, pr.cause_detail) if pr.cause else None)
+        mr.cause, mr.cause_detail = C.cause_for(
+            key, mr.reproduced, mr.verdict(), measured=True, res=None, checks=checks, note=mnote,
+            measured_label=measured_label, paper_row=(pv.value, pr.reproduced, pr.verdict(), pr.cause, pr.cause_detail))
         rows += [pr, mr]
     return rows
 
@@ -419,27 +419,36 @@ def paper_points() -> dict[str, pd.DataFrame]:
                                                                      paper.value("fig13.edge.b1.tpot_vrex8_max")]))}
 
 
+def headline_frame(res_p: Mapping, res_m: Mapping | None, measured_label: str,
+                   keys: tuple[str, ...] = ("headline.", "fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.tpot",
+                                            "fig14.speedup_max", "fig16.speedup", "fig18.peak_frac.vrex8")) -> pd.DataFrame:
+    """The headline claims side by side with their verdicts and causes (both workload columns), for the README."""
+    cl_p = claim_values(res_p)
+    cl_m = claim_values(res_m) if res_m is not None else None
+    rows = [r for k in keys for r in paired_rows(cl_p, cl_m, paper_label="", measured_label=measured_label,
+                                                  prefix=k, res=res_p)]
+    rows += system_power_rows(res_p["grid"])[0]
+    return paired_frame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
-    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
-    Table I, core power) under the paper-stated workload, or a measured one."""
+    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline claims
+    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power) under the
+    paper-stated workload and, with ``--workload``, a measured one, each with its verdict and cause; the V-Rex8 /
+    V-Rex48 ratio; core power."""
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.paper_report", description=main.__doc__)
-    ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
+    ap.add_argument("--workload", default="", help="a vrex.workload/1 file for the measured column")
     ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
     a = ap.parse_args(argv)
-    wl = (Workload.paper() if a.workload == "paper"
-          else Workload.from_measurement(a.workload, extrapolation=a.extrapolation))
-    res = run_experiments(wl)
-    cl = claim_values(res)
-    print(f"workload: {workload_label(res)}")
-    for k, (v, note) in cl.items():
-        if k.startswith(("fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.fps", "fig13.edge.b1.tpot", "headline.",
-                         "fig13.edge.b1.frame.speedup", "fig14.speedup_max")):
-            print(f"{k:42s} ours {v:9.3f}   paper {paper.value(k):9.3f}   {note}")
-    _, pt = system_power_rows(res["grid"])
-    for r in pt.itertuples():
-        print(f"system power {r.system}: peak {r.peak_total_w:.1f} W, per-point average {r.avg_min_w:.1f}-"
-              f"{r.avg_max_w:.1f} W (mean {r.avg_mean_w:.1f}); Table I {r.table1_w:.2f} W")
+    res_p = run_experiments(Workload.paper())
+    wl, label = (workload_for_claims(a.workload, a.extrapolation) if a.workload
+                 else (None, "NOT RUN: no --workload file given"))
+    res_m = run_experiments(wl) if wl is not None else None
+    print(f"paper-stated workload: {workload_label(res_p)}\nmeasured workload: {label}")
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(headline_frame(res_p, res_m, label).round(3).to_string(index=False))
+        print(core_scaling_frame(res_p)[["stage", "kv_len", "vrex8_ms", "vrex48_ms", "ratio"]].round(2)
+              .to_string(index=False))
     m = CorePowerModel.of()
     print(f"core power: {m.power_w():.3f} W at 0 % activity (leakage {m.leakage_w:.3f} + clock {m.clock_w:.3f}), "
           f"{m.peak_w:.3f} W at 100 %; Table III {paper.value('table3.power_mw.total') / 1e3:.3f} W")

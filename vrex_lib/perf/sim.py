@@ -56,6 +56,8 @@ class SimParams:
     recent_window:   newest tokens always attended (None = one frame: the Workload's tokens per frame).
     dense_layers:    first layers that attend to and fetch everything (None = the Workload's, which is
       ``RuntimeConfig.dense_layers`` for the paper-stated workload and the measurement's own for a file).
+    dense_resident:  keep the dense layers' whole KV in device DRAM instead of offloading and re-fetching it every
+      step (a design alternative, docs/DECISIONS.md D103; the runtime offloads every layer alike).
     n_hp: ReSV hash bits (``ReSVConfig.n_hp``, §VI.E).
     infinigen_partial_frac: InfiniGen's partial key/query fraction of head_dim (InfiniGen's default 0.2).
     infinigen_p_key_frac:   InfiniGenP's frame-stage scoring key fraction (1.0 = full-key Q·K^T).
@@ -75,6 +77,7 @@ class SimParams:
     recent_capacity: int = field(default_factory=lambda: RuntimeConfig().kv_capacity)
     recent_window: int | None = None
     dense_layers: int | None = None
+    dense_resident: bool = False
     n_hp: int = field(default_factory=lambda: ReSVConfig().n_hp)
     infinigen_partial_frac: float = 0.2
     infinigen_p_key_frac: float = 1.0
@@ -434,8 +437,9 @@ def placement(i: StepInputs) -> Placement:
     layout_runs = spec.layout != "all" and spec.predictor(i.stage) != "none" and i.r_dev < 1.0
     sparse = LayerTraffic(False, always + sel_dev + sel_off + i.n_new, sel_dev if layout_runs else 0.0, run_bytes,
                           fb, fc, fr, B * sel_off * kvb * share, frac)
-    db, dc, dr = _fetch(i, off, 1.0, 0.0, 1.0, "all", run_bytes, chunk_bytes)
-    dense = LayerTraffic(True, i.kv_len + i.n_new, 0.0, math.inf, db, dc, dr, full_bytes, 1.0 if off else 0.0)
+    db, dc, dr = (_fetch(i, off, 1.0, 0.0, 1.0, "all", run_bytes, chunk_bytes) if not p.dense_resident
+                  else (0.0, 0.0, math.inf))
+    dense = LayerTraffic(True, i.kv_len + i.n_new, 0.0, math.inf, db, dc, dr, db, 1.0 if db else 0.0)
     write = B * i.n_new * kvb if off > 0 else 0.0  # the oldest tokens leave for the offload tier
     return Placement(offload, on_dev, off, always, n_cand, sel_off, n_dense, dense, sparse, share, reuse, kept_frac,
                      write, kept)
@@ -621,9 +625,10 @@ def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
         kvmu_requests=(pl.per_layer(L, "fetch_commands") if i.engine == "dre" else 0.0),
         host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0)
     energy_j, parts_j = _energy.step_energy(sys, act)
+    resident_dense = pl.n_dense * B * pl.off_tokens * i.llm.kv_bytes_per_token_layer if p.dense_resident else 0.0
     mem_bytes = (footprint_bytes(i.llm, p, i.spec, i.kv_len, B, pl.offload, i.wl.tokens_per_frame,
                                  i.tokens_per_cluster)
-                 + 2 * pl.sparse.fetch_bytes + pl.retrieved_kept_bytes)  # + double-buffered prefetch
+                 + 2 * pl.sparse.fetch_bytes + pl.retrieved_kept_bytes + resident_dense)  # + double-buffered prefetch
     notes = dict(engine=i.engine, offloaded_tokens=pl.off_tokens, on_device_tokens=pl.on_dev_tokens,
                  moved_fraction=pl.sparse.moved_frac, fetch_ms_per_layer=sc.sparse.fetch_s * 1e3,
                  dense_fetch_ms_per_layer=sc.dense.fetch_s * 1e3, dense_layers=pl.n_dense,
