@@ -275,7 +275,8 @@ def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", 
 def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> pd.DataFrame:
     """One input at a time around ``workload``: V-Rex8 per-frame latency at ``kv_len`` (batch 1), its speedup over
     AGX+FlexGen, and the KVPU-only ablation's speedup. Parameters: the PCIe bandwidth (Table I), the KVMU capacity
-    (docs/DECISIONS.md D6), the SSD granule, the dense layers (and keeping their KV on device, D103), the
+    (docs/DECISIONS.md D6), the SSD granule and queue depth (D105), the dense layers (and keeping their KV on
+    device, D103), the
     cross-step reuse of retrieved KV and the ReSV selected fraction
     (workload fields, set uniformly for both stages), and the AGX Orin dense-peak fraction (at the smallest size,
     where compute matters)."""
@@ -298,6 +299,8 @@ def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> p
         point("recent_capacity", v, wl, recent_capacity=v)
     for v in (256, 4096):
         point("system_offload_granule", v, wl, system_offload_granule=v)
+    for v in (8, 32, 128):
+        point("system_nvme_queue_depth (both systems)", v, wl, system_nvme_queue_depth=v)
     for v in (0, 1, 2):
         point("dense_layers", v, wl, dense_layers=v)
     point("dense_resident (dense layers' KV kept on device)", 1.0, wl, dense_resident=True)

@@ -111,8 +111,9 @@ class SimResult:
     breakdown_ms: llm, vision_mlp, kv_prediction (main-engine time), retrieval_exposed (stall waiting for
       PCIe) -- they sum to latency_ms.
     bytes: dram (accelerator DRAM traffic), pcie (offload-tier traffic, both directions), pcie_fetch.
-    ratio: the selected fraction of offloaded candidates used; workload_source: the Workload's provenance and
-      every extrapolation used for this step.
+    ratio: the selected share of the offloaded candidates used (the on-device share when nothing is offloaded,
+      then not looked up; both are in ``notes``); workload_source: the Workload's provenance and every
+      extrapolation used for this step.
     timeline: one dict per phase (layer, phase, engine, start_us, end_us, dram_bytes, pcie_bytes), built on first
     access from ``timeline_rows`` (the same fields as tuples).
     """
@@ -239,7 +240,8 @@ def _op_time_s(op: Op, sys: System) -> float:
 class StepInputs:
     """Everything one step depends on, resolved. ``extrapolated``: {field: policy} used at this length.
     ``r_dev`` / ``r_off``: selected share of the on-device / offloaded candidates (1 for methods that do not
-    select); ``dense_layers``: layers that attend to everything."""
+    select; ``r_off`` = ``r_dev`` when nothing is offloaded, where it is unused); ``dense_layers``: layers that
+    attend to everything."""
 
     sys: System
     spec: MethodSpec
