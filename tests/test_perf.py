@@ -24,15 +24,23 @@ def _phase(r, layer, phase):
 
 
 def test_bandwidth_bound_phase_takes_bytes_over_bandwidth():
+    from vrex_lib.perf import dram
+
     sys = get_system("agx_orin")
     r = simulate(sys, "flexgen", "frame", 20000, 1)
     (qkv,) = _phase(r, 3, "qkv")
-    assert (qkv["end_us"] - qkv["start_us"]) * 1e-6 == pytest.approx(
-        qkv["dram_bytes"] / sys.dram + sys.kernel_launch_s, rel=1e-9)
-    fetch = _phase(r, 3, "kv_fetch")[0]
-    assert (fetch["end_us"] - fetch["start_us"]) * 1e-6 == pytest.approx(fetch["pcie_bytes"] / sys.pcie, rel=1e-9)
-    # FlexGen moves every offloaded token of every layer once.
     llm = perf.LLAMA3_8B
+    # QKV: weights + activations as one long read stream, the new K,V (10 tokens x 256 B per head) as writes.
+    t = sys.dram_timing
+    read_bps = sys.dram_bw * dram.stream_efficiency(t).total
+    write_bps = sys.dram_bw * dram.stream_efficiency(t, 10 * 256, write=True).total
+    new_kv = 10 * llm.kv_bytes_per_token_layer
+    assert (qkv["end_us"] - qkv["start_us"]) * 1e-6 == pytest.approx(
+        (qkv["dram_bytes"] - new_kv) / read_bps + new_kv / write_bps, rel=1e-9)
+    fetch = _phase(r, 3, "kv_fetch")[0]
+    assert (fetch["end_us"] - fetch["start_us"]) * 1e-6 == pytest.approx(
+        fetch["pcie_bytes"] * (1 + 212 / 131072) / sys.pcie, rel=1e-9)  # + one NVMe command per 128 KiB
+    # FlexGen moves every offloaded token of every layer once.
     assert r.bytes["pcie_fetch"] == pytest.approx((20000 - 4096) * llm.kv_bytes_per_token, rel=1e-9)
 
 
@@ -115,12 +123,20 @@ def test_oom_fig15_setup():
 
 
 def test_selected_fraction_comes_from_the_workload():
-    sel = dict(PAPER_WL.selected_frac)
-    lo = simulate("vrex8", "resv", "frame", 40000,
-                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.1}))
-    hi = simulate("vrex8", "resv", "frame", 40000,
-                  workload=PAPER_WL.replace(selected_frac={**sel, ("resv", "frame"): 0.5}))
+    dev, off = dict(PAPER_WL.selected_frac_device), dict(PAPER_WL.selected_frac_offloaded)
+
+    def wl(f):
+        return PAPER_WL.replace(selected_frac_device={**dev, ("resv", "frame"): f},
+                                selected_frac_offloaded={**off, ("resv", "frame"): f})
+
+    lo = simulate("vrex8", "resv", "frame", 40000, workload=wl(0.1))
+    hi = simulate("vrex8", "resv", "frame", 40000, workload=wl(0.5))
     assert lo.latency_ms < hi.latency_ms and lo.ratio == 0.1 and "user" in lo.workload_source
+    # The two tiers are separate inputs: only the offloaded share moves the link.
+    only_dev = simulate("vrex8", "resv", "frame", 40000,
+                        workload=PAPER_WL.replace(selected_frac_device={**dev, ("resv", "frame"): 0.9}))
+    base = simulate("vrex8", "resv", "frame", 40000)
+    assert only_dev.bytes["pcie_fetch"] == base.bytes["pcie_fetch"] and only_dev.bytes["dram"] > base.bytes["dram"]
     with pytest.raises(ValueError, match="unknown method"):
         simulate("vrex8", "nope", "frame", 1000)
     with pytest.raises(ValueError, match="stage"):
@@ -128,7 +144,10 @@ def test_selected_fraction_comes_from_the_workload():
     with pytest.raises(TypeError, match="Workload"):
         simulate("vrex8", "resv", "frame", 1000, retrieved_reuse=0.5)  # a workload field, not a SimParams one
     with pytest.raises(KeyError, match="rekv/frame"):
-        simulate("agx_orin", "rekv", "frame", 1000, workload=Workload(selected_frac={("resv", "frame"): 0.3}))
+        simulate("agx_orin", "rekv", "frame", 1000, workload=Workload.uniform({("resv", "frame"): 0.3}))
+    for bad in (float("nan"), float("inf"), 1.5, "40000"):
+        with pytest.raises(ValueError, match="kv_len"):
+            simulate("vrex8", "resv", "frame", bad)
 
 
 def test_energy_accounting():
@@ -152,12 +171,13 @@ def test_e2e_and_footprint():
 def test_kvmu_layout_only_on_vrex():
     gpu = simulate("agx_orin", "resv", "frame", 40000, 1)
     assert gpu.notes["layout"] == "token"
-    kvmu = simulate("vrex8", "resv", "frame", 40000, 1)
-    kvpu = simulate("vrex8", "resv_kvpu", "frame", 40000, 1)
+    kvmu = simulate("vrex8", "resv", "frame", 40000, 1, dense_layers=0)
+    kvpu = simulate("vrex8", "resv_kvpu", "frame", 40000, 1, dense_layers=0)
     assert kvmu.bytes["pcie_fetch"] < kvpu.bytes["pcie_fetch"]
     assert kvmu.latency_ms < kvpu.latency_ms
-    # Reusing clusters already in the Retrieved-KV region cuts the fetch proportionally.
-    half = simulate("vrex8", "resv", "frame", 40000, 1, workload=PAPER_WL.replace(reuse={("resv", "frame"): 0.5}))
+    # Reusing clusters already in the Retrieved-KV region cuts the (selecting layers') fetch proportionally.
+    half = simulate("vrex8", "resv", "frame", 40000, 1, dense_layers=0,
+                    workload=PAPER_WL.replace(reuse={("resv", "frame"): 0.5}))
     assert half.bytes["pcie_fetch"] == pytest.approx(0.5 * kvmu.bytes["pcie_fetch"])
 
 

@@ -27,28 +27,38 @@ FIXTURE = ROOT / "tests" / "data" / "workload_tiny.json"
 def test_paper_workload_is_labelled_and_reads_table2():
     w = Workload.paper()
     assert w.selected("resv", "frame", 40000) == (pytest.approx(0.327), None)  # constant: never extrapolated
-    assert w.provenance["selected_frac"].kind == "paper-stated" and "Table II" in w.source()
+    assert w.selected("resv", "frame", 40000, "device") == (pytest.approx(0.327), None)  # one ratio, both tiers
+    assert w.provenance["selected_frac_device"].kind == "paper-stated" and "Table II" in w.source()
+    assert "both tiers" in w.provenance["selected_frac_offloaded"].detail
+    assert w.dense_layers == 1 and "Fig. 6" in w.provenance["dense_layers"].source
     assert (w.frames, w.question_tokens, w.answer_tokens) == (26, 25, 39)
     assert w.tokens_per_cluster.value == (32.0,) and w.wics_exit_frac.value == (0.16,)
 
 
 def test_from_measurement_reads_contract_a_and_labels_extrapolation():
     w = Workload.from_measurement(FIXTURE)
-    assert w.provenance["selected_frac"].kind == "measured" and "profile tiny" in w.source()
-    assert w.tokens_per_frame == 12
-    # selected_frac_offloaded where measured (0.10 at 10K), else selected_frac (0.40 at 1K).
+    assert w.provenance["selected_frac_device"].kind == "measured" and "profile tiny" in w.source()
+    assert w.tokens_per_frame == 12 and w.dense_layers == 1
+    # Offloaded tier: selected_frac_offloaded, measured only at 10K (0.10) -> a constant.
     assert w.selected("resv", "frame", 10000) == (pytest.approx(0.10), None)
-    assert w.selected("resv", "frame", 1000) == (pytest.approx(0.40), None)
+    # On-device tier, by hand: 1K nothing offloaded -> selected_frac 0.40; 10K: (0.15 x 9900 - 0.10 x 5900) /
+    # (9900 - 5900) = 895 / 4000 = 0.22375.
+    assert w.selected("resv", "frame", 1000, "device") == (pytest.approx(0.40), None)
+    assert w.selected("resv", "frame", 10000, "device") == (pytest.approx(0.22375), None)
     # Inside the range: linear in log(kv): halfway in log between 1K and 10K.
-    v, pol = w.selected("resv", "frame", math.sqrt(1000 * 10000))
-    assert pol is None and v == pytest.approx(0.25)
+    v, pol = w.selected("resv", "frame", math.sqrt(1000 * 10000), "device")
+    assert pol is None and v == pytest.approx((0.40 + 0.22375) / 2)
     # Outside: 'hold' keeps the end value and says so.
-    assert w.selected("resv", "frame", 40000) == (pytest.approx(0.10), "hold")
+    assert w.selected("resv", "frame", 40000, "device") == (pytest.approx(0.22375), "hold")
     assert w.reuse_at("resv", "frame", 40000) == (pytest.approx(0.60), None)  # one length: a constant
     assert w.tokens_per_cluster.at(5000)[0] == pytest.approx(50 + 10 * math.log(5) / math.log(10))
-    # A method the file lacks fails with the fix.
+    # A method the file lacks fails with the fix; flexgen was never offloaded: its offloaded share is absent
+    # and the on-device one is not substituted.
     with pytest.raises(KeyError, match="measure that method"):
         w.selected("rekv", "frame", 1000)
+    with pytest.raises(KeyError, match="not substituted"):
+        w.selected("flexgen", "frame", 1000)
+    assert "no offloaded-tier share for flexgen/frame" in w.provenance["selected_frac_offloaded"].detail
     # The scenario the file does not carry keeps the paper's, labelled.
     frames = w.provenance["frames"]
     assert frames.kind == "paper-stated" and "not in workload_tiny.json" in frames.detail
@@ -56,11 +66,11 @@ def test_from_measurement_reads_contract_a_and_labels_extrapolation():
 
 def test_loglog_fit_extrapolation():
     w = Workload.from_measurement(FIXTURE, extrapolation="loglog-fit")
-    v, pol = w.selected("resv", "frame", 100000)
-    # log-log line through (1e3, 0.4) and (1e4, 0.1): slope log(0.25)/log(10) -> 0.1 * 0.25 one decade on.
-    assert pol == "loglog-fit" and v == pytest.approx(0.025)
+    v, pol = w.selected("resv", "frame", 100000, "device")
+    # log-log line through (1e3, 0.4) and (1e4, 0.22375): one decade on, 0.22375^2 / 0.4.
+    assert pol == "loglog-fit" and v == pytest.approx(0.22375 ** 2 / 0.4)
     r = simulate("vrex8", "resv", "frame", 100000, workload=w)
-    assert "selected_frac resv/frame 'loglog-fit'" in r.workload_source
+    assert "selected_frac_device resv/frame 'loglog-fit'" in r.workload_source
     assert r.row()["workload_source"] == r.workload_source
     inside = simulate("vrex8", "resv", "frame", 5000, workload=w)
     assert "extrapolated" not in inside.workload_source
@@ -78,7 +88,7 @@ def test_from_measurement_errors_name_the_file(tmp_path):
     with pytest.raises(TypeError, match="workload"):
         simulate("vrex8", "resv", "frame", 1000, workload=3)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        Workload(selected_frac={("resv", "frame"): 1.5})
+        Workload.uniform({("resv", "frame"): 1.5})
     with pytest.raises(ValueError, match="loglog-fit"):
         Curve((1000.0,), (0.1,), "loglog-fit")
 
@@ -88,7 +98,7 @@ def test_simulate_accepts_workload_paper_string_and_path():
     b = simulate("vrex8", "resv", "frame", 20000, workload=Workload.paper())
     assert json.dumps(a.row()) == json.dumps(b.row())
     c = simulate("vrex8", "resv", "frame", 20000, workload=str(FIXTURE))
-    assert "measured" in c.workload_source and c.ratio == pytest.approx(0.10)  # held beyond 10K
+    assert "measured" in c.workload_source and c.ratio == pytest.approx(0.10)  # the 10K offloaded share
     with pytest.raises(TypeError):
         simulate("vrex8", "resv", "frame", 20000)  # workload is required
 
@@ -118,22 +128,29 @@ def test_simulate_is_independent_of_the_results_directory(tmp_path, monkeypatch)
 # ---- hand-computed model pieces ------------------------------------------------------------------------------------
 
 def test_one_op_roofline_time():
-    sys = dataclasses.replace(get_system("agx_orin"), peak_flops=1e12, compute_eff=1.0, dram_bw=1e11, dram_eff=0.5,
-                              kernel_launch_s=1e-6)
-    # 2 GFLOP at 1 TFLOP/s = 2 ms; 200 MB at 50 GB/s = 4 ms -> memory-bound, + 3 launches of 1 us.
+    from vrex_lib.perf import dram
+
+    base = get_system("agx_orin")
+    sys = dataclasses.replace(base, peak_flops=1e12, compute_eff=1.0, dram_bw=1e11, mem_side_eff=0.5, host_op_s=1e-6)
+    read_bps = 1e11 * dram.stream_efficiency(sys.dram_timing).total * 0.5
+    # 2 GFLOP at 1 TFLOP/s = 2 ms; 200 MB of long reads at 50 GB/s x 0.928 = 4.3 ms -> memory-bound.
     op = Op("x", "gemm", 2e9, weight_bytes=1.5e8, act_bytes=0.5e8, kernels=3)
-    assert _op_time_s(op, sys) == pytest.approx(4e-3 + 3e-6, rel=1e-12)
+    assert _op_time_s(op, sys) == pytest.approx(2e8 / read_bps, rel=1e-12)
     assert _op_time_s(Op("y", "gemm", 8e9, weight_bytes=1e6, kernels=0), sys) == pytest.approx(8e-3, rel=1e-12)
+    # Host-bound: 5000 framework calls of 1 us outlast 1 MB of traffic.
+    assert _op_time_s(Op("z", "vector", 0.0, act_bytes=1e6, host_ops=5000), sys) == pytest.approx(5e-3, rel=1e-12)
 
 
 def test_one_pcie_transfer():
     r = simulate("agx_orin", "flexgen", "frame", 10000, 1, workload="paper")
-    # FlexGen fetches every offloaded token of a layer: (10000 - 4096) tokens x 2 (K,V) x 8 heads x 128 x 2 B.
+    # FlexGen fetches every offloaded token of a layer: (10000 - 4096) tokens x 2 (K,V) x 8 heads x 128 x 2 B,
+    # read sequentially in 128-KiB NVMe commands of 64 + 16 + 3 x 4 B + 5 TLP overheads of 24 B = 212 B each.
     layer_bytes = (10000 - 4096) * 2 * 8 * 128 * 2
     link_bps = 4e9 * 0.985 * 256 / 280  # Table I 4 GB/s x derived PCIe Gen3 efficiency
     fetch = [x for x in r.timeline if x["phase"] == "kv_fetch" and x["layer"] == 5][0]
     assert fetch["pcie_bytes"] == layer_bytes
-    assert (fetch["end_us"] - fetch["start_us"]) * 1e-6 == pytest.approx(layer_bytes / link_bps, rel=1e-12)
+    assert (fetch["end_us"] - fetch["start_us"]) * 1e-6 == pytest.approx(
+        (layer_bytes + layer_bytes / 131072 * 212) / link_bps, rel=1e-12)
 
 
 def test_one_layer_overlap():
@@ -268,8 +285,8 @@ def test_rekv_frame_variant_supplies_the_simulators_rekv(tmp_path):
     p = tmp_path / "w.json"
     p.write_text(json.dumps(d))
     w = Workload.from_measurement(p)
-    assert w.selected("rekv", "frame", 1000)[0] == pytest.approx(0.25)   # the every-step mode, not once per question
-    assert "rekv from rekv@frame" in w.provenance["selected_frac"].label()
+    assert w.selected("rekv", "frame", 1000, "device")[0] == pytest.approx(0.25)  # every-step mode, not per question
+    assert "rekv from rekv@frame" in w.provenance["selected_frac_device"].label()
     d["checkpoints"].pop()                                                 # without the variant: plain rekv
     p.write_text(json.dumps(d))
-    assert Workload.from_measurement(p).selected("rekv", "frame", 1000)[0] == pytest.approx(1.0)
+    assert Workload.from_measurement(p).selected("rekv", "frame", 1000, "device")[0] == pytest.approx(1.0)

@@ -4,9 +4,12 @@
     r = perf.simulate("vrex8", "resv", "frame", kv_len=40_000, batch=1, workload="paper")
     r.latency_ms, r.fps, r.energy_J, r.gops_per_w, r.bytes, r.breakdown_ms, r.timeline, r.workload_source
 
-Layers: workload (the :class:`Workload`: what the model and data do) -> model_ops (FLOPs/bytes per op) -> constants
-(device efficiencies, cited) -> systems (Table I) -> methods (prediction work, transfer layout) -> energy
-(estimator constants x counts) -> sim (event timeline per layer). docs/PERF_MODEL.md describes the model.
+Layers: workload (the :class:`Workload`: what the model and data do) -> model_ops (FLOPs, bytes per DRAM stream,
+GEMM shapes and VPE work per op) -> constants (the one cited table) -> dram (one bank-level model per memory
+technology), lxe (per-core DPE tiles, VPE, ports), link (NVMe commands, ASPM) -> systems (Table I) -> methods
+(prediction work, transfer layout) -> energy (estimator constants x counts) -> sim (event timeline per layer) ->
+experiments, validation -> claim_causes, paper_report (the comparison with the paper). docs/PERF_MODEL.md describes
+the model.
 """
 from .workload import EXTRAPOLATIONS, SIM_METHOD, Curve, Provenance, Workload
 from .methods import METHODS, MethodSpec, moved_fraction

@@ -6,10 +6,12 @@
   (standby + refresh per GB of the system's capacity) x time, drawn even when idle.
 * **GPUs**: Table I's measured board power (tegrastats / nvidia-smi, §VI.A; GPU DRAM included) x time. The paper
   measured it running these workloads, so it is the board's power while busy; it is the same for every method.
-* **PCIe** (both): the paper's 3 W per lane at full load (§VI.A), scaled with link use: lanes x 3 W x
-  (busy fraction + L0-idle fraction x idle fraction), the L0-idle fraction from the estimator's table.
+* **PCIe** (both): the paper's 3 W per lane at full load (§VI.A) while the link moves data; while it is idle, the
+  L0-equivalent idle time of its ASPM states (:func:`vrex_lib.perf.link.idle_power_frac`: L0, then L0s, then
+  L1.2 over each idle gap of the step's timeline); without that time given, the estimator's L0-idle fraction.
 * **Offload tier**: SSD active power while the link moves data, idle power otherwise (edge; Kioxia BG6 rows);
-  host DDR4 pJ/bit x bytes (server; the host's DDR4 background belongs to the host CPU, present for both systems).
+  host DDR4 pJ/bit x bytes over the link plus the host's staging copies (server; the host's DDR4 background
+  belongs to the host CPU, present for both systems).
 
 Peak system power (compared with Table I) is :func:`peak_power_w`: every V-Rex unit at full utilisation, DRAM
 streaming at its achieved bandwidth, the PCIe link and the SSD active.
@@ -27,8 +29,9 @@ class Activity:
     """What a step did: counts for the per-action energies, busy times for the powered devices.
 
     seconds: step time; macs: main-engine multiply-accumulates (LXE on V-Rex); vpe_ops: vector-lane operations;
-    dram_bytes / pcie_bytes: traffic; pcie_busy_s: link busy time; hcu_compares / wtu_elems: DRE lane-cycles;
-    kvmu_requests: offload-tier requests the KVMU issued (one per granule moved).
+    dram_bytes / pcie_bytes: traffic; pcie_busy_s: link busy time; pcie_idle_l0_s: the link's idle time weighted
+    by its ASPM states' power (None: the estimator's L0-idle fraction of the idle time); hcu_compares / wtu_elems:
+    DRE lane-cycles; kvmu_requests: NVMe reads the KVMU issued; host_copy_bytes: host-DRAM bytes of staging copies.
     """
 
     seconds: float
@@ -40,9 +43,11 @@ class Activity:
     hcu_compares: float = 0.0
     wtu_elems: float = 0.0
     kvmu_requests: float = 0.0
+    pcie_idle_l0_s: float | None = None
+    host_copy_bytes: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.seconds <= 0:
+        if not self.seconds > 0:
             raise ValueError(f"Activity.seconds must be > 0, got {self.seconds}")
 
 
@@ -82,11 +87,13 @@ def step_energy(sys: System, act: Activity) -> tuple[float, dict]:
         parts["gpu_board"] = sys.power_w * t
     lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
     parts["pcie"] = lane_w * busy
-    parts["pcie_idle"] = lane_w * _offchip.pcie_idle_fraction() * (t - busy)
+    idle_l0_s = (_offchip.pcie_idle_fraction() * (t - busy) if act.pcie_idle_l0_s is None
+                 else min(act.pcie_idle_l0_s, t - busy))
+    parts["pcie_idle"] = lane_w * idle_l0_s
     if sys.offload_tier == "ssd":
         parts["ssd"] = _offchip.ssd_power_w("active") * busy + _offchip.ssd_power_w("idle") * (t - busy)
     else:
-        parts["host_dram"] = act.pcie_bytes * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = (act.pcie_bytes + act.host_copy_bytes) * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
     return sum(parts.values()), parts
 
 

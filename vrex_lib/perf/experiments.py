@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import pandas as pd
 
 from .workload import Workload
@@ -102,10 +103,12 @@ def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", *,
     """InfiniGen adopted for prefill (InfiniGenP) with a fixed token budget: ops and latency split. The budget
     (Fig. 4(c): 10K of 40K) replaces the workload's InfiniGenP frame-stage fraction for this one experiment."""
     wl = Workload.resolve(workload)
-    sel = dict(wl.selected_frac)
-    sel[("infinigen_p", "frame")] = min(1.0, budget / kv_len)
-    r = simulate(system, "infinigen_p", "frame", kv_len, 1, workload=wl.replace(selected_frac=sel),
-                 include_vision=False, **kw)
+    f = min(1.0, budget / kv_len)  # a token budget over all candidates: the same share of either tier
+    dev = {**wl.selected_frac_device, ("infinigen_p", "frame"): f}
+    off = {**wl.selected_frac_offloaded, ("infinigen_p", "frame"): f}
+    r = simulate(system, "infinigen_p", "frame", kv_len, 1,
+                 workload=wl.replace(selected_frac_device=dev, selected_frac_offloaded=off), include_vision=False,
+                 **kw)
     tot = r.latency_ms
     return dict(ops_retrieval_pct=100 * r.pred_flops / (r.pred_flops + r.flops),
                 lat_prediction_pct=100 * r.breakdown_ms["kv_prediction"] / tot,
@@ -170,11 +173,19 @@ def fig16(kv_len: int = 40000, *, workload: Workload | str = "paper", **kw) -> p
     return df
 
 
+def fig16_granule_sensitivity(kv_len: int = 40000, granules=(512, 4096, 16384), *,
+                              workload: Workload | str = "paper", **kw) -> pd.DataFrame:
+    """Fig. 16's ablation with the SSD moving blocks of each of ``granules`` bytes (512-B and 4-KiB LBA formats,
+    and a 16-KiB drive page): the split between "KVPU only" and "all" rests on how much of a block a scattered
+    selection wastes, so it is shown as a sensitivity, not as one choice."""
+    frames = [fig16(kv_len, workload=workload, system_offload_granule=g, **kw).assign(granule_bytes=g)
+              for g in granules]
+    return pd.concat(frames, ignore_index=True)
+
+
 def fig17(kv_len: int = 40000, layer: int = 1, bins: int = 200, *, workload: Workload | str = "paper",
           **kw) -> tuple[pd.DataFrame, object]:
     """DRAM bandwidth over time (TB/s) for one layer of V-Rex48 frame processing, per category."""
-    import numpy as np
-
     r = simulate("vrex48", "resv", "frame", kv_len, 1, workload=workload, **kw)
     tl = pd.DataFrame(r.timeline)
     lay = tl[tl.layer.isin([layer, layer + 1])]
@@ -264,7 +275,9 @@ def retrieved_cache_comparison(kv_sizes=(10000, 40000), platform: str = "edge", 
 def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> pd.DataFrame:
     """One input at a time around ``workload``: V-Rex8 per-frame latency at ``kv_len`` (batch 1), its speedup over
     AGX+FlexGen, and the KVPU-only ablation's speedup. Parameters: the PCIe bandwidth (Table I), the KVMU capacity
-    (docs/DECISIONS.md D6), the SSD granule, the cross-step reuse of retrieved KV and the ReSV selected fraction
+    (docs/DECISIONS.md D6), the SSD granule and queue depth (D105), the dense layers (and keeping their KV on
+    device, D103), the
+    cross-step reuse of retrieved KV and the ReSV selected fraction
     (workload fields, set uniformly for both stages), and the AGX Orin dense-peak fraction (at the smallest size,
     where compute matters)."""
     wl = Workload.resolve(workload)
@@ -286,11 +299,18 @@ def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> p
         point("recent_capacity", v, wl, recent_capacity=v)
     for v in (256, 4096):
         point("system_offload_granule", v, wl, system_offload_granule=v)
+    for v in (8, 32, 128):
+        point("system_nvme_queue_depth (both systems)", v, wl, system_nvme_queue_depth=v)
+    for v in (0, 1, 2):
+        point("dense_layers", v, wl, dense_layers=v)
+    point("dense_resident (dense layers' KV kept on device)", 1.0, wl, dense_resident=True)
     for v in (0.0, 0.5, 0.8, 0.9):
         point("reuse (resv, both stages)", v, wl.replace(reuse={**wl.reuse, ("resv", "frame"): v, ("resv", "text"): v}))
     for v in (0.05, 0.1, 0.2, 0.327):
-        sel = {**wl.selected_frac, ("resv", "frame"): v, ("resv", "text"): v}
-        point("selected_frac (resv, both stages)", v, wl.replace(selected_frac=sel))
+        dev = {**wl.selected_frac_device, ("resv", "frame"): v, ("resv", "text"): v}
+        off = {**wl.selected_frac_offloaded, ("resv", "frame"): v, ("resv", "text"): v}
+        point("selected_frac (resv, both stages and tiers)", v,
+              wl.replace(selected_frac_device=dev, selected_frac_offloaded=off))
     orin = sy["agx_orin"]
     small = min(KV_SIZES)
     rv = simulate(sy["vrex8"], "resv", "frame", small, 1, workload=wl)

@@ -37,7 +37,7 @@ from typing import Literal
 
 from ..config import VRexCoreConfig
 from ..hw import timing
-from .model_ops import BF16, LLMSpec, Op
+from .model_ops import BF16, Gemm, LLMSpec, Op
 
 Predictor = Literal["none", "partial_key", "full_key", "block_mean", "resv"]
 
@@ -176,10 +176,12 @@ def prediction_work(pred: Predictor, llm: LLMSpec, batch: int, n_new: int, n_can
         raise ValueError(f"unknown predictor {pred!r}")
     C = n_cand / tokens_per_cluster  # clusters per (stream, KV head)
     C_recent = max(1.0, min(n_cand, p.recent_capacity) / tokens_per_cluster)
+    # On the LXE (DPE): keys [N, D] x hyperplanes [D, N_hp] per KV head; Q [N*group, D] x K_cluster^T [D, C].
     hashg = Op("pred_hash", "pred", 2.0 * B * N * Hkv * D * p.n_hp, act_bytes=B * N * Hkv * (D * BF16 + p.n_hp / 8),
-               weight_bytes=p.n_hp * D * BF16, kernels=1)
+               weight_bytes=p.n_hp * D * BF16, kernels=1, gemms=(Gemm(N, D, p.n_hp, B * Hkv),))
     score = Op("pred_score", "pred", 2.0 * rows_q * D * C, kv_bytes=B * C * Hkv * (D * BF16 + 4 + 2),
-               act_bytes=rows_q * C * (4 if engine == "gpu" else BF16), kernels=1)
+               act_bytes=rows_q * C * (4 if engine == "gpu" else BF16), kernels=1,
+               gemms=(Gemm(N * llm.group, D, max(1, math.ceil(C)), B * Hkv),))
     # Mapping selected clusters back to token indices through the HC table (4 B per token index).
     hcmap = Op("pred_hcmap", "pred", 0.0, kv_bytes=B * Hkv * n_cand * 4 * 0.5, kernels=1)
     compares = B * N * Hkv * C_recent

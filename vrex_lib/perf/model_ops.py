@@ -9,8 +9,11 @@ attended KV length; FFN is SwiGLU (gate, up: hidden -> ffn; down: ffn -> hidden)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 BF16 = 2  # bytes per element
 
@@ -64,6 +67,7 @@ class VisionSpec:
 
     n_layers: int = 24
     hidden: int = 1024
+    n_heads: int = 16
     mlp: int = 4096
     n_patches: int = 576  # (384/16)^2
     tokens_per_frame: int = 10  # CLS + 3x3 pooled (VideoLLM-online Live1+)
@@ -86,14 +90,33 @@ class VisionSpec:
         return self.params * self.bytes_per_param
 
 
+@dataclass(frozen=True)
+class Gemm:
+    """``count`` independent products ``[rows, k] x [k, n]``; the ``[k, n]`` operand streams from DRAM (weights,
+    or cached keys/values in attention) and is reused by the ``rows`` inputs."""
+
+    rows: int
+    k: int
+    n: int
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if min(self.rows, self.k, self.n, self.count) < 1:
+            raise ValueError(f"Gemm dimensions must be >= 1, got {self}")
+
+
 @dataclass
 class Op:
     """One operator's work for one batched step (all streams of the batch).
 
     kind: 'gemm' (weight-streaming matmul), 'attn' (attention over cached KV), 'pred' (KV prediction),
           'vector' (elementwise / norms), 'vision' (vision tower + connector).
-    flops: floating-point operations (2 per MAC); weight_bytes / kv_bytes / act_bytes: DRAM traffic.
-    macs: multiply-accumulates (for the accelerator's per-action energy).
+    flops: floating-point operations (2 per MAC). DRAM traffic by access stream (:mod:`vrex_lib.perf.dram`):
+    ``weight_bytes`` and ``act_bytes`` long reads; ``kv_bytes`` reads of resident KV in long runs; ``sel_kv_bytes``
+    reads of selected KV in runs of ``sel_run_bytes``; ``kv_write_bytes`` new K/V written in runs of
+    ``kv_write_run_bytes``; ``dma_bytes`` fetched KV landing from the link in runs of ``dma_run_bytes``.
+    gemms / vpe: the work the V-Rex LXE model maps (:mod:`vrex_lib.perf.lxe`); GPUs use flops and bytes.
+    kernels: GPU kernel launches; host_ops: framework calls an eager host issues (None = one per kernel).
     """
 
     name: str
@@ -103,67 +126,108 @@ class Op:
     kv_bytes: float = 0.0
     act_bytes: float = 0.0
     kernels: int = 1
+    sel_kv_bytes: float = 0.0
+    sel_run_bytes: float = math.inf
+    kv_write_bytes: float = 0.0
+    kv_write_run_bytes: float = math.inf
+    dma_bytes: float = 0.0
+    dma_run_bytes: float = math.inf
+    gemms: tuple[Gemm, ...] = ()
+    vpe: dict = field(default_factory=dict)
+    host_ops: int | None = None
     extra: dict = field(default_factory=dict)
 
     @property
     def dram_bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes + self.act_bytes
+        return (self.weight_bytes + self.kv_bytes + self.act_bytes + self.sel_kv_bytes + self.kv_write_bytes
+                + self.dma_bytes)
 
     @property
     def macs(self) -> float:
         return self.flops / 2
 
+    @property
+    def n_host_ops(self) -> int:
+        return self.kernels if self.host_ops is None else self.host_ops
 
-def _gemm(name: str, n_rows: int, k: int, n: int, bpp: int) -> Op:
+
+def _gemm(name: str, n_rows: int, k: int, n: int, bpp: int, host_ops: int | None = None) -> Op:
     """X[n_rows, k] @ W[k, n]: weights read once per batched step, activations in and out."""
-    return Op(name, "gemm", 2.0 * n_rows * k * n, weight_bytes=k * n * bpp, act_bytes=(n_rows * k + n_rows * n) * BF16)
+    return Op(name, "gemm", 2.0 * n_rows * k * n, weight_bytes=k * n * bpp, act_bytes=(n_rows * k + n_rows * n) * BF16,
+              gemms=(Gemm(n_rows, k, n),), host_ops=host_ops)
 
 
-def decoder_layer_ops(llm: LLMSpec, n_new: int, batch: int, n_attended: float) -> list[Op]:
+#: Framework calls per op of one eager decoder layer (pytorch-labs/gpt-fast model.py TransformerBlock counted with
+#: TorchDispatchMode; total = constants ``stack.eager_ops_per_layer``): linears 4 each, attention (RoPE, KV-cache
+#: update, repeat_interleave, SDPA, reshapes) 61, FFN 14, norms + residuals 19.
+EAGER_HOST_OPS = dict(qkv=4, attn=61, o_proj=4, ffn=14, vector=19)
+
+
+def decoder_layer_ops(llm: LLMSpec, n_new: int, batch: int, n_attended: float, *, n_selected: float = 0.0,
+                      sel_run_bytes: float = math.inf) -> list[Op]:
     """One decoder layer for ``batch`` streams, each adding ``n_new`` tokens and attending ``n_attended`` cached
-    tokens (recent + retrieved + its own new tokens), all read from accelerator DRAM.
+    tokens (recent + retrieved + its own new tokens), all read from accelerator DRAM; ``n_selected`` of them are
+    selected tokens read in runs of ``sel_run_bytes`` (the rest are contiguous recent KV).
 
-    Returns ops in execution order: qkv, attn, o_proj, ffn, plus the norms/residuals as one 'vector' op.
+    Returns ops in execution order: qkv (+ RoPE), attn (+ softmax), o_proj, ffn (+ SiLU gate), and the norms and
+    residuals as one 'vector' op. Shapes per stream: X [n_new, hidden]; K, V [n_kv_heads, n_attended, head_dim].
     """
-    if n_new < 1 or batch < 1 or n_attended < 0:
-        raise ValueError(f"decoder_layer_ops: need n_new>=1, batch>=1, n_attended>=0 "
-                         f"(got {n_new}, {batch}, {n_attended})")
+    if n_new < 1 or batch < 1 or n_attended < 0 or not 0 <= n_selected <= n_attended:
+        raise ValueError(f"decoder_layer_ops: need n_new>=1, batch>=1, 0<=n_selected<=n_attended "
+                         f"(got {n_new}, {batch}, {n_selected}, {n_attended})")
     rows = n_new * batch
-    h, d = llm.hidden, llm.head_dim
+    h, d, g = llm.hidden, llm.head_dim, llm.group
     q_dim, kv_dim = llm.n_q_heads * d, llm.n_kv_heads * d
     bpp = llm.bytes_per_param
-    qkv = _gemm("qkv", rows, h, q_dim + 2 * kv_dim, bpp)
-    # Writing the new K,V to the cache.
-    qkv.kv_bytes = rows * llm.kv_bytes_per_token_layer
+    kvb = llm.kv_bytes_per_token_layer
+    qkv = _gemm("qkv", rows, h, q_dim + 2 * kv_dim, bpp, EAGER_HOST_OPS["qkv"])
+    qkv.kv_write_bytes = rows * kvb  # the new K,V written to the cache, per (stream, head) one run of n_new tokens
+    qkv.kv_write_run_bytes = n_new * d * llm.kv_bits / 8
+    qkv.vpe = dict(rope=rows * (llm.n_q_heads + llm.n_kv_heads) * d)
     # QK^T and AV: 2 matmuls, 2 FLOP per MAC, per query head; GQA reads each KV head once per group.
     attn_flops = 2 * 2.0 * batch * llm.n_q_heads * n_new * n_attended * d
-    attn = Op("attn", "attn", attn_flops, kv_bytes=batch * n_attended * llm.kv_bytes_per_token_layer,
-              act_bytes=2 * rows * q_dim * BF16, kernels=1)
-    o = _gemm("o_proj", rows, q_dim, h, bpp)
+    s = max(1, math.ceil(n_attended))
+    attn = Op("attn", "attn", attn_flops, kv_bytes=batch * (n_attended - n_selected) * kvb,
+              act_bytes=2 * rows * q_dim * BF16, kernels=1, sel_kv_bytes=batch * n_selected * kvb,
+              sel_run_bytes=sel_run_bytes, host_ops=EAGER_HOST_OPS["attn"],
+              gemms=(Gemm(n_new * g, d, s, batch * llm.n_kv_heads), Gemm(n_new * g, s, d, batch * llm.n_kv_heads)),
+              vpe=dict(softmax=batch * llm.n_q_heads * n_new * n_attended))
+    o = _gemm("o_proj", rows, q_dim, h, bpp, EAGER_HOST_OPS["o_proj"])
     ffn = _gemm("ffn", rows, h, 2 * llm.ffn, bpp)
     down = _gemm("ffn_down", rows, llm.ffn, h, bpp)
     ffn = Op("ffn", "gemm", ffn.flops + down.flops + rows * llm.ffn * 4.0,
-             weight_bytes=ffn.weight_bytes + down.weight_bytes,
-             act_bytes=ffn.act_bytes + down.act_bytes, kernels=3)
+             weight_bytes=ffn.weight_bytes + down.weight_bytes, act_bytes=ffn.act_bytes + down.act_bytes, kernels=3,
+             gemms=ffn.gemms + down.gemms, vpe=dict(silu_mul=rows * llm.ffn), host_ops=EAGER_HOST_OPS["ffn"])
     # RMSNorm x2, RoPE, residual x2, SiLU*mul: ~20 FLOP per element of the hidden state, 6 passes over it.
-    vec = Op("vector", "vector", 20.0 * rows * h, act_bytes=6 * rows * h * BF16, kernels=6)
+    vec = Op("vector", "vector", 20.0 * rows * h, act_bytes=6 * rows * h * BF16, kernels=6,
+             vpe=dict(rmsnorm=2 * rows * h, residual=2 * rows * h), host_ops=EAGER_HOST_OPS["vector"])
     return [qkv, attn, o, ffn, vec]
 
 
-def lm_head_op(llm: LLMSpec, rows: int) -> Op:
-    """LM head on ``rows`` positions (frame stage: each stream's last frame token decides whether to speak)."""
-    return _gemm("lm_head", rows, llm.hidden, llm.vocab, llm.bytes_per_param)
+def lm_head_op(llm: LLMSpec, rows: int, host_ops: int | None = None) -> Op:
+    """LM head on ``rows`` positions (frame stage: each stream's last frame token decides whether to speak);
+    ``host_ops``: the eager step's calls outside the layers (embedding, final norm, sampling)."""
+    return _gemm("lm_head", rows, llm.hidden, llm.vocab, llm.bytes_per_param, host_ops)
 
 
 def vision_op(vis: VisionSpec, batch: int) -> Op:
     """SigLIP-ViT-L-384 over one frame per stream + MLP connector on the 10 pooled tokens, as one op."""
-    p = vis.n_patches
-    tower = vis.n_layers * (2.0 * p * vis.layer_params + 2 * 2.0 * p * p * vis.hidden)
-    patch = 2.0 * p * 3 * 16 * 16 * vis.hidden
-    conn = 2.0 * vis.tokens_per_frame * (vis.hidden * vis.connector_hidden + vis.connector_hidden * vis.llm_hidden)
-    act = vis.n_layers * 8 * p * vis.hidden * BF16
+    p, hd, L = vis.n_patches, vis.hidden, vis.n_layers
+    heads = vis.n_heads
+    dh = hd // heads
+    tower = L * (2.0 * p * vis.layer_params + 2 * 2.0 * p * p * hd)
+    patch = 2.0 * p * 3 * 16 * 16 * hd
+    conn = 2.0 * vis.tokens_per_frame * (hd * vis.connector_hidden + vis.connector_hidden * vis.llm_hidden)
+    act = L * 8 * p * hd * BF16
+    rows = batch * p
+    per_layer = (Gemm(rows, hd, 3 * hd), Gemm(rows, hd, hd), Gemm(rows, hd, vis.mlp), Gemm(rows, vis.mlp, hd),
+                 Gemm(p, dh, p, batch * heads), Gemm(p, p, dh, batch * heads))
+    gemms = per_layer * L + (Gemm(rows, 3 * 16 * 16, hd), Gemm(batch * vis.tokens_per_frame, hd, vis.connector_hidden),
+                             Gemm(batch * vis.tokens_per_frame, vis.connector_hidden, vis.llm_hidden))
+    vpe = dict(softmax=batch * L * heads * p * p, layernorm=2 * L * rows * hd, gelu=L * rows * vis.mlp,
+               residual=2 * L * rows * hd)
     return Op("vision_mlp", "vision", batch * (tower + patch + conn), weight_bytes=vis.weight_bytes,
-              act_bytes=batch * act, kernels=vis.n_layers * 8)
+              act_bytes=batch * act, kernels=vis.n_layers * 8, gemms=gemms, vpe=vpe)
 
 
 @dataclass(frozen=True)
@@ -179,8 +243,6 @@ class COINCase:
     def from_stats(cls, path: str | Path) -> "COINCase":
         """Read notebook 01's ``coin_stats.csv`` (``vrex_lib.coin.task_stats``: columns task, avg_frames_2fps,
         avg_question_tokens, avg_answer_tokens, tokenizer; the pooled row has task 'all')."""
-        import pandas as pd
-
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"{p}: no COIN statistics; run notebooks/01_coin_data.ipynb first "

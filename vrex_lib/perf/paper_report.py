@@ -13,6 +13,7 @@ This is the only place under ``vrex_lib/perf`` besides :meth:`Workload.paper` th
 """
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,8 +21,13 @@ import numpy as np
 import pandas as pd
 
 from .. import paper, report
+from ..config import RuntimeConfig
+from ..estimate.core import CorePowerModel
+from . import claim_causes as C
 from . import experiments as E
 from .energy import peak_power_w
+from .methods import METHODS
+from .validation import validation_frame
 from .workload import Workload
 from .systems import get_system
 from .model_ops import LLAMA3_8B, SIGLIP_L384
@@ -56,6 +62,31 @@ def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str,
             "fig4c.lat_fetch_pct": (f4c["lat_fetch_pct"], ""),
             "fig4c.lat_llm_pct": (f4c["lat_llm_pct"], ""),
             "fig4c.lat_retrieval_text_pct": (f4c["lat_prediction_pct"] + f4c["lat_fetch_pct"], "prediction + fetch")}
+
+
+def fig4_rows(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping, measured_f4b: pd.DataFrame | None = None,
+              measured_label: str = "") -> list[report.Row]:
+    """Fig. 4's rows (paper-stated workload) with their causes, and the measured workload's 80K prefill share as an
+    INFO row when ``measured_f4b`` (a :func:`experiments.fig4b` frame at 80K) is given."""
+    r80 = f4b[f4b.kv_len == 80000].iloc[0]
+    why = (f"InfiniGen on A100 at 80K: prefill {r80.prefill:.0f} ms (retrieval {r80.prefill_retrieval:.0f} ms), "
+           f"generation {r80.generation:.0f} ms, vision {r80.vision_mlp:.0f} ms; InfiniGenP at 40K: prediction "
+           f"{f4c['lat_prediction_pct']:.0f} %, exposed fetch {f4c['lat_fetch_pct']:.0f} %, LLM "
+           f"{f4c['lat_llm_pct']:.0f} % of {f4c['latency_ms']:.0f} ms")
+    rows = []
+    for k, (v, n) in fig4_claims(f4a, f4b, f4c).items():
+        r = report.row(k, v, note=n)
+        if r.verdict() == report.FAIL:
+            r.cause = "model"
+            r.cause_detail = (why if k.startswith(("fig4b", "fig4c")) else
+                              f"Llama-3-8B {f4a.params_gb.iloc[0]:.1f} GB of weights + "
+                              f"{f4a.kv_gb.iloc[0] / f4a.minutes.iloc[0]:.2f} GB of KV per minute (10 FPS, batch 4)")
+        rows.append(r)
+    if measured_f4b is not None:
+        m80 = measured_f4b[measured_f4b.kv_len == 80000].iloc[0]
+        rows.append(report.info_row("fig4b.prefill_share_80k" + MEASURED_SUFFIX, "prefill share at 80K, measured "
+                                    "workload", "%", m80.prefill_share, note=m80.workload_source or measured_label))
+    return rows
 
 
 def _sp_at(sp: pd.DataFrame, plat: str, b: int, st: str) -> pd.DataFrame:
@@ -122,36 +153,54 @@ def workload_label(res: Mapping) -> str:
     return " | ".join(labels)
 
 
+def printed_values() -> dict[str, float]:
+    """The registered paper values the implied-by-printed checks read (:data:`claim_causes.PRINTED_KEYS`)."""
+    return {k: paper.value(k) for k in C.PRINTED_KEYS}
+
+
 def paired_rows(paper_claims: Mapping[str, tuple[float, str]], measured_claims: Mapping | None, *,
-                paper_label: str, measured_label: str, prefix: str = "") -> list[report.Row]:
+                paper_label: str, measured_label: str, prefix: str = "", res: Mapping | None = None,
+                checks: list | None = None) -> list[report.Row]:
     """Two rows per claim (keys starting with ``prefix``): the paper-stated workload under the registered key and
     the measured workload under ``<key>.measured_workload``. ``measured_claims`` None -> that row is NOT RUN and
-    its note says why (``measured_label``)."""
+    its note says why (``measured_label``). Every FAIL / NOT RUN row gets its cause (:mod:`claim_causes`):
+    ``res`` is the paper-stated experiment run (for the model reasons), ``checks`` the implied-by-printed checks
+    (default: :func:`claim_causes.implied_checks` of the printed values)."""
+    checks = C.implied_checks(printed_values()) if checks is None else checks
     rows = []
     for key, (v, note) in paper_claims.items():
         if not key.startswith(prefix):
             continue
         pv = paper.get(key)
-        rows.append(report.row(key, v, quantity=f"{key} [V-Rex: paper-stated workload]",
-                               note="; ".join(x for x in (note, paper_label) if x)))
+        pr = report.row(key, v, quantity=f"{key} [V-Rex: paper-stated workload]",
+                        note="; ".join(x for x in (note, paper_label) if x))
+        pr.cause, pr.cause_detail = C.cause_for(key, pr.reproduced, pr.verdict(), measured=False, res=res,
+                                                checks=checks, note=note)
         mv, mnote = (measured_claims.get(key, (None, "")) if measured_claims is not None else (None, ""))
-        rows.append(report.Row(key + MEASURED_SUFFIX, f"{key} [V-Rex: measured workload]", pv.unit, pv.value,
-                               None if mv is None else float(mv), pv.tol, pv.where,
-                               "; ".join(x for x in (mnote, measured_label) if x)))
+        mr = report.Row(key + MEASURED_SUFFIX, f"{key} [V-Rex: measured workload]", pv.unit, pv.value,
+                        None if mv is None else float(mv), pv.tol, pv.where,
+                        "; ".join(x for x in (mnote, measured_label) if x))
+        mr.cause, mr.cause_detail = C.cause_for(
+            key, mr.reproduced, mr.verdict(), measured=True, res=None, checks=checks, note=mnote,
+            measured_label=measured_label, paper_row=(pv.value, pr.reproduced, pr.verdict(), pr.cause, pr.cause_detail))
+        rows += [pr, mr]
     return rows
 
 
 def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
-    """Side by side: claim, paper, V-Rex with the paper-stated workload + verdict, with the measured one + verdict."""
+    """Side by side: claim, paper, V-Rex with the paper-stated workload + verdict + cause, with the measured one."""
     by: dict[str, dict] = {}
     for r in rows:
         base = r.claim[: -len(MEASURED_SUFFIX)] if r.claim.endswith(MEASURED_SUFFIX) else r.claim
         d = by.setdefault(base, dict(claim=base, unit=r.unit, paper=r.paper))
         col = "measured_wl" if r.claim.endswith(MEASURED_SUFFIX) else "paper_wl"
+        v = r.verdict()
         d[col] = r.reproduced
-        d[f"{col}_verdict"] = r.verdict()
+        d[f"{col}_verdict"] = v
+        d[f"{col}_cause"] = r.cause if v in (report.FAIL, report.MISSING) else ""
     return pd.DataFrame(list(by.values()), columns=["claim", "unit", "paper", "paper_wl", "paper_wl_verdict",
-                                                    "measured_wl", "measured_wl_verdict"])
+                                                    "paper_wl_cause", "measured_wl", "measured_wl_verdict",
+                                                    "measured_wl_cause"])
 
 
 def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
@@ -161,14 +210,17 @@ def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[
         return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
                       f"--out {p}` (the paper-stated column is not a substitute)")
     w = Workload.from_measurement(p, extrapolation=extrapolation)
-    from .methods import METHODS
-
     need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
                    if s.ratio_key and s.predictor(st) != "none"})
-    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac]
+    missing = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac_device]
     if missing:
         return None, (f"NOT RUN: {p} has no selected fraction for {', '.join(missing)}; measure those methods "
                       f"(`python -m vrex_lib.workload measure --methods resv,infinigen,infinigen_p,rekv`)")
+    no_off = [f"{m}/{st}" for m, st in need if (m, st) not in w.selected_frac_offloaded]
+    if no_off:
+        return None, (f"NOT RUN: {p} has no offloaded-tier selected fraction for {', '.join(no_off)} (no checkpoint "
+                      f"beyond the KVMU capacity); measure longer contexts (`python -m vrex_lib.workload measure "
+                      f"--long`); the on-device share is not substituted")
     return w, w.source()
 
 
@@ -188,8 +240,6 @@ def implied_rows(system: str = "vrex8", kv_capacity: int | None = None) -> pd.Da
       FlexGen would need to fetch every offloaded token in it (``flexgen_pcie_gbs``; > link = impossible).
     Never an input of the simulator.
     """
-    from ..config import RuntimeConfig
-
     cap = kv_capacity or RuntimeConfig().kv_capacity
     s = get_system(system)
     kvb = LLAMA3_8B.kv_bytes_per_token
@@ -239,6 +289,93 @@ def implied_info_rows(df: pd.DataFrame) -> list[report.Row]:
     return rows
 
 
+def implied_check_rows(checks: list | None = None) -> list[report.Row]:
+    """One INFO row per implied-by-printed check (:func:`claim_causes.implied_checks`): the bound the paper's own
+    inputs put on the printed value, with the printed value and whether it violates it. FAIL rows with cause
+    'paper-inconsistent' name these rows."""
+    checks = C.implied_checks(printed_values()) if checks is None else checks
+    rows, seen = [], set()
+    for c in checks:
+        key = f"{c.key}.{c.claims[0]}" if c.key in seen else c.key
+        seen.add(c.key)
+        rows.append(report.info_row(key, f"{'lower' if c.kind == 'min' else 'upper'} bound on {', '.join(c.claims)} "
+                                    "from the paper's own inputs", c.unit, c.bound,
+                                    note=f"printed {c.printed:g}{' -- VIOLATED' if c.violated else ''}; {c.detail}"))
+    return rows
+
+
+def server_info_rows(res: Mapping, label: str) -> list[report.Row]:
+    """The held-out Fig. 13(b) server points (V-Rex48 vs A100): simulated, never judged (docs/DECISIONS.md D28)."""
+    sp, rows = res["sp"], []
+    for b in (1, 8):
+        for st in ("frame", "text"):
+            d = sp[(sp.platform == "server") & (sp.batch == b) & (sp.stage == st)].set_index("kv_len")
+            for kv in res["kv_sizes"]:
+                rows.append(report.info_row(f"fig13.server.b{b}.{st}.{kv // 1000}k", "V-Rex48 latency (held out)",
+                                            "ms", d.vrex_ms[kv], note=label))
+                rows.append(report.info_row(f"fig13.server.b{b}.{st}.speedup.{kv // 1000}k",
+                                            "V-Rex48 / A100+FlexGen speedup (held out)", "x", d.speedup[kv]))
+    return rows
+
+
+def validation_rows() -> tuple[list[report.Row], pd.DataFrame]:
+    """INFO rows: the DRAM model and simulated decode beside published measurements (ratio = ours / measured)."""
+    df = validation_frame()
+    rows = [report.info_row(f"validation.{r.key}", r.quantity, "x", r.ratio,
+                            note=f"ours {r.simulated:.4g} vs measured {r.measured:.4g} {r.unit} ({r.framework}, "
+                                 f"{r.precision}; {r.device}); {r.source}{' [unverified]' if r.unverified else ''}; "
+                                 f"{r.note}")
+            for r in df.itertuples()]
+    return rows, df
+
+
+def core_scaling_frame(res: Mapping) -> pd.DataFrame:
+    """V-Rex8 / V-Rex48 latency ratio per (stage, batch 1, kv), the sustained-DRAM ratio beside it, and what limits
+    each system's decoder ops (ms by limiter: dram / dpe / vpe)."""
+    g = res["grid"]
+    dram_ratio = get_system("vrex48").dram / get_system("vrex8").dram
+    rows = []
+    for st in ("frame", "text"):
+        for kv in res["kv_sizes"]:
+            a = _grid(g, "vrex8", st, kv)
+            b = _grid(g, "vrex48", st, kv)
+            if a is None or b is None:
+                continue
+            lim = {f"{n}_{k}": r.get(f"limit_{k}_ms", 0.0) for n, r in (("vrex8", a), ("vrex48", b))
+                   for k in ("dram", "dpe", "vpe")}
+            rows.append(dict(stage=st, kv_len=kv, vrex8_ms=a.latency_ms, vrex48_ms=b.latency_ms,
+                             ratio=a.latency_ms / b.latency_ms, vrex8_stall_ms=a.retrieval_exposed_ms,
+                             vrex48_stall_ms=b.retrieval_exposed_ms, sustained_dram_ratio=dram_ratio, **lim))
+    return pd.DataFrame(rows).fillna(0.0)
+
+
+def _grid(g: pd.DataFrame, system: str, stage: str, kv: int):
+    d = g[(g.system == system) & (g.stage == stage) & (g.kv_len == kv) & (g.batch == 1) & (g.method == "resv")]
+    return d.iloc[0] if len(d) else None
+
+
+def core_scaling_rows(res: Mapping) -> list[report.Row]:
+    rows = []
+    for r in core_scaling_frame(res).itertuples():
+        lim8 = max(("dram", "dpe", "vpe"), key=lambda k: getattr(r, f"vrex8_{k}"))
+        lim48 = max(("dram", "dpe", "vpe"), key=lambda k: getattr(r, f"vrex48_{k}"))
+        rows.append(report.info_row(f"cores.vrex8_over_vrex48.{r.stage}.{r.kv_len // 1000}k",
+                                    f"V-Rex8 / V-Rex48 latency, batch 1 {r.stage}", "x", r.ratio,
+                                    note=f"V-Rex8 {r.vrex8_ms:.1f} ms ({lim8}-bound ops, stall "
+                                         f"{r.vrex8_stall_ms:.1f} ms), V-Rex48 {r.vrex48_ms:.2f} ms ({lim48}-bound "
+                                         f"ops, stall {r.vrex48_stall_ms:.2f} ms); sustained DRAM ratio "
+                                         f"{r.sustained_dram_ratio:.2f}"))
+    return rows
+
+
+def granule_rows(df: pd.DataFrame) -> list[report.Row]:
+    """INFO rows of :func:`experiments.fig16_granule_sensitivity`: the ablation's speedups per SSD block size."""
+    return [report.info_row(f"fig16.sensitivity.{r.label}.granule_{int(r.granule_bytes)}",
+                            f"Fig. 16 {r.label} speedup over AGX+FlexGen with {int(r.granule_bytes)}-B SSD blocks",
+                            "x", r.speedup, note=f"{r.latency_ms:.0f} ms; sensitivity, not a choice")
+            for r in df.itertuples() if r.label != "agx_flexgen"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # System power: Table I against the simulated peak, per-point averages beside.
 
@@ -252,10 +389,14 @@ def system_power_rows(grid: pd.DataFrame) -> tuple[list[report.Row], pd.DataFram
         recs.append(dict(system=s, **{f"peak_{k}_w": v for k, v in pk.items()}, avg_min_w=g.power_w.min(),
                          avg_mean_w=g.power_w.mean(), avg_max_w=g.power_w.max(),
                          table1_w=paper.value(f"table1.power_w.{s}")))
-        rows.append(report.row(f"table1.power_w.{s}", pk["total"],
-                               note=f"simulated peak (every unit busy, DRAM streaming, link busy); per-point averages "
-                                    f"over Fig. 13: {g.power_w.min():.1f}-{g.power_w.max():.1f} W "
-                                    f"(mean {g.power_w.mean():.1f})"))
+        r = report.row(f"table1.power_w.{s}", pk["total"],
+                       note=f"simulated peak (every unit busy, DRAM streaming, link busy); per-point averages "
+                            f"over Fig. 13: {g.power_w.min():.1f}-{g.power_w.max():.1f} W "
+                            f"(mean {g.power_w.mean():.1f})")
+        if r.verdict() == report.FAIL:
+            r.cause = "model"
+            r.cause_detail = "peak parts: " + ", ".join(f"{k} {v:.1f} W" for k, v in pk.items() if k != "total")
+        rows.append(r)
     return rows, pd.DataFrame(recs)
 
 
@@ -279,31 +420,36 @@ def paper_points() -> dict[str, pd.DataFrame]:
                                                                      paper.value("fig13.edge.b1.tpot_vrex8_max")]))}
 
 
+def headline_frame(res_p: Mapping, res_m: Mapping | None, measured_label: str,
+                   keys: tuple[str, ...] = ("headline.", "fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.tpot",
+                                            "fig14.speedup_max", "fig16.speedup", "fig18.peak_frac.vrex8")) -> pd.DataFrame:
+    """The headline claims side by side with their verdicts and causes (both workload columns), for the README."""
+    cl_p = claim_values(res_p)
+    cl_m = claim_values(res_m) if res_m is not None else None
+    rows = [r for k in keys for r in paired_rows(cl_p, cl_m, paper_label="", measured_label=measured_label,
+                                                  prefix=k, res=res_p)]
+    rows += system_power_rows(res_p["grid"])[0]
+    return paired_frame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline numbers
-    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power peak/average vs
-    Table I, core power) under the paper-stated workload, or a measured one."""
-    import argparse
-
-    from ..estimate.core import CorePowerModel
-
+    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline claims
+    (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power) under the
+    paper-stated workload and, with ``--workload``, a measured one, each with its verdict and cause; the V-Rex8 /
+    V-Rex48 ratio; core power."""
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.paper_report", description=main.__doc__)
-    ap.add_argument("--workload", default="paper", help="'paper' or a vrex.workload/1 file")
+    ap.add_argument("--workload", default="", help="a vrex.workload/1 file for the measured column")
     ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
     a = ap.parse_args(argv)
-    wl = (Workload.paper() if a.workload == "paper"
-          else Workload.from_measurement(a.workload, extrapolation=a.extrapolation))
-    res = run_experiments(wl)
-    cl = claim_values(res)
-    print(f"workload: {workload_label(res)}")
-    for k, (v, note) in cl.items():
-        if k.startswith(("fig13.edge.b1.frame.vrex8_ms", "fig13.edge.b1.fps", "fig13.edge.b1.tpot", "headline.",
-                         "fig13.edge.b1.frame.speedup", "fig14.speedup_max")):
-            print(f"{k:42s} ours {v:9.3f}   paper {paper.value(k):9.3f}   {note}")
-    _, pt = system_power_rows(res["grid"])
-    for r in pt.itertuples():
-        print(f"system power {r.system}: peak {r.peak_total_w:.1f} W, per-point average {r.avg_min_w:.1f}-"
-              f"{r.avg_max_w:.1f} W (mean {r.avg_mean_w:.1f}); Table I {r.table1_w:.2f} W")
+    res_p = run_experiments(Workload.paper())
+    wl, label = (workload_for_claims(a.workload, a.extrapolation) if a.workload
+                 else (None, "NOT RUN: no --workload file given"))
+    res_m = run_experiments(wl) if wl is not None else None
+    print(f"paper-stated workload: {workload_label(res_p)}\nmeasured workload: {label}")
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(headline_frame(res_p, res_m, label).round(3).to_string(index=False))
+        print(core_scaling_frame(res_p)[["stage", "kv_len", "vrex8_ms", "vrex48_ms", "ratio"]].round(2)
+              .to_string(index=False))
     m = CorePowerModel.of()
     print(f"core power: {m.power_w():.3f} W at 0 % activity (leakage {m.leakage_w:.3f} + clock {m.clock_w:.3f}), "
           f"{m.peak_w:.3f} W at 100 %; Table III {paper.value('table3.power_mw.total') / 1e3:.3f} W")

@@ -3,39 +3,48 @@
 ``simulate`` is pure: every input is an argument (the Workload, the System, the SimParams overrides); it reads no
 file the caller did not name, keeps no cache and changes no global. It runs in four small steps:
 
-1. :func:`step_inputs` -- resolve system, method, workload, parameters; the selected fraction at this length
-   (and which extrapolation, if any, was used);
-2. :func:`placement` -- tokens per tier, selected tokens, granule-amplified PCIe bytes per layer, reuse of the
-   previous step's retrieved KV, accelerator memory footprint;
+1. :func:`step_inputs` -- resolve system, method, workload, parameters; the selected fractions of the on-device and
+   of the offloaded candidates at this length (and which extrapolation, if any, was used);
+2. :func:`placement` -- tokens per tier, selected tokens, granule-amplified fetch bytes and NVMe commands per layer
+   (dense layers read and fetch everything), reuse of the previous step's retrieved KV, memory footprint;
 3. :func:`schedule` -- the per-layer event timeline (main engine, DRE, PCIe);
 4. :func:`totals` -- work, traffic, energy and the :class:`SimResult`.
 
-Model (docs/PERF_MODEL.md; modelling choices are docs/DECISIONS.md D20):
+Model (docs/PERF_MODEL.md; modelling choices are docs/DECISIONS.md D20-D28 and D100-D107):
 
-* Every op on the main engine (GPU, or V-Rex's LXE) takes ``max(flops / achieved FLOP/s, DRAM bytes /
-  achieved DRAM B/s) + kernels × launch overhead`` (roofline per op).
+* Each op's DRAM time is the sum over its access streams of bytes / (peak x the stream's sustained efficiency from
+  the technology's bank-level model, :mod:`vrex_lib.perf.dram`). On V-Rex an op takes ``max(DRAM, DPE, VPE)`` from
+  the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM), host
+  calls x host time per call)`` -- the eager host stack issues each framework call while the GPU runs the previous.
 * Per decoder layer ℓ the main engine runs QKV → KV prediction for layer ℓ+1 → attention → out-proj → FFN.
   The PCIe engine fetches layer ℓ+1's selected offloaded KV as soon as its prediction is known (on V-Rex:
   after the DRE's HCU/WTU finish, which run concurrently with the LXE) and the link is free; attention of
-  ℓ+1 waits for its fetch. Layer 0's fetch cannot be predicted earlier and is exposed (methods without
-  prediction fetch it during the vision tower). ``prefetch=False`` serialises prediction → fetch → attention.
+  ℓ+1 waits for its fetch. The first ``dense_layers`` layers need no prediction: they attend to every token and
+  fetch every offloaded one, issued ahead (during the vision tower for layer 0). ``prefetch=False`` serialises
+  prediction → fetch → attention.
 * Placement: per stream the newest ``recent_capacity`` tokens sit in accelerator DRAM, older ones in the
   offload tier (SSD on the edge, CPU DDR4 on the server); the newest ``recent_window`` tokens are always
-  attended, the rest are candidates of which the method selects the Workload's fraction (uniformly over tiers).
-* PCIe moves whole granules of the offload tier (:func:`methods.moved_fraction`).
+  attended, the rest are candidates of which the method selects the Workload's on-device share and offloaded share.
+* The offload tier moves whole granules (:func:`methods.moved_fraction`) in NVMe commands (:mod:`vrex_lib.perf.link`).
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import ReSVConfig, RuntimeConfig
 from . import energy as _energy
+from . import link as _link
+from .dram import StreamRates
+from .lxe import lxe_time, vpe_lane_ops
 from .workload import SIM_METHOD, Workload
 from .methods import MethodSpec, PredWork, get_method, moved_fraction, prediction_work, run_tokens
 from .systems import System, get_system
-from .model_ops import LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op, vision_op
+from .model_ops import (LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op,
+                        vision_op)
+from .constants import const
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,10 @@ class SimParams:
     recent_capacity: KVMU capacity before offload, tokens per stream (``RuntimeConfig.kv_capacity``,
       docs/DECISIONS.md D6).
     recent_window:   newest tokens always attended (None = one frame: the Workload's tokens per frame).
+    dense_layers:    first layers that attend to and fetch everything (None = the Workload's, which is
+      ``RuntimeConfig.dense_layers`` for the paper-stated workload and the measurement's own for a file).
+    dense_resident:  keep the dense layers' whole KV in device DRAM instead of offloading and re-fetching it every
+      step (a design alternative, docs/DECISIONS.md D103; the runtime offloads every layer alike).
     n_hp: ReSV hash bits (``ReSVConfig.n_hp``, §VI.E).
     infinigen_partial_frac: InfiniGen's partial key/query fraction of head_dim (InfiniGen's default 0.2).
     infinigen_p_key_frac:   InfiniGenP's frame-stage scoring key fraction (1.0 = full-key Q·K^T).
@@ -56,12 +69,15 @@ class SimParams:
     prefetch: overlap the fetch of layer ℓ+1 with layer ℓ (False = serial, for ablation/tests).
     offload: None = the method's own behaviour; False forces no offload (Fig. 15 AGX without offload).
     include_vision: run the vision tower in a frame step.
+    aspm: PCIe link power management while idle: 'l1' (L0s then L1.2), 'l0s', 'off' (L0: the upper bound).
     """
 
     llm: LLMSpec = LLAMA3_8B
     vision: VisionSpec = SIGLIP_L384
     recent_capacity: int = field(default_factory=lambda: RuntimeConfig().kv_capacity)
     recent_window: int | None = None
+    dense_layers: int | None = None
+    dense_resident: bool = False
     n_hp: int = field(default_factory=lambda: ReSVConfig().n_hp)
     infinigen_partial_frac: float = 0.2
     infinigen_p_key_frac: float = 1.0
@@ -72,12 +88,19 @@ class SimParams:
     offload: bool | None = None
     include_vision: bool = True
     n_new: int | None = None
+    aspm: str = "l1"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
             raise ValueError(f"retrieved_cache must be 'kvmu', 'all' or 'none', got {self.retrieved_cache!r}")
         if self.recent_capacity < 1:
             raise ValueError(f"recent_capacity must be >= 1, got {self.recent_capacity}")
+        if self.dense_layers is not None and not 0 <= self.dense_layers <= self.llm.n_layers:
+            raise ValueError(f"dense_layers must be in [0, {self.llm.n_layers}], got {self.dense_layers}")
+        if self.aspm not in _link.ASPM_POLICIES:
+            raise ValueError(f"aspm {self.aspm!r}: choose one of {', '.join(_link.ASPM_POLICIES)}")
+        if self.n_new is not None and self.n_new < 1:
+            raise ValueError(f"n_new must be >= 1, got {self.n_new}")
 
 
 @dataclass
@@ -88,9 +111,11 @@ class SimResult:
     breakdown_ms: llm, vision_mlp, kv_prediction (main-engine time), retrieval_exposed (stall waiting for
       PCIe) -- they sum to latency_ms.
     bytes: dram (accelerator DRAM traffic), pcie (offload-tier traffic, both directions), pcie_fetch.
-    ratio: the selected fraction of offloaded candidates used; workload_source: the Workload's provenance and
-      every extrapolation used for this step.
-    timeline: one dict per phase (layer, phase, engine, start_us, end_us, dram_bytes, pcie_bytes).
+    ratio: the selected share of the offloaded candidates used (the on-device share when nothing is offloaded,
+      then not looked up; both are in ``notes``); workload_source: the Workload's provenance and every
+      extrapolation used for this step.
+    timeline: one dict per phase (layer, phase, engine, start_us, end_us, dram_bytes, pcie_bytes), built on first
+    access from ``timeline_rows`` (the same fields as tuples).
     """
 
     system: str
@@ -110,8 +135,15 @@ class SimResult:
     mem_capacity: float
     ratio: float
     workload_source: str
-    timeline: list = field(default_factory=list, repr=False)
+    timeline_rows: list = field(default_factory=list, repr=False)
     notes: dict = field(default_factory=dict)
+
+    @property
+    def timeline(self) -> list[dict]:
+        if "_timeline" not in self.__dict__:
+            keys = ("layer", "phase", "engine", "start_us", "end_us", "dram_bytes", "pcie_bytes")
+            self.__dict__["_timeline"] = [dict(zip(keys, r)) for r in self.timeline_rows]
+        return self.__dict__["_timeline"]
 
     @property
     def oom(self) -> bool:
@@ -159,14 +191,46 @@ class SimResult:
                  latency_ms=self.latency_ms, fps=self.fps if self.stage == "frame" else float("nan"),
                  energy_J=self.energy_J, gops_per_w=self.gops_per_w, achieved_tflops=self.achieved_tflops,
                  op_intensity=self.op_intensity, llm_op_intensity=self.llm_op_intensity, power_w=self.power_w,
-                 oom=self.oom, mem_gb=self.mem_bytes / 1e9, ratio=self.ratio, workload_source=self.workload_source)
+                 oom=self.oom, mem_gb=self.mem_bytes / 1e9, ratio=self.ratio, workload_source=self.workload_source,
+                 dram_eff=self.notes.get("dram_eff", float("nan")))
         d.update({f"{k}_ms": v for k, v in self.breakdown_ms.items()})
+        d.update({f"limit_{k}_ms": v for k, v in self.notes.get("limits_ms", {}).items()})
         d.update({f"{k}_bytes": v for k, v in self.bytes.items()})
         return d
 
 
+class OpCosts:
+    """Op timing on one system for one step (DRAM stream rates computed once per stream within the step)."""
+
+    def __init__(self, sys: System) -> None:
+        self.sys = sys
+        self.rates = StreamRates(sys.dram_timing, sys.mem_side_eff)
+
+    def dram_s(self, op: Op) -> float:
+        r = self.rates.rate
+        return ((op.weight_bytes + op.act_bytes + op.kv_bytes) / r()
+                + (op.sel_kv_bytes / r(op.sel_run_bytes) if op.sel_kv_bytes else 0.0)
+                + (op.kv_write_bytes / r(op.kv_write_run_bytes, True) if op.kv_write_bytes else 0.0)
+                + (op.dma_bytes / r(op.dma_run_bytes, True) if op.dma_bytes else 0.0))
+
+    def time(self, op: Op) -> tuple[float, str]:
+        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / compute / host on a GPU)."""
+        sys, dram_s = self.sys, self.dram_s(op)
+        if sys.kind == "vrex":
+            t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores)
+            return t.time_s, t.limit
+        compute_s = op.flops / sys.flops
+        host_s = op.n_host_ops * sys.host_op_s
+        return max(compute_s, dram_s, host_s), max((("compute", compute_s), ("dram", dram_s), ("host", host_s)),
+                                                    key=lambda x: x[1])[0]
+
+    def seconds(self, op: Op) -> float:
+        return self.time(op)[0]
+
+
 def _op_time_s(op: Op, sys: System) -> float:
-    return max(op.flops / sys.flops, op.dram_bytes / sys.dram) + op.kernels * sys.kernel_launch_s
+    """One op's time on ``sys`` (see :class:`OpCosts`)."""
+    return OpCosts(sys).seconds(op)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,7 +238,10 @@ def _op_time_s(op: Op, sys: System) -> float:
 
 @dataclass(frozen=True)
 class StepInputs:
-    """Everything one step depends on, resolved. ``extrapolated``: {field: policy} used at this length."""
+    """Everything one step depends on, resolved. ``extrapolated``: {field: policy} used at this length.
+    ``r_dev`` / ``r_off``: selected share of the on-device / offloaded candidates (1 for methods that do not
+    select; ``r_off`` = ``r_dev`` when nothing is offloaded, where it is unused); ``dense_layers``: layers that
+    attend to everything."""
 
     sys: System
     spec: MethodSpec
@@ -185,20 +252,48 @@ class StepInputs:
     kv_len: int
     batch: int
     n_new: int
-    selected_frac: float
+    r_dev: float
+    r_off: float
     reuse_frac: float
     tokens_per_cluster: float
     wics_exit_frac: float
     engine: str
+    dense_layers: int
     extrapolated: dict
+
+    @property
+    def selected_frac(self) -> float:
+        """The offloaded-tier share (what the link moves), kept as the result's ``ratio``."""
+        return self.r_off
+
+
+def _check_step_args(stage: str, kv_len, batch) -> tuple[int, int]:
+    if stage not in ("frame", "text"):
+        raise ValueError(f"stage must be 'frame' or 'text', got {stage!r}")
+    for name, v in (("kv_len", kv_len), ("batch", batch)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v):
+            raise ValueError(f"simulate: {name} must be a finite whole number, got {v!r}")
+    if kv_len < 0 or batch < 1:
+        raise ValueError(f"simulate: kv_len must be >= 0 and batch >= 1 (got {kv_len}, {batch})")
+    return int(kv_len), int(batch)
+
+
+def _selection(spec: MethodSpec, wl: Workload, stage: str, kv_len: int, used: dict) -> tuple[float, float]:
+    """(on-device share, offloaded share) of the method at this length; both 1 when it does not select."""
+    if spec.predictor(stage) == "none":
+        return 1.0, 1.0
+    out = []
+    for tier in ("device", "offloaded"):
+        r, pol = wl.selected(spec.ratio_key, stage, kv_len, tier)
+        if pol:
+            used[f"selected_frac_{tier} {spec.ratio_key}/{stage}"] = pol
+        out.append(r)
+    return out[0], out[1]
 
 
 def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_len: int, batch: int,
                 workload: Workload | str | Path, overrides: dict) -> StepInputs:
-    if stage not in ("frame", "text"):
-        raise ValueError(f"stage must be 'frame' or 'text', got {stage!r}")
-    if kv_len < 0 or batch < 1:
-        raise ValueError(f"kv_len must be >= 0 and batch >= 1 (got {kv_len}, {batch})")
+    kv_len, batch = _check_step_args(stage, kv_len, batch)
     sys = get_system(system)
     overrides = dict(overrides)
     sys_changes = {k[len("system_"):]: overrides.pop(k) for k in list(overrides) if k.startswith("system_")}
@@ -214,12 +309,16 @@ def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_l
     if spec.name == "resv_kvpu" and sys.kind != "vrex":
         raise ValueError("resv_kvpu is the V-Rex KVPU-only ablation; on a GPU use method 'resv' (GPU+ReSV)")
     used: dict[str, str] = {}
-    if spec.predictor(stage) == "none":
-        r = 1.0
+    offload = spec.offload if p.offload is None else (p.offload and spec.offload)
+    # Below the KVMU capacity nothing is offloaded: the offloaded share is not needed (nor looked up).
+    needs_off = offload and kv_len > p.recent_capacity
+    if needs_off or spec.predictor(stage) == "none":
+        r_dev, r_off = _selection(spec, wl, stage, kv_len, used)
     else:
-        r, pol = wl.selected(spec.ratio_key, stage, kv_len)
+        r_dev, pol = wl.selected(spec.ratio_key, stage, kv_len, "device")
+        r_off = r_dev
         if pol:
-            used[f"selected_frac {spec.ratio_key}/{stage}"] = pol
+            used[f"selected_frac_device {spec.ratio_key}/{stage}"] = pol
     reuse, pol = wl.reuse_at(spec.ratio_key, stage, kv_len) if spec.ratio_key else (0.0, None)
     if pol:
         used[f"reuse {spec.ratio_key}/{stage}"] = pol
@@ -234,16 +333,37 @@ def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_l
     if spec.layout == "cluster" and sys.kind != "vrex":
         # No KVMU on a GPU: ReSV's clusters stay scattered in token order (§V.C: online reordering is impractical).
         spec = dataclasses.replace(spec, layout="token")
+    dense = wl.dense_layers if p.dense_layers is None else p.dense_layers
     return StepInputs(sys, spec, p, wl, dataclasses.replace(p.llm, kv_bits=spec.kv_bits), stage, kv_len, batch, n_new,
-                      r, reuse, max(1.0, tpc), min(1.0, max(0.0, wics)), engine, used)
+                      r_dev, r_off, reuse, max(1.0, tpc), min(1.0, max(0.0, wics)), engine,
+                      min(dense, p.llm.n_layers), used)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 2: placement and traffic per tier.
 
 @dataclass(frozen=True)
+class LayerTraffic:
+    """One layer's tokens and offload traffic (per stream unless ``_bytes`` / ``commands``: whole batch).
+
+    attended: tokens attention reads; sel_dev: selected on-device tokens read in runs of ``sel_run_bytes`` (the rest
+    is contiguous); fetch_bytes / fetch_commands: what the link moves for this layer and in how many NVMe reads;
+    useful_fetch_bytes: the selected bytes among them; moved_frac: share of the offloaded region moved."""
+
+    dense: bool
+    attended: float
+    sel_dev: float
+    sel_run_bytes: float
+    fetch_bytes: float
+    fetch_commands: float
+    dma_run_bytes: float
+    useful_fetch_bytes: float
+    moved_frac: float
+
+
+@dataclass(frozen=True)
 class Placement:
-    """Tokens per tier and bytes per layer for one step (per stream unless ``_all`` / ``_bytes`` says batch)."""
+    """Tokens per tier (per stream) and the traffic of the dense and the sparse (selecting) layers."""
 
     offload: bool
     on_dev_tokens: int
@@ -251,15 +371,34 @@ class Placement:
     always_tokens: int
     cand_tokens: int
     sel_off_tokens: float
-    attended_tokens: float
-    moved_frac: float
+    n_dense: int
+    dense: LayerTraffic
+    sparse: LayerTraffic
     fetch_kv_share: float
     reuse_frac: float
     retrieved_kept_frac: float
-    fetch_bytes_per_layer: float
     offload_write_bytes_per_layer: float
     retrieved_kept_bytes: float
-    useful_fetch_bytes_per_layer: float
+
+    def layer(self, ell: int) -> LayerTraffic:
+        return self.dense if ell < self.n_dense else self.sparse
+
+    def per_layer(self, n_layers: int, attr: str) -> float:
+        """Sum of ``attr`` over the model's layers."""
+        nd = min(self.n_dense, n_layers)
+        return nd * getattr(self.dense, attr) + (n_layers - nd) * getattr(self.sparse, attr)
+
+
+def _fetch(i: StepInputs, off: int, frac: float, reuse: float, share: float, layout: str,
+           run_bytes: float, chunk_bytes: float) -> tuple[float, float, float]:
+    """(bytes, NVMe commands, DMA run bytes) the link moves for one layer."""
+    b = i.batch * off * i.llm.kv_bytes_per_token_layer * frac * (1.0 - reuse) * share
+    if b <= 0:
+        return 0.0, 0.0, math.inf
+    if i.sys.offload_tier != "ssd":
+        return b, 0.0, math.inf if layout == "all" else run_bytes
+    cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
+    return b, b / cmd, cmd
 
 
 def placement(i: StepInputs) -> Placement:
@@ -271,37 +410,57 @@ def placement(i: StepInputs) -> Placement:
     always = min(i.kv_len, window)
     n_cand = i.kv_len - always
     cand_dev = max(0, on_dev - always)
-    r = i.selected_frac
-    sel_dev, sel_off = r * cand_dev, r * off
-    attended = always + sel_dev + sel_off + i.n_new
+    sel_dev, sel_off = i.r_dev * cand_dev, i.r_off * off
     kvb = llm.kv_bytes_per_token_layer
     chunk_bytes = llm.head_dim * spec.kv_bits / 8
-    run_bytes = run_tokens(spec, i.wl.tokens_per_frame, i.tokens_per_cluster) * chunk_bytes
-    frac = (moved_fraction(r, min(run_bytes, max(off, 1) * chunk_bytes), chunk_bytes, sys.offload_granule,
-                           aligned=spec.layout == "cluster") if off > 0 else 0.0)
+    run_bytes = min(run_tokens(spec, i.wl.tokens_per_frame, i.tokens_per_cluster) * chunk_bytes,
+                    max(off, cand_dev, 1) * chunk_bytes)
+    frac = (moved_fraction(i.r_off, run_bytes, chunk_bytes, sys.offload_granule, aligned=spec.layout == "cluster")
+            if off > 0 else 0.0)
     # Who keeps the previous step's retrieved KV in device DRAM (SimParams.retrieved_cache).
     has_cache = (spec.layout == "cluster" if p.retrieved_cache == "kvmu" else
                  p.retrieved_cache == "all" and offload and spec.predictor(i.stage) != "none")
     reuse = i.reuse_frac if has_cache else 0.0
     # A method that keeps every key in device DRAM for its scoring (InfiniGenP full-key) fetches only V.
-    fetch_kv_share = 0.5 if keys_resident(spec, p) else 1.0
-    # The retrieved-KV region keeps every layer's selected offloaded KV until the next step, in the DRAM left over
-    # after weights, recent KV, predictor metadata and the prefetch buffers; what does not fit is fetched again.
+    share = 0.5 if keys_resident(spec, p) else 1.0
+    n_dense = i.dense_layers if spec.predictor(i.stage) != "none" else 0
+    full_bytes = B * off * kvb
+    # The retrieved-KV region keeps every sparse layer's selected offloaded KV until the next step, in the DRAM
+    # left over after weights, recent KV, predictor metadata and the prefetch buffers (two sparse layers' fetch;
+    # a dense layer's KV streams through attention in chunks); what does not fit is fetched again.
     mem_base = (footprint_bytes(llm, p, spec, i.kv_len, B, offload, i.wl.tokens_per_frame, i.tokens_per_cluster)
-                + 2 * B * off * kvb * frac * fetch_kv_share)
-    need = llm.n_layers * B * sel_off * kvb * fetch_kv_share if reuse > 0 else 0.0
+                + 2 * full_bytes * frac * share)
+    need = (llm.n_layers - n_dense) * B * sel_off * kvb * share if reuse > 0 else 0.0
     kept = min(need, max(0.0, sys.dram_capacity - mem_base))
     kept_frac = kept / need if need else float("nan")
     if need > 0:
         reuse *= kept_frac
-    fetch = B * off * kvb * frac * (1.0 - reuse) * fetch_kv_share
+    fb, fc, fr = _fetch(i, off, frac, reuse, share, spec.layout, run_bytes, chunk_bytes)
+    layout_runs = spec.layout != "all" and spec.predictor(i.stage) != "none" and i.r_dev < 1.0
+    sparse = LayerTraffic(False, always + sel_dev + sel_off + i.n_new, sel_dev if layout_runs else 0.0, run_bytes,
+                          fb, fc, fr, B * sel_off * kvb * share, frac)
+    db, dc, dr = (_fetch(i, off, 1.0, 0.0, 1.0, "all", run_bytes, chunk_bytes) if not p.dense_resident
+                  else (0.0, 0.0, math.inf))
+    dense = LayerTraffic(True, i.kv_len + i.n_new, 0.0, math.inf, db, dc, dr, db, 1.0 if db else 0.0)
     write = B * i.n_new * kvb if off > 0 else 0.0  # the oldest tokens leave for the offload tier
-    return Placement(offload, on_dev, off, always, n_cand, sel_off, attended, frac, fetch_kv_share, reuse, kept_frac,
-                     fetch, write, kept, B * sel_off * kvb * fetch_kv_share)
+    return Placement(offload, on_dev, off, always, n_cand, sel_off, n_dense, dense, sparse, share, reuse, kept_frac,
+                     write, kept)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 3: per-layer event schedule.
+
+@dataclass
+class LayerPlan:
+    """One class of layers (dense or sparse): its ops and their times, and its fetch time."""
+
+    ops: list
+    op_s: list
+    limits: list
+    fetch_s: float
+    traffic: LayerTraffic
+    dram: list = field(default_factory=list)
+
 
 @dataclass
 class Schedule:
@@ -310,136 +469,181 @@ class Schedule:
     vision_s: float
     pred_main_s: float
     dre_s: float
-    fetch_s: float
-    layer_ops: list
+    dense: LayerPlan
+    sparse: LayerPlan
     pred: PredWork
     timeline: list
+    costs: OpCosts
+
+
+def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: float) -> LayerPlan:
+    llm, B = i.llm, i.batch
+    ops = decoder_layer_ops(llm, i.n_new, B, tr.attended, n_selected=tr.sel_dev, sel_run_bytes=tr.sel_run_bytes)
+    ops[1].dma_bytes, ops[1].dma_run_bytes = tr.fetch_bytes, tr.dma_run_bytes  # lands before attention
+    ops[1].kv_write_bytes = write_bytes  # the oldest tokens read out for the offload tier
+    if i.sys.unified_memory and i.sys.staging_copies and tr.fetch_bytes:
+        # FlexGen's host copies of each fetched byte (read + write per copy) share the GPU's LPDDR5.
+        n = i.sys.staging_copies * tr.fetch_bytes
+        ops.append(Op("staging", "staging", 0.0, act_bytes=n, kv_write_bytes=n, kernels=0, host_ops=0))
+    times = [costs.time(o) for o in ops]
+    sys = i.sys
+    fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie,
+                                 ssd=sys.offload_tier == "ssd", queue_depth=sys.nvme_queue_depth)
+    return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops])
+
+
+class _Timeline:
+    """The main engine's clock ``t``, the PCIe engine's free time and the phase rows (start/end in seconds)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.pcie_free = 0.0
+        self.fetch_done: dict[int, float] = {}
+        self.rows: list[tuple] = []
+
+    def add(self, layer: int, phase: str, engine: str, start: float, end: float, dram: float = 0.0,
+            pcie: float = 0.0) -> None:
+        self.rows.append((layer, phase, engine, start * 1e6, end * 1e6, dram, pcie))
+
+    def run(self, layer: int, phase: str, dt: float, dram: float = 0.0) -> None:
+        self.rows.append((layer, phase, "main", self.t * 1e6, (self.t + dt) * 1e6, dram, 0.0))
+        self.t += dt
+
+
+
+    def fetch(self, layer: int, ready_s: float, plan: LayerPlan) -> None:
+        if plan.fetch_s <= 0:
+            self.fetch_done[layer] = ready_s
+            return
+        start = max(self.pcie_free, ready_s)
+        self.pcie_free = start + plan.fetch_s
+        self.fetch_done[layer] = self.pcie_free
+        b = plan.traffic.fetch_bytes
+        self.add(layer, "kv_fetch", "pcie", start, self.pcie_free, b, b)
 
 
 def schedule(i: StepInputs, pl: Placement) -> Schedule:
-    sys, p, llm, B, L = i.sys, i.p, i.llm, i.batch, i.llm.n_layers
-    layer_ops = decoder_layer_ops(llm, i.n_new, B, pl.attended_tokens)
-    layer_ops[1].kv_bytes += pl.fetch_bytes_per_layer + pl.offload_write_bytes_per_layer  # lands before attention
-    pred = prediction_work(i.spec.predictor(i.stage), llm, B, i.n_new, pl.cand_tokens, i.engine, p,
+    sys, p, L = i.sys, i.p, i.llm.n_layers
+    costs = OpCosts(sys)
+    dense = _layer_plan(i, pl.dense, costs, pl.offload_write_bytes_per_layer)
+    sparse = _layer_plan(i, pl.sparse, costs, pl.offload_write_bytes_per_layer)
+    pred = prediction_work(i.spec.predictor(i.stage), i.llm, i.batch, i.n_new, pl.cand_tokens, i.engine, p,
                            tokens_per_frame=i.wl.tokens_per_frame, tokens_per_cluster=i.tokens_per_cluster,
                            wics_exit_frac=i.wics_exit_frac, n_cores=sys.n_cores, core=sys.core)
-    op_s = [_op_time_s(o, sys) for o in layer_ops]
-    pred_main_s = sum(_op_time_s(o, sys) for o in pred.ops)
+    pred_main_s = sum(costs.seconds(o) for o in pred.ops)
     dre_s = (pred.hcu_cycles + pred.wtu_cycles) / sys.freq_hz if i.engine == "dre" else 0.0
-    fetch_s = pl.fetch_bytes_per_layer / sys.pcie
-    predicts = i.spec.predictor(i.stage) != "none"
-    tl: list[dict] = []
-    t = 0.0
+    predicted = lambda ell: i.spec.predictor(i.stage) != "none" and ell >= pl.n_dense  # noqa: E731
+    tl = _Timeline()
     vision_s = 0.0
     if i.stage == "frame" and p.include_vision:
-        vop = vision_op(p.vision, B)
-        vision_s = _op_time_s(vop, sys)
-        tl.append(dict(layer=-1, phase="vision_mlp", engine="main", start=0.0, end=vision_s,
-                       dram_bytes=vop.dram_bytes, pcie_bytes=0.0))
-        t = vision_s
-    pcie_free = 0.0
-    fetch_done: dict[int, float] = {}
-
-    def schedule_fetch(layer: int, ready_s: float) -> None:
-        nonlocal pcie_free
-        if fetch_s <= 0:
-            fetch_done[layer] = ready_s
-            return
-        start = max(pcie_free, ready_s)
-        pcie_free = start + fetch_s
-        fetch_done[layer] = pcie_free
-        tl.append(dict(layer=layer, phase="kv_fetch", engine="pcie", start=start, end=pcie_free,
-                       dram_bytes=pl.fetch_bytes_per_layer, pcie_bytes=pl.fetch_bytes_per_layer))
+        vop = vision_op(p.vision, i.batch)
+        vision_s = costs.seconds(vop)
+        tl.run(-1, "vision_mlp", vision_s, vop.dram_bytes)
 
     def run_pred(target: int) -> float:
         """Prediction for layer ``target`` on the main engine (+ DRE); returns when its selection is known."""
-        nonlocal t
-        if not predicts:
-            return t
-        start = t
-        t += pred_main_s
-        tl.append(dict(layer=target, phase="kv_prediction", engine="main", start=start, end=t,
-                       dram_bytes=sum(o.dram_bytes for o in pred.ops), pcie_bytes=0.0))
+        tl.run(target, "kv_prediction", pred_main_s, sum(o.dram_bytes for o in pred.ops))
         if dre_s > 0:
-            tl.append(dict(layer=target, phase="kv_prediction_dre", engine="dre", start=t, end=t + dre_s,
-                           dram_bytes=0.0, pcie_bytes=0.0))
-        return t + dre_s
+            tl.add(target, "kv_prediction_dre", "dre", tl.t, tl.t + dre_s)
+        return tl.t + dre_s
 
+    if p.prefetch and not predicted(0):
+        tl.fetch(0, 0.0, dense if pl.n_dense else sparse)  # nothing to predict: streams in during the vision tower
     stall_s = 0.0
-    names = [o.name for o in layer_ops]
-    if not predicts and p.prefetch:
-        schedule_fetch(0, 0.0)  # nothing to predict: layer 0's KV streams in during the vision tower
-    for layer in range(L):
-        layer_start = t
-        tl.append(dict(layer=layer, phase="qkv", engine="main", start=t, end=t + op_s[0],
-                       dram_bytes=layer_ops[0].dram_bytes, pcie_bytes=0.0))
-        t += op_s[0]
-        if (layer == 0 or not p.prefetch) and layer not in fetch_done:
-            schedule_fetch(layer, run_pred(layer))
-        if p.prefetch and layer + 1 < L:
-            schedule_fetch(layer + 1, run_pred(layer + 1) if predicts else layer_start)
-        start_attn = max(t, fetch_done.get(layer, t))
-        stall_s += start_attn - t
-        if start_attn > t:
-            tl.append(dict(layer=layer, phase="stall", engine="main", start=t, end=start_attn, dram_bytes=0.0,
-                           pcie_bytes=0.0))
-        t = start_attn
-        for name, op, dt in zip(names[1:], layer_ops[1:], op_s[1:]):
-            tl.append(dict(layer=layer, phase=name, engine="main", start=t, end=t + dt, dram_bytes=op.dram_bytes,
-                           pcie_bytes=0.0))
-            t += dt
-    head = lm_head_op(llm, B)
-    head_s = _op_time_s(head, sys)
-    tl.append(dict(layer=L, phase="lm_head", engine="main", start=t, end=t + head_s, dram_bytes=head.dram_bytes,
-                   pcie_bytes=0.0))
-    t += head_s
-    for row in tl:
-        row["start_us"], row["end_us"] = row.pop("start") * 1e6, row.pop("end") * 1e6
-    return Schedule(t, stall_s, vision_s, pred_main_s, dre_s, fetch_s, layer_ops, pred, tl)
+    for ell in range(L):
+        plan, layer_start = (dense if ell < pl.n_dense else sparse), tl.t
+        tl.run(ell, "qkv", plan.op_s[0], plan.dram[0])
+        if ell not in tl.fetch_done:
+            tl.fetch(ell, run_pred(ell) if predicted(ell) else layer_start, plan)
+        if p.prefetch and ell + 1 < L:
+            nxt = dense if ell + 1 < pl.n_dense else sparse
+            tl.fetch(ell + 1, run_pred(ell + 1) if predicted(ell + 1) else layer_start, nxt)
+        wait = max(tl.t, tl.fetch_done.get(ell, tl.t))
+        if wait > tl.t:
+            stall_s += wait - tl.t
+            tl.add(ell, "stall", "main", tl.t, wait)
+            tl.t = wait
+        for k in range(1, len(plan.ops)):
+            tl.run(ell, plan.ops[k].name, plan.op_s[k], plan.dram[k])
+    head = lm_head_op(i.llm, i.batch, int(const("stack.eager_ops_fixed")))
+    tl.run(L, "lm_head", costs.seconds(head), head.dram_bytes)
+    return Schedule(tl.t, stall_s, vision_s, pred_main_s, dre_s, dense, sparse, pred, tl.rows, costs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Step 4: totals and energy.
 
+def _link_gaps(rows: list[tuple], total_s: float) -> list[float]:
+    """Idle gaps of the PCIe engine over one step, the wrap-around gap (tail + head, steps repeat) included."""
+    busy = sorted((r[3] * 1e-6, r[4] * 1e-6) for r in rows if r[2] == "pcie")
+    if not busy:
+        return [total_s]
+    gaps = [max(0.0, b[0] - a[1]) for a, b in zip(busy, busy[1:])]
+    return gaps + [max(0.0, total_s - busy[-1][1]) + busy[0][0]]
+
+
+def _work(i: StepInputs, pl: Placement, sc: Schedule) -> dict:
+    """FLOPs, DRAM bytes, VPE lane-ops and time by limiter over the whole step."""
+    L, nd = i.llm.n_layers, pl.n_dense
+    n_pred = (L - nd) if i.spec.predictor(i.stage) != "none" else 0
+    head = lm_head_op(i.llm, i.batch)
+    vop = vision_op(i.p.vision, i.batch) if i.stage == "frame" and i.p.include_vision else None
+    plans = ((sc.dense, nd), (sc.sparse, L - nd))
+    w = dict(llm_flops=sum(n * sum(o.flops for o in pl_.ops) for pl_, n in plans) + head.flops,
+             vis_flops=vop.flops if vop else 0.0, pred_flops=n_pred * sum(o.flops for o in sc.pred.ops),
+             vector_flops=sum(n * sum(o.flops for o in pl_.ops if o.kind == "vector") for pl_, n in plans),
+             dram_vis=vop.dram_bytes if vop else 0.0, n_pred=n_pred,
+             lane_ops=sum(n * sum(vpe_lane_ops(o.vpe) for o in pl_.ops) for pl_, n in plans)
+             + (vpe_lane_ops(vop.vpe) if vop else 0.0),
+             llm_s=sum(n * sum(pl_.op_s) for pl_, n in plans) + sc.costs.seconds(head))
+    w["dram"] = (sum(n * sum(o.dram_bytes for o in pl_.ops) for pl_, n in plans) + head.dram_bytes
+                 + n_pred * sum(o.dram_bytes for o in sc.pred.ops) + w["dram_vis"])
+    limits: dict[str, float] = {}
+    for pl_, n in plans:
+        for dt, lim in zip(pl_.op_s, pl_.limits):
+            limits[lim] = limits.get(lim, 0.0) + n * dt * 1e3
+    w["limits_ms"] = limits
+    return w
+
+
 def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
-    sys, p, llm, B, L = i.sys, i.p, i.llm, i.batch, i.llm.n_layers
-    predicts = i.spec.predictor(i.stage) != "none"
-    n_pred_layers = L if predicts else 0
-    head = lm_head_op(llm, B)
-    op_s = [_op_time_s(o, sys) for o in sc.layer_ops]
-    llm_s = L * sum(op_s) + _op_time_s(head, sys)
-    breakdown_ms = dict(llm=llm_s * 1e3, vision_mlp=sc.vision_s * 1e3,
-                        kv_prediction=n_pred_layers * sc.pred_main_s * 1e3, retrieval_exposed=sc.stall_s * 1e3)
-    has_vision = i.stage == "frame" and p.include_vision
-    vop = vision_op(p.vision, B) if has_vision else None
-    llm_flops = L * sum(o.flops for o in sc.layer_ops) + head.flops
-    vis_flops = vop.flops if vop else 0.0
-    pred_flops = n_pred_layers * sum(o.flops for o in sc.pred.ops)
-    dram_vis_bytes = vop.dram_bytes if vop else 0.0
-    dram_bytes = (L * sum(o.dram_bytes for o in sc.layer_ops) + head.dram_bytes
-                  + n_pred_layers * sum(o.dram_bytes for o in sc.pred.ops) + dram_vis_bytes)
-    pcie_fetch_bytes = L * pl.fetch_bytes_per_layer
-    pcie_bytes = pcie_fetch_bytes + L * pl.offload_write_bytes_per_layer
-    bytes_ = dict(dram=dram_bytes, dram_llm=dram_bytes - dram_vis_bytes, pcie=pcie_bytes, pcie_fetch=pcie_fetch_bytes,
-                  pcie_useful=L * pl.useful_fetch_bytes_per_layer)
-    mem_bytes = (footprint_bytes(llm, p, i.spec, i.kv_len, B, pl.offload, i.wl.tokens_per_frame, i.tokens_per_cluster)
-                 + 2 * pl.fetch_bytes_per_layer + pl.retrieved_kept_bytes)  # + double-buffered prefetch
-    vector_elems = sum(o.flops for o in sc.layer_ops if o.kind == "vector") * L
+    sys, p, B, L = i.sys, i.p, i.batch, i.llm.n_layers
+    w = _work(i, pl, sc)
+    breakdown_ms = dict(llm=w["llm_s"] * 1e3, vision_mlp=sc.vision_s * 1e3,
+                        kv_prediction=w["n_pred"] * sc.pred_main_s * 1e3, retrieval_exposed=sc.stall_s * 1e3)
+    fetch_b = pl.per_layer(L, "fetch_bytes")
+    pcie_bytes = fetch_b + L * pl.offload_write_bytes_per_layer
+    bytes_ = dict(dram=w["dram"], dram_llm=w["dram"] - w["dram_vis"], pcie=pcie_bytes, pcie_fetch=fetch_b,
+                  pcie_useful=pl.per_layer(L, "useful_fetch_bytes"),
+                  staging=sys.staging_copies * fetch_b * (0 if sys.kind == "vrex" else 1))
+    busy_s = (pl.n_dense * sc.dense.fetch_s + (L - pl.n_dense) * sc.sparse.fetch_s
+              + L * pl.offload_write_bytes_per_layer / sys.pcie)
+    idle_s, idle_l0_s = _link.idle_power_frac(_link_gaps(sc.timeline, sc.total_s), p.aspm)
     act = _energy.Activity(
-        seconds=sc.total_s, macs=(llm_flops + vis_flops + pred_flops - vector_elems) / 2, vpe_ops=vector_elems,
-        dram_bytes=dram_bytes, pcie_bytes=pcie_bytes,
-        pcie_busy_s=L * sc.fetch_s + L * pl.offload_write_bytes_per_layer / sys.pcie,
-        hcu_compares=n_pred_layers * sc.pred.hcu_compares, wtu_elems=n_pred_layers * sc.pred.wtu_elems,
-        kvmu_requests=(pcie_bytes / sys.offload_granule) if i.engine == "dre" else 0.0)
+        seconds=sc.total_s, macs=(w["llm_flops"] + w["vis_flops"] + w["pred_flops"] - w["vector_flops"]) / 2,
+        vpe_ops=w["lane_ops"], dram_bytes=w["dram"], pcie_bytes=pcie_bytes, pcie_busy_s=min(busy_s, sc.total_s),
+        pcie_idle_l0_s=idle_l0_s * max(0.0, sc.total_s - busy_s) / idle_s if idle_s > 0 else 0.0,
+        hcu_compares=w["n_pred"] * sc.pred.hcu_compares, wtu_elems=w["n_pred"] * sc.pred.wtu_elems,
+        kvmu_requests=(pl.per_layer(L, "fetch_commands") if i.engine == "dre" else 0.0),
+        host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0)
     energy_j, parts_j = _energy.step_energy(sys, act)
+    resident_dense = pl.n_dense * B * pl.off_tokens * i.llm.kv_bytes_per_token_layer if p.dense_resident else 0.0
+    mem_bytes = (footprint_bytes(i.llm, p, i.spec, i.kv_len, B, pl.offload, i.wl.tokens_per_frame,
+                                 i.tokens_per_cluster)
+                 + 2 * pl.sparse.fetch_bytes + pl.retrieved_kept_bytes + resident_dense)  # + double-buffered prefetch
     notes = dict(engine=i.engine, offloaded_tokens=pl.off_tokens, on_device_tokens=pl.on_dev_tokens,
-                 moved_fraction=pl.moved_frac, fetch_ms_per_layer=sc.fetch_s * 1e3, attended_tokens=pl.attended_tokens,
-                 layout=i.spec.layout, vision_flops=vis_flops, retrieved_reuse=pl.reuse_frac,
-                 retrieved_kept_frac=pl.retrieved_kept_frac, extrapolated=dict(i.extrapolated),
-                 tokens_per_cluster=i.tokens_per_cluster, dre_cycles=sc.pred.hcu_cycles + sc.pred.wtu_cycles)
-    return SimResult(sys.name, i.spec.name, i.stage, i.kv_len, B, sc.total_s * 1e3, energy_j, llm_flops + vis_flops,
-                     pred_flops, bytes_, breakdown_ms, parts_j, energy_j / sc.total_s, mem_bytes, sys.dram_capacity,
-                     i.selected_frac, i.wl.source(i.extrapolated), sc.timeline, notes)
+                 moved_fraction=pl.sparse.moved_frac, fetch_ms_per_layer=sc.sparse.fetch_s * 1e3,
+                 dense_fetch_ms_per_layer=sc.dense.fetch_s * 1e3, dense_layers=pl.n_dense,
+                 attended_tokens=pl.sparse.attended, layout=i.spec.layout, vision_flops=w["vis_flops"],
+                 retrieved_reuse=pl.reuse_frac, retrieved_kept_frac=pl.retrieved_kept_frac,
+                 extrapolated=dict(i.extrapolated), tokens_per_cluster=i.tokens_per_cluster,
+                 dre_cycles=sc.pred.hcu_cycles + sc.pred.wtu_cycles, selected_frac_device=i.r_dev,
+                 selected_frac_offloaded=i.r_off, fetch_commands=pl.per_layer(L, "fetch_commands"),
+                 limits_ms=w["limits_ms"], pcie_idle_s=idle_s, dram_eff=sys.dram_eff)
+    return SimResult(sys.name, i.spec.name, i.stage, i.kv_len, B, sc.total_s * 1e3, energy_j,
+                     w["llm_flops"] + w["vis_flops"], w["pred_flops"], bytes_, breakdown_ms, parts_j,
+                     energy_j / sc.total_s, mem_bytes, sys.dram_capacity, i.selected_frac,
+                     i.wl.source(i.extrapolated), sc.timeline, notes)
 
 
 def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len: int, batch: int = 1, *,
@@ -533,11 +737,13 @@ def e2e_coin(system: str | System, method: str, kv_len: int, batch: int = 1, *, 
 
 
 def simulate_measured(system, method: str, stage: str, kv_len: int, *, selected_frac: float | None,
-                      tokens_per_cluster: float | None = None, wics_exit_frac: float | None = None,
-                      reuse: float | None = None, source: str = "measured", batch: int = 1, **overrides) -> SimResult:
+                      selected_frac_offloaded: float | None = None, tokens_per_cluster: float | None = None,
+                      wics_exit_frac: float | None = None, reuse: float | None = None, source: str = "measured",
+                      batch: int = 1, **overrides) -> SimResult:
     """One simulated step of ``method`` (a runtime policy name or simulator method) with one step's measured
     statistics (:meth:`Workload.from_stats`). ``overrides``: any :class:`SimParams` field or ``system_<field>``.
     The result's ``workload_source`` names the provenance."""
-    wl = Workload.from_stats(method, selected_frac=selected_frac, tokens_per_cluster=tokens_per_cluster,
-                             wics_exit_frac=wics_exit_frac, reuse=reuse, source=source)
+    wl = Workload.from_stats(method, selected_frac=selected_frac, selected_frac_offloaded=selected_frac_offloaded,
+                             tokens_per_cluster=tokens_per_cluster, wics_exit_frac=wics_exit_frac, reuse=reuse,
+                             source=source)
     return simulate(system, SIM_METHOD.get(method, method), stage, int(kv_len), batch, workload=wl, **overrides)

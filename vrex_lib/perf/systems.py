@@ -2,15 +2,18 @@
 
 Peaks, bandwidths, capacities, PCIe links and GPU board powers are the paper's specifications, read with
 :func:`vrex_lib.paper.spec` (kind 'input'); the V-Rex peak is derived from :class:`vrex_lib.config.VRexCoreConfig`
-(never copied from Table I). What turns a peak into an achieved rate -- one fraction per device per resource,
-the same for every method on that device -- comes from the one constants table :mod:`vrex_lib.perf.constants`
-(source, device, node and derivation per row). Override any field with
-``dataclasses.replace(get_system('vrex8'), pcie_bw=8e9)`` and every figure moves.
+(never copied from Table I). What turns a peak into an achieved rate comes from the one constants table
+:mod:`vrex_lib.perf.constants`: the DRAM's sustained efficiency per access stream from the one bank-level model of
+its technology (:mod:`vrex_lib.perf.dram`, the same for every system on that memory), the GPU's compute efficiency
+and its host software stack. Override any field with ``dataclasses.replace(get_system('vrex8'), pcie_bw=8e9)`` and
+every figure moves.
 
-* ``compute_eff``  achieved / peak FLOP/s on large dense GEMMs;
-* ``dram_eff``     achieved / peak DRAM bandwidth on streaming reads;
-* ``pcie_eff``     achieved / nominal PCIe bandwidth for large host->device (or SSD->device) copies;
-* ``kernel_launch_s`` per-kernel launch overhead on GPUs (0 for V-Rex's static instruction stream).
+* ``compute_eff``     achieved / peak FLOP/s on large dense GEMMs (GPUs; V-Rex's LXE model charges its own idle
+                      cycles);
+* ``mem_side_eff``    a GPU-side DRAM loss on top of the DRAM model (``gpu.mem_side_eff``; 1.0 for V-Rex);
+* ``pcie_eff``        achieved / nominal PCIe bandwidth for large copies;
+* ``host_op_s``       host time per framework call of an eager stack (0 for V-Rex's static instruction stream);
+* ``staging_copies``  extra host-memory copies per fetched byte (FlexGen's pinned relay; 0 for V-Rex's KVMU).
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from typing import Literal
 from .. import paper
 from ..config import VRexCoreConfig
 from ..estimate.core import CorePowerModel
+from . import dram as _dram
 from .constants import const
 
 GB = 1e9
@@ -31,8 +35,10 @@ class System:
     """One platform. Units: FLOP/s, B/s, B, W, s.
 
     kind: 'vrex' (LXE + DRE accelerator) or 'gpu'. offload_tier: 'ssd' (edge) or 'cpu_dram' (server).
-    offload_granule: bytes the offload tier moves per access (NVMe page 4 KiB; host DRAM 64 B cache line), so
-    scattered small reads are amplified on SSD but not from host DRAM.
+    offload_granule: bytes the offload tier moves per access (NVMe block 4 KiB; host DRAM 64 B cache line), so
+    scattered small reads are amplified on SSD but not from host DRAM. dram_kind / dram_bus_bits: the memory
+    technology and bus of the one DRAM model (:mod:`vrex_lib.perf.dram`). unified_memory: the host's staging
+    copies land in the GPU's own DRAM (Jetson). nvme_queue_depth: reads kept in flight to the SSD.
     """
 
     name: str
@@ -44,34 +50,51 @@ class System:
     pcie_lanes: int
     offload_tier: Literal["ssd", "cpu_dram"]
     compute_eff: float
-    dram_eff: float
     pcie_eff: float
-    kernel_launch_s: float = 0.0
+    mem_side_eff: float = 1.0
+    host_op_s: float = 0.0
+    staging_copies: int = 0
+    unified_memory: bool = False
     power_w: float | None = None  # GPU board power (Table I); V-Rex power is computed by the energy model
     dram_kind: str = "lpddr5"
+    dram_bus_bits: int = 256
     offload_granule: int = 4096
+    nvme_queue_depth: int = 64
     n_cores: int = 0
     core: VRexCoreConfig | None = None
     core_power: CorePowerModel | None = None  # V-Rex: one core's power model (vrex_lib.estimate.core)
     notes: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for f in ("compute_eff", "dram_eff", "pcie_eff"):
+        for f in ("compute_eff", "mem_side_eff", "pcie_eff"):
             v = getattr(self, f)
             if not 0 < v <= 1:
                 raise ValueError(f"System {self.name}: {f}={v} must be in (0, 1]")
         for f in ("peak_flops", "dram_bw", "dram_capacity", "pcie_bw"):
-            if getattr(self, f) <= 0:
+            if not getattr(self, f) > 0:
                 raise ValueError(f"System {self.name}: {f} must be > 0")
+        if self.host_op_s < 0 or self.staging_copies < 0 or self.nvme_queue_depth < 1:
+            raise ValueError(f"System {self.name}: host_op_s and staging_copies must be >= 0, nvme_queue_depth >= 1")
+        if self.kind == "vrex" and (self.core is None or self.n_cores < 1):
+            raise ValueError(f"System {self.name}: a V-Rex system needs its core configuration and n_cores >= 1")
 
     @property
     def flops(self) -> float:
-        """Achieved FLOP/s."""
+        """Achieved FLOP/s on large GEMMs."""
         return self.peak_flops * self.compute_eff
 
     @property
+    def dram_timing(self) -> _dram.DramTiming:
+        return _dram.timing(self.dram_kind, self.dram_bw, self.dram_bus_bits)
+
+    @property
+    def dram_eff(self) -> float:
+        """Sustained share of the DRAM peak for a long read stream (weights): the DRAM model x mem_side_eff."""
+        return _dram.stream_efficiency(self.dram_timing).total * self.mem_side_eff
+
+    @property
     def dram(self) -> float:
-        """Achieved DRAM B/s."""
+        """Achieved DRAM B/s of a long read stream."""
         return self.dram_bw * self.dram_eff
 
     @property
@@ -94,28 +117,37 @@ def _v(key: str) -> float:
 def vrex(n_cores: int, side: Literal["edge", "server"], core: VRexCoreConfig | None = None) -> System:
     """V-Rex with ``n_cores`` cores on the edge (LPDDR5, SSD) or server (HBM2e, CPU DDR4) memory system."""
     core = core or VRexCoreConfig()
+    kind = "lpddr5" if side == "edge" else "hbm2e"
     return System(
         name=f"vrex{n_cores}", kind="vrex", peak_flops=n_cores * core.peak_flops,
         dram_bw=_v(f"table1.dram_bw_gbs.{side}") * GB, dram_capacity=_v(f"table1.dram_capacity_gb.{side}") * GB,
         pcie_bw=_v(f"table1.pcie_bw_gbs.{side}") * GB, pcie_lanes=int(_v(f"table1.pcie_lanes.{side}")),
         offload_tier="ssd" if side == "edge" else "cpu_dram", compute_eff=const("vrex.compute_eff"),
-        dram_eff=const("vrex.lpddr5_dram_eff" if side == "edge" else "vrex.hbm2e_dram_eff"),
-        pcie_eff=const(f"vrex.{side}_pcie_eff"), dram_kind="lpddr5" if side == "edge" else "hbm2e",
+        pcie_eff=const(f"vrex.{side}_pcie_eff"), dram_kind=kind, dram_bus_bits=int(const(f"{kind}.bus_bits")),
         offload_granule=int(const("ssd.granule_bytes" if side == "edge" else "host_dram.granule_bytes")),
-        n_cores=n_cores, core=core, core_power=CorePowerModel.of(core))
+        nvme_queue_depth=int(const("kvmu.queue_depth")), n_cores=n_cores, core=core,
+        core_power=CorePowerModel.of(core))
+
+
+def _gpu_stack(host_slowdown: float = 1.0) -> dict:
+    """An eager PyTorch host stack with FlexGen's staging copies; ``host_slowdown`` scales the host's speed."""
+    return dict(host_op_s=const("stack.eager_host_op_s") * host_slowdown,
+                staging_copies=int(const("stack.flexgen_staging_copies")), mem_side_eff=const("gpu.mem_side_eff"),
+                nvme_queue_depth=int(const("host.queue_depth")))
 
 
 def agx_orin(dense_fraction: float | None = None) -> System:
-    """Jetson AGX Orin 32 GB (Table I), offloading to an M.2 NVMe SSD over PCIe 3.0 x4."""
+    """Jetson AGX Orin 32 GB (Table I), offloading to an M.2 NVMe SSD over PCIe 3.0 x4; the Cortex-A78AE host runs
+    the eager stack (``stack.orin_host_slowdown``) and shares the LPDDR5 with the GPU (unified memory)."""
     dense_fraction = const("agx_orin.dense_fraction") if dense_fraction is None else dense_fraction
     return System(
         name="agx_orin", kind="gpu", peak_flops=_v("table1.peak_tflops.agx_orin") * 1e12 * dense_fraction,
         dram_bw=_v("table1.dram_bw_gbs.edge") * GB, dram_capacity=_v("table1.dram_capacity_gb.edge") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.edge") * GB, pcie_lanes=int(_v("table1.pcie_lanes.edge")), offload_tier="ssd",
-        compute_eff=const("agx_orin.compute_eff"), dram_eff=const("agx_orin.dram_eff"),
-        pcie_eff=const("agx_orin.pcie_eff"), kernel_launch_s=const("agx_orin.kernel_launch_s"),
-        power_w=_v("table1.power_w.agx_orin"), dram_kind="lpddr5", offload_granule=int(const("ssd.granule_bytes")),
-        notes=dict(dense_fraction=dense_fraction))
+        compute_eff=const("agx_orin.compute_eff"), pcie_eff=const("agx_orin.pcie_eff"),
+        **_gpu_stack(const("stack.orin_host_slowdown")), unified_memory=True,
+        power_w=_v("table1.power_w.agx_orin"), dram_kind="lpddr5", dram_bus_bits=int(const("lpddr5.bus_bits")),
+        offload_granule=int(const("ssd.granule_bytes")), notes=dict(dense_fraction=dense_fraction))
 
 
 def a100() -> System:
@@ -124,9 +156,9 @@ def a100() -> System:
         name="a100", kind="gpu", peak_flops=_v("table1.peak_tflops.a100") * 1e12,
         dram_bw=_v("table1.dram_bw_gbs.server") * GB, dram_capacity=_v("table1.dram_capacity_gb.server") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.server") * GB, pcie_lanes=int(_v("table1.pcie_lanes.server")),
-        offload_tier="cpu_dram", compute_eff=const("a100.compute_eff"), dram_eff=const("a100.dram_eff"),
-        pcie_eff=const("a100.pcie_eff"), kernel_launch_s=const("a100.kernel_launch_s"),
-        power_w=_v("table1.power_w.a100"), dram_kind="hbm2e", offload_granule=int(const("host_dram.granule_bytes")))
+        offload_tier="cpu_dram", compute_eff=const("a100.compute_eff"), pcie_eff=const("a100.pcie_eff"),
+        **_gpu_stack(), power_w=_v("table1.power_w.a100"), dram_kind="hbm2e",
+        dram_bus_bits=int(const("hbm2e.bus_bits")), offload_granule=int(const("host_dram.granule_bytes")))
 
 
 def oaken_edge() -> System:
@@ -135,14 +167,13 @@ def oaken_edge() -> System:
     return dataclasses.replace(vrex(8, "edge"), name="oaken")
 
 
-def systems() -> dict[str, System]:
-    """Fresh instances of every named system."""
-    return {"vrex8": vrex(8, "edge"), "vrex48": vrex(48, "server"), "agx_orin": agx_orin(), "a100": a100(),
-            "oaken": oaken_edge()}
-
-
 _BUILDERS = {"vrex8": lambda: vrex(8, "edge"), "vrex48": lambda: vrex(48, "server"), "agx_orin": agx_orin,
              "a100": a100, "oaken": oaken_edge}
+
+
+def systems() -> dict[str, System]:
+    """Fresh instances of every named system."""
+    return {k: b() for k, b in _BUILDERS.items()}
 
 
 def get_system(system: str | System) -> System:

@@ -3,10 +3,12 @@
 Everything about the model and the data that the hardware model consumes, in one frozen object, each field with
 its provenance:
 
-* per (method, stage) the **selected fraction of offloaded candidates** as a function of the context length
-  (:class:`Curve`), and the **cross-step reuse** of fetched KV (the KVMU's "Retrieved KV" region, Fig. 12);
+* per (method, stage) the **selected fraction of on-device candidates** and, separately, of **offloaded
+  candidates**, each a function of the context length (:class:`Curve`) with its own provenance, and the
+  **cross-step reuse** of fetched KV (the KVMU's "Retrieved KV" region, Fig. 12);
 * ReSV **tokens per cluster** and the **WiCSum early-exit fraction** (share of a row walked before exit);
-* **tokens per frame** and the scenario's **frames, question and answer tokens** (Fig. 4(b), Fig. 14).
+* **tokens per frame**, the **dense layers** (the first layers attend to everything) and the scenario's
+  **frames, question and answer tokens** (Fig. 4(b), Fig. 14).
 
 Provenance kinds: ``measured`` (a workload file of schema ``vrex.workload/1``: file, profile, model, the context
 range actually measured), ``paper-stated`` (read from :mod:`vrex_lib.paper`, cited) or ``user`` (keywords).
@@ -21,6 +23,7 @@ applied to the simulated model's dimensions (Llama-3-8B, docs/DECISIONS.md D8) -
     w = Workload.paper()
     w = Workload.from_measurement("results/data/workload_default.json", extrapolation="loglog-fit")
     w = Workload.paper().replace(reuse={("resv", "frame"): 0.5})      # becomes provenance 'user' for that field
+    w = Workload.uniform({("resv", "frame"): 0.3})                    # one user fraction for both tiers
 """
 from __future__ import annotations
 
@@ -33,7 +36,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from .. import paper
 from ..config import WORKLOAD_SCHEMA as SCHEMA
+from ..config import RuntimeConfig
 from .methods import METHODS
 
 EXTRAPOLATIONS = ("hold", "loglog-fit")
@@ -46,6 +51,7 @@ SIM_METHOD = {"resv": "resv", "infinigen": "infinigen", "infinigen_p": "infinige
               "flexgen": "flexgen", "full": "full"}
 #: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
 SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
+TIERS = ("device", "offloaded")
 ProvKind = Literal["measured", "paper-stated", "user"]
 
 
@@ -76,6 +82,8 @@ class Curve:
         if len(self.kv_len) != len(self.value) or not self.value:
             raise ValueError(f"Curve needs matching, non-empty kv_len/value (got {len(self.kv_len)}, "
                              f"{len(self.value)})")
+        if not all(math.isfinite(x) for x in self.kv_len + self.value):
+            raise ValueError(f"Curve kv_len/value must be finite numbers (got {self.kv_len}, {self.value})")
         if list(self.kv_len) != sorted(self.kv_len):
             raise ValueError("Curve kv_len must be sorted ascending")
         if self.extrapolation not in EXTRAPOLATIONS:
@@ -93,6 +101,8 @@ class Curve:
 
     def at(self, kv_len: float) -> tuple[float, str | None]:
         """(value at ``kv_len``, the extrapolation policy used or None when inside the measured range)."""
+        if not math.isfinite(kv_len):
+            raise ValueError(f"Curve.at: kv_len must be a finite number, got {kv_len}")
         if self.is_constant:
             return self.value[0], None
         x = [math.log(max(k, 1.0)) for k in self.kv_len]
@@ -130,23 +140,37 @@ def _as_curve(v) -> Curve:
     return v if isinstance(v, Curve) else Curve.constant(float(v))
 
 
+def _frozen(m: Mapping) -> MappingProxyType:
+    return MappingProxyType({k: _as_curve(v) for k, v in m.items()})
+
+
+_FIELDS = ("selected_frac_device", "selected_frac_offloaded", "reuse", "tokens_per_cluster", "wics_exit_frac",
+           "tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens")
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the hardware model consumes about the model and the data (see the module docstring).
 
-    selected_frac: {(method, stage): Curve} selected share of offloaded candidates, in [0, 1].
+    selected_frac_device:    {(method, stage): Curve} selected share of the on-device (KVMU-resident) candidates.
+    selected_frac_offloaded: {(method, stage): Curve} selected share of the offloaded candidates. The two are kept
+                             apart: a measurement that has only one of them says so, and the simulator never
+                             substitutes one for the other (:meth:`selected` raises naming the missing tier).
     reuse:         {(method, stage): Curve} share of a step's selected offloaded KV already in device DRAM from the
                    previous step of the same stage (missing = 0).
     tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
-    tokens_per_frame: LLM tokens appended per frame; frames / question_tokens / answer_tokens: the E2E scenario.
+    tokens_per_frame: LLM tokens appended per frame; dense_layers: the first layers attend to (and fetch) every
+    token; frames / question_tokens / answer_tokens: the E2E scenario.
     provenance: {field name: Provenance}; ``name``: short label of the whole workload.
     """
 
-    selected_frac: Mapping[tuple[str, str], Curve]
+    selected_frac_device: Mapping[tuple[str, str], Curve]
+    selected_frac_offloaded: Mapping[tuple[str, str], Curve]
     reuse: Mapping[tuple[str, str], Curve] = field(default_factory=dict)
     tokens_per_cluster: Curve = Curve.constant(32.0)
     wics_exit_frac: Curve = Curve.constant(0.16)
     tokens_per_frame: int = 10
+    dense_layers: int = field(default_factory=lambda: RuntimeConfig().dense_layers)
     frames: int = 26
     question_tokens: int = 25
     answer_tokens: int = 39
@@ -155,17 +179,15 @@ class Workload:
 
     def __post_init__(self) -> None:
         # Read-only mappings: a Workload cannot change after construction (use .replace()).
-        object.__setattr__(self, "selected_frac",
-                           MappingProxyType({k: _as_curve(v) for k, v in self.selected_frac.items()}))
-        object.__setattr__(self, "reuse", MappingProxyType({k: _as_curve(v) for k, v in self.reuse.items()}))
-        object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
-        object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
-        for fld in ("selected_frac", "reuse"):
+        for fld in ("selected_frac_device", "selected_frac_offloaded", "reuse"):
+            object.__setattr__(self, fld, _frozen(getattr(self, fld)))
             for k, c in getattr(self, fld).items():
                 if not (isinstance(k, tuple) and len(k) == 2 and k[1] in ("frame", "text")):
                     raise ValueError(f"Workload.{fld} key {k!r}: must be (method, 'frame'|'text')")
                 if any(not 0.0 <= v <= 1.0 for v in c.value):
                     raise ValueError(f"Workload.{fld}[{k}] values {c.value} must be in [0, 1]")
+        object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
+        object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
         if any(v <= 0 for v in self.tokens_per_cluster.value):
             raise ValueError("Workload.tokens_per_cluster must be > 0")
         if any(not 0 < v <= 1 for v in self.wics_exit_frac.value):
@@ -173,36 +195,59 @@ class Workload:
         for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
             if getattr(self, f) < 1:
                 raise ValueError(f"Workload.{f} must be >= 1")
+        if self.dense_layers < 0:
+            raise ValueError(f"Workload.dense_layers must be >= 0, got {self.dense_layers}")
         prov = dict(self.provenance)
-        for f in ("selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac", "tokens_per_frame", "frames",
-                  "question_tokens", "answer_tokens"):
+        for f in _FIELDS:
             prov.setdefault(f, Provenance("user", "Workload(...) keyword"))
+        prov["selected_frac"] = prov["selected_frac_device"]  # the short name's provenance (see .selected_frac)
         object.__setattr__(self, "provenance", MappingProxyType(prov))
+
+    @property
+    def selected_frac(self) -> Mapping[tuple[str, str], Curve]:
+        """The on-device share per (method, stage) (:attr:`selected_frac_device`), the short name of the keys a
+        workload carries a selection for."""
+        return self.selected_frac_device
 
     # ---- constructors ------------------------------------------------------------------------------------
     @classmethod
-    def paper(cls) -> "Workload":
-        """The workload the paper states: Table II's average retrieval ratios (per stage, constant in kv_len),
-        tokens per cluster (§VI.B), WiCSum early exit (§IV.C), the average COIN case (§VI.A), 10 tokens per
-        frame (VideoLLM-online Live1+, docs/DECISIONS.md D8). The paper states no cross-step reuse: none."""
-        from .. import paper
+    def uniform(cls, selected_frac: Mapping, **kw) -> "Workload":
+        """A user workload with one selected fraction per (method, stage) for both tiers (provenance 'user',
+        saying so)."""
+        prov = dict(kw.pop("provenance", {}))
+        both = Provenance("user", "Workload.uniform", "one fraction for the on-device and the offloaded tier")
+        prov.setdefault("selected_frac_device", both)
+        prov.setdefault("selected_frac_offloaded", both)
+        return cls(selected_frac_device=selected_frac, selected_frac_offloaded=selected_frac, provenance=prov, **kw)
 
+    @classmethod
+    def paper(cls) -> "Workload":
+        """The workload the paper states: Table II's average retrieval ratios (per stage, constant in kv_len; the
+        paper states one ratio per method, so both tiers get it), tokens per cluster (§VI.B), WiCSum early exit
+        (§IV.C), the average COIN case (§VI.A), 10 tokens per frame (VideoLLM-online Live1+, docs/DECISIONS.md
+        D8), layer 0 dense (Fig. 6; ``RuntimeConfig.dense_layers``). The paper states no cross-step reuse: none."""
         sel = {(m, st): Curve.constant(paper.value(f"table2.ratio.{m}.{st}.avg") / 100.0)
                for m in SELECTING for st in ("frame", "text")}
+        t2 = "Table II (average retrieval ratio per method and stage)"
         prov = dict(
-            selected_frac=Provenance("paper-stated", "Table II (average retrieval ratio per method and stage)",
-                                     "constant in the context length"),
+            selected_frac_device=Provenance("paper-stated", t2, "constant in the context length; one ratio for "
+                                            "both tiers (the paper states no split)"),
+            selected_frac_offloaded=Provenance("paper-stated", t2, "constant in the context length; one ratio for "
+                                               "both tiers (the paper states no split)"),
             reuse=Provenance("paper-stated", "not stated by the paper", "no reuse (0)"),
             tokens_per_cluster=Provenance("paper-stated", "§VI.B (32 tokens per cluster)"),
             wics_exit_frac=Provenance("paper-stated", "§IV.C (16 % of a row on average)"),
             tokens_per_frame=Provenance("paper-stated", "VideoLLM-online Live1+ (docs/DECISIONS.md D8)"),
+            dense_layers=Provenance("paper-stated", "Fig. 6 (layer 0: full attention)",
+                                    "RuntimeConfig.dense_layers"),
             frames=Provenance("paper-stated", "§VI.A average COIN case"),
             question_tokens=Provenance("paper-stated", "§VI.A average COIN case"),
             answer_tokens=Provenance("paper-stated", "§VI.A average COIN case"))
-        return cls(selected_frac=sel, reuse={},
+        return cls(selected_frac_device=sel, selected_frac_offloaded=sel, reuse={},
                    tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
                    wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
-                   tokens_per_frame=10, frames=int(paper.value("coin.avg_case.frames")),
+                   tokens_per_frame=10, dense_layers=RuntimeConfig().dense_layers,
+                   frames=int(paper.value("coin.avg_case.frames")),
                    question_tokens=int(paper.value("coin.avg_case.question_tokens")),
                    answer_tokens=int(paper.value("coin.avg_case.answer_tokens")), provenance=prov, name="paper")
 
@@ -210,99 +255,44 @@ class Workload:
     def from_measurement(cls, path: str | Path, extrapolation: str = "hold") -> "Workload":
         """Read a workload file of schema ``vrex.workload/1`` (docs/PERF_MODEL.md).
 
-        Per (method, stage): ``selected_frac_offloaded`` where measured (else ``selected_frac``, the share of all
-        candidates) and ``reuse_frac`` (null steps skipped) as Curves over ``kv_len``; ReSV's tokens per cluster
-        and early-exit fraction from its checkpoints. The scenario (frames, question, answer) stays the paper's
-        §VI.A case, labelled so. Raises naming the file and the fix on any problem.
+        Per (method, stage), as Curves over ``kv_len``: the offloaded share ``selected_frac_offloaded`` where the
+        checkpoint had offloaded candidates, and the on-device share derived from the checkpoint's ``candidates``
+        C, ``selected_frac`` f (share of all C), ``offloaded_candidates`` O and ``selected_frac_offloaded`` g:
+        ``(f C - g O) / (C - O)`` (``f`` itself when O = 0); ``reuse_frac`` (null steps skipped); ReSV's tokens per
+        cluster and early-exit fraction; ``dense_layers`` from the file header. The scenario (frames, question,
+        answer) stays the paper's §VI.A case, labelled so. Raises naming the file, the field and the fix on any
+        problem (missing or non-finite values, a non-object file, inconsistent fractions).
         """
         p = Path(path)
         if extrapolation not in EXTRAPOLATIONS:
             raise ValueError(f"extrapolation {extrapolation!r}: choose one of {EXTRAPOLATIONS}")
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: no workload measurement file; write one with `python -m vrex_lib.workload "
-                                    f"measure --profile <P> --out {p}` or use Workload.paper()")
-        try:
-            d = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: not valid JSON ({e}); regenerate it with `python -m vrex_lib.workload measure`")
-        if d.get("schema") != SCHEMA:
-            raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; regenerate the file")
-        for k in ("profile", "model", "tokens_per_frame", "checkpoints"):
-            if k not in d:
-                raise ValueError(f"{p}: missing key {k!r} of schema {SCHEMA}; regenerate the file")
-        pts: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-        for i, c in enumerate(d["checkpoints"]):
-            for k in ("kv_len", "method", "stage", "selected_frac"):
-                if k not in c:
-                    raise ValueError(f"{p}: checkpoint {i} lacks {k!r}")
-            if c["stage"] not in ("frame", "text"):
-                raise ValueError(f"{p}: checkpoint {i} stage {c['stage']!r} must be 'frame' or 'text'")
-            key = (c["method"], c["stage"])
-            sel = c.get("selected_frac_offloaded")
-            sel = c["selected_frac"] if sel is None else sel
-            if sel is not None:
-                pts.setdefault(("sel",) + key, []).append((float(c["kv_len"]), float(sel)))
-            if c.get("reuse_frac") is not None:
-                pts.setdefault(("reuse",) + key, []).append((float(c["kv_len"]), float(c["reuse_frac"])))
-            if c["method"] == "resv" and c.get("tokens_per_cluster") is not None:
-                pts.setdefault(("tpc", "resv", "any"), []).append((float(c["kv_len"]), float(c["tokens_per_cluster"])))
-            if c["method"] == "resv" and c.get("wics_exit_frac") is not None:
-                pts.setdefault(("wics", "resv", "any"), []).append((float(c["kv_len"]), float(c["wics_exit_frac"])))
-
-        def curve(points: list[tuple[float, float]]) -> Curve:
-            by: dict[float, list[float]] = {}
-            for k, v in points:
-                by.setdefault(k, []).append(v)
-            ks = sorted(by)
-            vals = tuple(sum(by[k]) / len(by[k]) for k in ks)
-            pol = extrapolation if len(ks) >= 2 else "hold"
-            return Curve(tuple(ks), vals, pol)
-
-        sel = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "sel"}
-        reuse = {k[1:]: curve(v) for k, v in pts.items() if k[0] == "reuse"}
-        # The simulator's method models a predictor that runs at every step (ReKV's block scoring at frames and
-        # tokens, as the paper's Table II row); a file that measured that mode as a variant supplies it.
-        substituted = []
-        for sim_m, src in SIM_METHOD_SOURCES.items():
-            if any((src, st) in sel for st in ("frame", "text")):
-                for d_ in (sel, reuse):
-                    for st in ("frame", "text"):
-                        if (src, st) in d_:
-                            d_[(sim_m, st)] = d_[(src, st)]
-                substituted.append(f"{sim_m} from {src}")
-        if not sel:
-            raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate the file")
+        d = _read_measurement(p)
+        pts, notes = _checkpoint_points(p, d["checkpoints"])
+        curves = {k: _curve(v, extrapolation) for k, v in pts.items()}
+        by = {tag: {k[1:]: c for k, c in curves.items() if k[0] == tag} for tag in ("dev", "off", "reuse")}
+        substituted = _use_variants(by)
+        if not by["dev"] and not by["off"]:
+            raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate it with `python -m "
+                             f"vrex_lib.workload measure`")
         kvs = sorted({float(c["kv_len"]) for c in d["checkpoints"]})
         where = f"{p.name}, profile {d['profile']}, model {d['model']}"
         rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
-        if substituted:
-            rng += "; " + ", ".join(substituted)
-        meas = Provenance("measured", where, rng)
-        pw = cls.paper()  # fields the file does not carry keep the paper's statement, labelled so
-        kw: dict = {}
-        prov = dict(selected_frac=meas, reuse=meas if reuse else Provenance("measured", where, "no reuse measured: 0"),
-                    tokens_per_frame=Provenance("measured", where))
-        for f, tag in (("tokens_per_cluster", "tpc"), ("wics_exit_frac", "wics")):
-            if (tag, "resv", "any") in pts:
-                kw[f] = curve(pts[(tag, "resv", "any")])
-                prov[f] = meas
-            else:
-                kw[f] = getattr(pw, f)
-                prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
-        for f in ("frames", "question_tokens", "answer_tokens"):
-            kw[f] = getattr(pw, f)
-            prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
-        return cls(selected_frac=sel, reuse=reuse, tokens_per_frame=int(d["tokens_per_frame"]), provenance=prov,
-                   name=f"measured:{p.name}", **kw)
+        rng += "".join(f"; {s}" for s in substituted + notes)
+        prov, kw = _measured_provenance(p, where, rng, by, curves)
+        return cls(selected_frac_device=by["dev"], selected_frac_offloaded=by["off"], reuse=by["reuse"],
+                   tokens_per_frame=int(d["tokens_per_frame"]), dense_layers=int(d["dense_layers"]),
+                   provenance=prov, name=f"measured:{p.name}", **kw)
 
     @classmethod
-    def from_stats(cls, method: str, *, selected_frac: float | None, tokens_per_cluster: float | None = None,
-                   wics_exit_frac: float | None = None, reuse: float | None = None,
-                   source: str = "measured") -> "Workload":
+    def from_stats(cls, method: str, *, selected_frac: float | None, selected_frac_offloaded: float | None = None,
+                   tokens_per_cluster: float | None = None, wics_exit_frac: float | None = None,
+                   reuse: float | None = None, source: str = "measured") -> "Workload":
         """The paper's workload with one step's measured statistics of ``method`` (a runtime policy name or a
         simulator method) in place of the paper's statement, for both stages and constant in kv_len; the explorers
-        (``python -m vrex_lib.live``, notebook 08) use it (docs/DECISIONS.md D90). None/NaN keeps the paper-stated
-        value, and the name says which fields did."""
+        (``python -m vrex_lib.live``, notebook 08) use it (docs/DECISIONS.md D90). ``selected_frac`` is the step's
+        share of all candidates and sets the on-device tier; the offloaded tier takes ``selected_frac_offloaded``
+        when given, else the same share, and the name says so. None/NaN keeps the paper-stated value, and the name
+        says which fields did."""
         sim_method = SIM_METHOD.get(method, method)
         if sim_method not in METHODS:
             raise ValueError(f"method {method!r} has no simulator model; choose one of {', '.join(SIM_METHOD)}")
@@ -311,7 +301,9 @@ class Workload:
         ch: dict = {}
         if key is not None and _finite(selected_frac):
             f = min(1.0, max(0.0, float(selected_frac)))
-            ch["selected_frac"] = {**base.selected_frac, (key, "frame"): f, (key, "text"): f}
+            g = f if not _finite(selected_frac_offloaded) else min(1.0, max(0.0, float(selected_frac_offloaded)))
+            ch["selected_frac_device"] = {**base.selected_frac_device, (key, "frame"): f, (key, "text"): f}
+            ch["selected_frac_offloaded"] = {**base.selected_frac_offloaded, (key, "frame"): g, (key, "text"): g}
         if key is not None and _finite(reuse):
             r = min(1.0, max(0.0, float(reuse)))
             ch["reuse"] = {**base.reuse, (key, "frame"): r, (key, "text"): r}
@@ -319,8 +311,11 @@ class Workload:
             ch["tokens_per_cluster"] = max(1.0, float(tokens_per_cluster))
         if sim_method == "resv" and _finite(wics_exit_frac) and float(wics_exit_frac) > 0:
             ch["wics_exit_frac"] = min(1.0, float(wics_exit_frac))
-        kept = sorted({"selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac"} - set(ch))
+        kept = sorted({"selected_frac", "reuse", "tokens_per_cluster", "wics_exit_frac"}
+                      - {k.replace("_device", "") for k in ch} - {"selected_frac_offloaded"})
         name = f"{source}" + (f"; paper-stated: {', '.join(kept)}" if kept and ch else "")
+        if "selected_frac_device" in ch and not _finite(selected_frac_offloaded):
+            name += "; offloaded share = the step's share of all candidates"
         return base.replace(name=name, **ch) if ch else base
 
     @classmethod
@@ -345,14 +340,21 @@ class Workload:
         return dataclasses.replace(self, provenance=prov, **changes)
 
     # ---- lookups -----------------------------------------------------------------------------------------
-    def selected(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
-        """(selected fraction of offloaded candidates, extrapolation used or None)."""
+    def selected(self, method: str, stage: str, kv_len: float, tier: str = "offloaded") -> tuple[float, str | None]:
+        """(selected share of ``tier``'s candidates -- 'device' or 'offloaded' --, extrapolation used or None)."""
+        if tier not in TIERS:
+            raise ValueError(f"tier {tier!r}: choose one of {', '.join(TIERS)}")
+        curves = self.selected_frac_device if tier == "device" else self.selected_frac_offloaded
         key = (method, stage)
-        if key not in self.selected_frac:
-            have = ", ".join(f"{m}/{s}" for m, s in sorted(self.selected_frac))
-            raise KeyError(f"workload {self.name!r} has no selected fraction for {method}/{stage} (has: {have}); "
-                           f"measure that method or pass Workload(selected_frac={{('{method}', '{stage}'): f}})")
-        v, pol = self.selected_frac[key].at(kv_len)
+        if key not in curves:
+            have = ", ".join(f"{m}/{s}" for m, s in sorted(curves)) or "none"
+            other = self.selected_frac_offloaded if tier == "device" else self.selected_frac_device
+            hint = (f"; it has the {'offloaded' if tier == 'device' else 'on-device'} share, which is not "
+                    f"substituted" if key in other else "; measure that method")
+            raise KeyError(f"workload {self.name!r} has no {tier}-tier selected fraction for {method}/{stage} "
+                           f"(has: {have}){hint}, measure contexts beyond the KVMU capacity for the offloaded tier, "
+                           f"or pass Workload.uniform({{('{method}', '{stage}'): f}})")
+        v, pol = curves[key].at(kv_len)
         return min(1.0, max(0.0, v)), pol
 
     def reuse_at(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
@@ -363,10 +365,11 @@ class Workload:
         return min(1.0, max(0.0, v)), pol
 
     def source(self, used: Mapping[str, str] | None = None) -> str:
-        """The label results carry: the workload's name, the selected-fraction provenance and every
+        """The label results carry: the workload's name, the selected-fraction provenance (both tiers) and every
         extrapolation that was used (``used``: {field: policy})."""
-        s = f"{self.name}: {self.provenance['selected_frac'].label()}"
-        user = sorted(k for k, v in self.provenance.items() if v.kind == "user" and k != "selected_frac")
+        dev, off = self.provenance["selected_frac_device"], self.provenance["selected_frac_offloaded"]
+        s = f"{self.name}: {dev.label()}" + ("" if off == dev else f"; offloaded tier: {off.label()}")
+        user = sorted(k for k, v in self.provenance.items() if v.kind == "user" and not k.startswith("selected"))
         if user and self.name != "user":
             s += "; user-set " + ", ".join(user)
         if used:
@@ -376,20 +379,153 @@ class Workload:
     def table(self) -> list[dict]:
         """One row per field: value summary and provenance (for notebooks and reports)."""
         rows = []
-        for k, c in sorted(self.selected_frac.items()):
-            rows.append(dict(field=f"selected_frac {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
-                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
-                             provenance=self.provenance["selected_frac"].label()))
-        for k, c in sorted(self.reuse.items()):
-            rows.append(dict(field=f"reuse {k[0]}/{k[1]}", value=", ".join(f"{v:.4g}" for v in c.value),
-                             range=c.range_label, extrapolation=None if c.is_constant else c.extrapolation,
-                             provenance=self.provenance["reuse"].label()))
+        for fld, tag in (("selected_frac_device", "selected_frac_device"),
+                         ("selected_frac_offloaded", "selected_frac_offloaded"), ("reuse", "reuse")):
+            for k, c in sorted(getattr(self, fld).items()):
+                rows.append(_curve_row(f"{tag} {k[0]}/{k[1]}", c, self.provenance[fld]))
         for f in ("tokens_per_cluster", "wics_exit_frac"):
-            c = getattr(self, f)
-            rows.append(dict(field=f, value=", ".join(f"{v:.4g}" for v in c.value), range=c.range_label,
-                             extrapolation=None if c.is_constant else c.extrapolation,
-                             provenance=self.provenance[f].label()))
-        for f in ("tokens_per_frame", "frames", "question_tokens", "answer_tokens"):
+            rows.append(_curve_row(f, getattr(self, f), self.provenance[f]))
+        for f in ("tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens"):
             rows.append(dict(field=f, value=str(getattr(self, f)), range="", extrapolation=None,
                              provenance=self.provenance[f].label()))
         return rows
+
+
+def _curve_row(name: str, c: Curve, prov: Provenance) -> dict:
+    return dict(field=name, value=", ".join(f"{v:.4g}" for v in c.value), range=c.range_label,
+                extrapolation=None if c.is_constant else c.extrapolation, provenance=prov.label())
+
+
+# ---- reading a measurement file -------------------------------------------------------------------------------
+
+_NUMERIC = ("kv_len", "candidates", "selected_frac", "offloaded_candidates", "selected_frac_offloaded", "reuse_frac",
+            "tokens_per_cluster", "wics_exit_frac")
+
+
+def _read_measurement(p: Path) -> dict:
+    """The file's JSON object, its schema and header checked; each problem a one-line error naming the file."""
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no workload measurement file; write one with `python -m vrex_lib.workload "
+                                f"measure --profile <P> --out {p}` or use Workload.paper()")
+    try:
+        d = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{p}: not valid JSON ({e}); regenerate it with `python -m vrex_lib.workload measure`") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{p}: holds a JSON {type(d).__name__}, not a {SCHEMA} object; regenerate it with "
+                         f"`python -m vrex_lib.workload measure`")
+    if d.get("schema") != SCHEMA:
+        raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; regenerate the file")
+    for k in ("profile", "model", "tokens_per_frame", "dense_layers", "checkpoints"):
+        if k not in d:
+            raise ValueError(f"{p}: missing key {k!r} of schema {SCHEMA}; regenerate the file")
+    if not isinstance(d["checkpoints"], list):
+        raise ValueError(f"{p}: 'checkpoints' must be a list; regenerate the file")
+    for k in ("tokens_per_frame", "dense_layers"):
+        v = d[k]
+        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if k == "tokens_per_frame" else 0):
+            raise ValueError(f"{p}: {k} = {v!r} must be an integer >= {1 if k == 'tokens_per_frame' else 0}")
+    return d
+
+
+def _num(p: Path, i: int, c: dict, k: str) -> float | None:
+    v = c.get(k)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(f"{p}: checkpoint {i} field {k!r} = {v!r} is not a finite number; regenerate the file")
+    return float(v)
+
+
+def _tier_shares(p: Path, i: int, v: dict) -> tuple[float | None, float | None, str | None]:
+    """(on-device share, offloaded share, note) of one checkpoint; None where the file does not determine it."""
+    cand, f, off, g = v["candidates"], v["selected_frac"], v["offloaded_candidates"], v["selected_frac_offloaded"]
+    if f is None:
+        return None, g, None
+    if off is None or off == 0:
+        return f, None, None
+    if g is None:
+        return None, None, f"checkpoint {i} has selected_frac but no selected_frac_offloaded: neither tier used"
+    if cand is None or cand <= off:
+        return None, g, None
+    dev = (f * cand - g * off) / (cand - off)
+    if not -1e-6 <= dev <= 1 + 1e-6:
+        raise ValueError(f"{p}: checkpoint {i}: selected_frac {f} of {cand} candidates and selected_frac_offloaded "
+                         f"{g} of {off} offloaded imply an on-device share {dev:.4g} outside [0, 1]; regenerate it")
+    return min(1.0, max(0.0, dev)), g, None
+
+
+def _checkpoint_points(p: Path, checkpoints: list) -> tuple[dict, list[str]]:
+    """{(tag, method, stage): [(kv_len, value)]} for tags dev, off, reuse, tpc, wics; and notes on what is missing."""
+    pts: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    notes: list[str] = []
+    for i, c in enumerate(checkpoints):
+        if not isinstance(c, dict):
+            raise ValueError(f"{p}: checkpoint {i} is a {type(c).__name__}, not an object; regenerate the file")
+        for k in ("kv_len", "method", "stage", "selected_frac"):
+            if k not in c:
+                raise ValueError(f"{p}: checkpoint {i} lacks {k!r}")
+        if c["stage"] not in ("frame", "text"):
+            raise ValueError(f"{p}: checkpoint {i} stage {c['stage']!r} must be 'frame' or 'text'")
+        v = {k: _num(p, i, c, k) for k in _NUMERIC}
+        if v["kv_len"] is None or v["kv_len"] < 0:
+            raise ValueError(f"{p}: checkpoint {i} kv_len {c['kv_len']!r} must be a number >= 0")
+        key, kv = (c["method"], c["stage"]), v["kv_len"]
+        dev, off, note = _tier_shares(p, i, v)
+        if note:
+            notes.append(note)
+        for tag, val in (("dev", dev), ("off", off), ("reuse", v["reuse_frac"])):
+            if val is not None:
+                pts.setdefault((tag,) + key, []).append((kv, val))
+        for tag, fld in (("tpc", "tokens_per_cluster"), ("wics", "wics_exit_frac")):
+            if c["method"] == "resv" and v[fld] is not None:
+                pts.setdefault((tag, "resv", "any"), []).append((kv, v[fld]))
+    return pts, notes
+
+
+def _curve(points: list[tuple[float, float]], extrapolation: str) -> Curve:
+    by: dict[float, list[float]] = {}
+    for k, v in points:
+        by.setdefault(k, []).append(v)
+    ks = sorted(by)
+    vals = tuple(sum(by[k]) / len(by[k]) for k in ks)
+    return Curve(tuple(ks), vals, extrapolation if len(ks) >= 2 else "hold")
+
+
+def _use_variants(by: dict) -> list[str]:
+    """The simulator's method models a predictor that runs at every step (ReKV's block scoring at frames and
+    tokens, as the paper's Table II row); a file that measured that mode as a variant supplies it."""
+    substituted = []
+    for sim_m, src in SIM_METHOD_SOURCES.items():
+        if any((src, st) in by[t] for st in ("frame", "text") for t in ("dev", "off")):
+            for d_ in by.values():
+                for st in ("frame", "text"):
+                    if (src, st) in d_:
+                        d_[(sim_m, st)] = d_[(src, st)]
+            substituted.append(f"{sim_m} from {src}")
+    return substituted
+
+
+def _measured_provenance(p: Path, where: str, rng: str, by: dict, curves: dict) -> tuple[dict, dict]:
+    """Provenance per field of a measured workload, and the ReSV/scenario keyword values."""
+    meas = Provenance("measured", where, rng)
+    no_off = sorted(f"{m}/{s}" for m, s in set(by["dev"]) - set(by["off"]))
+    off_prov = (meas if not no_off else Provenance("measured", where, rng + "; no offloaded-tier share for "
+                                                   + ", ".join(no_off) + " (never offloaded when measured)"))
+    dev_prov = Provenance("measured", where, rng + "; on-device share = (f C - g O) / (C - O)")
+    pw = Workload.paper()  # fields the file does not carry keep the paper's statement, labelled so
+    kw: dict = {}
+    prov = dict(selected_frac_device=dev_prov, selected_frac_offloaded=off_prov,
+                reuse=meas if by["reuse"] else Provenance("measured", where, "no reuse measured: 0"),
+                tokens_per_frame=Provenance("measured", where), dense_layers=Provenance("measured", where))
+    for f, tag in (("tokens_per_cluster", "tpc"), ("wics_exit_frac", "wics")):
+        if (tag, "resv", "any") in curves:
+            kw[f] = curves[(tag, "resv", "any")]
+            prov[f] = meas
+        else:
+            kw[f] = getattr(pw, f)
+            prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+    for f in ("frames", "question_tokens", "answer_tokens"):
+        kw[f] = getattr(pw, f)
+        prov[f] = dataclasses.replace(pw.provenance[f], detail=f"not in {p.name}")
+    return prov, kw

@@ -1,0 +1,158 @@
+"""One bank-level DRAM model per memory technology, shared by every system on that memory (docs/PERF_MODEL.md).
+
+LPDDR5 x256 (V-Rex8 and the Jetson AGX Orin) and HBM2e x5120 (V-Rex48 and the A100) get their JEDEC timing from
+:mod:`vrex_lib.perf.constants`; the peak data rate is Table I's bandwidth over the bus width. For one *access stream*
+-- contiguous runs of ``run_bytes`` starting at random addresses, all reads or all writes -- the sustained share of
+the peak is the product of three losses, each from the timing:
+
+* **refresh**: all-bank refresh blocks the channel for tRFC every tREFI: ``1 - tRFC / tREFI``;
+* **row activations**: addresses map column-first (DRAMsim3's ``rorabgbachco``), so a run fills one channel's row
+  before moving on; a run of R bytes at a random offset opens ``1 + (R - burst) / page`` rows, each delivering
+  ``bytes_per_act`` in ``bytes_per_act / channel rate``; activations are spaced by at least
+  ``max(tRRD, tFAW / 4, tRC / banks_busy)``. ``banks_busy`` is every bank for a long run (consecutive rows go to
+  consecutive banks) and, for short random runs, the expected number of distinct banks among the controller's
+  ``queue_depth`` requests, ``B (1 - (1 - 1/B)^Q)`` (bank conflicts);
+* **read/write turnaround** (write streams): the controller drains ``write_batch`` bursts at a time between reads
+  and pays ``tRTW + tWTR`` per batch (Ramulator2's rules: RD->WR = CL + BL + 2 tCK - CWL, WR->RD = CWL + BL + tWTR).
+
+Bank-group tCCD_L is taken as hidden by interleaving bursts over bank groups (docs/DECISIONS.md D100).
+
+    t = timing("lpddr5", peak_bytes_s=204.8e9)
+    stream_efficiency(t).total                          # 0.928: long weight stream
+    stream_efficiency(t, run_bytes=256, write=True)     # a scattered KV write
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from .constants import const
+
+Tech = Literal["lpddr5", "hbm2e"]
+TECHS: tuple[str, ...] = ("lpddr5", "hbm2e")
+
+
+@dataclass(frozen=True)
+class DramTiming:
+    """One memory system: ``n_channels`` channels of ``channel_bits``, JEDEC timing in seconds."""
+
+    tech: str
+    peak_bytes_s: float
+    n_channels: int
+    channel_bits: int
+    burst_length: int
+    banks: int
+    page_bytes: int
+    tRCD_s: float
+    tRP_s: float
+    tRAS_s: float
+    tRRD_s: float
+    tFAW_s: float
+    tWTR_s: float
+    tCL_s: float
+    tCWL_s: float
+    tBUS_s: float
+    tCK_s: float
+    tRFC_s: float
+    tREFI_s: float
+    queue_depth: int
+    write_batch: int
+
+    @property
+    def channel_bytes_s(self) -> float:
+        return self.peak_bytes_s / self.n_channels
+
+    @property
+    def burst_bytes(self) -> int:
+        return self.channel_bits * self.burst_length // 8
+
+    @property
+    def tRC_s(self) -> float:
+        return self.tRAS_s + self.tRP_s
+
+    @property
+    def turnaround_s(self) -> float:
+        """One read->write->read switch: RD->WR (CL + BL + 2 tCK - CWL) + WR->RD (CWL + BL + tWTR)."""
+        rtw = self.tCL_s + self.tBUS_s + 2 * self.tCK_s - self.tCWL_s
+        wtr = self.tCWL_s + self.tBUS_s + self.tWTR_s
+        return max(0.0, rtw) + wtr
+
+
+def timing(tech: str, peak_bytes_s: float, bus_bits: int) -> DramTiming:
+    """The DRAM of ``bus_bits`` of technology ``tech`` ('lpddr5' | 'hbm2e') at Table I's ``peak_bytes_s``."""
+    if tech not in TECHS:
+        raise ValueError(f"DRAM technology {tech!r}: choose one of {', '.join(TECHS)}")
+    if peak_bytes_s <= 0 or bus_bits <= 0:
+        raise ValueError(f"DRAM {tech}: peak_bytes_s and bus_bits must be > 0 (got {peak_bytes_s}, {bus_bits})")
+    ch_bits = int(const(f"{tech}.channel_bits"))
+    if bus_bits % ch_bits:
+        raise ValueError(f"DRAM {tech}: a {bus_bits}-bit bus is not a whole number of {ch_bits}-bit channels")
+    c = {k: const(f"{tech}.{k}") for k in ("tRCD_s", "tRP_s", "tRAS_s", "tRRD_s", "tFAW_s", "tWTR_s", "tCL_s",
+                                           "tCWL_s", "tBUS_s", "tCK_s", "tRFC_s", "tREFI_s")}
+    return DramTiming(tech, peak_bytes_s, bus_bits // ch_bits, ch_bits, int(const(f"{tech}.burst_length")),
+                      int(const(f"{tech}.banks")), int(const(f"{tech}.page_bytes")), **c,
+                      queue_depth=int(const("dram_ctrl.queue_depth")),
+                      write_batch=int(const("dram_ctrl.write_batch")))
+
+
+@dataclass(frozen=True)
+class StreamEff:
+    """Sustained share of the peak for one stream and its factors (``total`` = their product)."""
+
+    refresh: float
+    row: float
+    turnaround: float
+    bytes_per_act: float
+    act_interval_s: float
+
+    @property
+    def total(self) -> float:
+        return self.refresh * self.row * self.turnaround
+
+
+def busy_banks(banks: int, queue_depth: int) -> float:
+    """Expected distinct banks among ``queue_depth`` requests to uniformly random banks: B (1 - (1 - 1/B)^Q)."""
+    return banks * (1.0 - (1.0 - 1.0 / banks) ** queue_depth)
+
+
+def stream_efficiency(t: DramTiming, run_bytes: float = math.inf, write: bool = False) -> StreamEff:
+    """Sustained efficiency of a stream of contiguous ``run_bytes`` runs (reads, or writes when ``write``)."""
+    if not run_bytes > 0:
+        raise ValueError(f"run_bytes must be > 0, got {run_bytes}")
+    refresh = 1.0 - t.tRFC_s / t.tREFI_s
+    b, page = t.burst_bytes, t.page_bytes
+    run = max(float(run_bytes), float(b))
+    per_act = page if math.isinf(run) else run / (1.0 + (run - b) / page)
+    banks = t.banks if run >= page else busy_banks(t.banks, t.queue_depth)
+    act_s = max(t.tRRD_s, t.tFAW_s / 4.0, t.tRC_s / banks)
+    row = min(1.0, per_act / t.channel_bytes_s / act_s)
+    turn = 1.0
+    if write:
+        batch_s = t.write_batch * b / t.channel_bytes_s
+        turn = batch_s / (batch_s + t.turnaround_s)
+    return StreamEff(refresh, row, turn, per_act, act_s)
+
+
+def copy_efficiency(t: DramTiming) -> float:
+    """A copy kernel (a[i] = b[i]: one long read stream + one long write stream of equal bytes), as counted by a
+    copy benchmark (bytes read + bytes written over the time): the harmonic mean of the two streams."""
+    r = stream_efficiency(t).total
+    w = stream_efficiency(t, write=True).total
+    return 2.0 / (1.0 / r + 1.0 / w)
+
+
+class StreamRates:
+    """Achieved B/s per (run bytes, write) for one system's DRAM, computed once per stream within one step
+    (a per-call object: no module state). ``side_eff`` is a system-side factor on top (the GPU's mem_side_eff)."""
+
+    def __init__(self, t: DramTiming, side_eff: float = 1.0) -> None:
+        self.timing, self.side_eff = t, side_eff
+        self._memo: dict[tuple[float, bool], float] = {}
+
+    def rate(self, run_bytes: float = math.inf, write: bool = False) -> float:
+        key = (run_bytes, write)
+        if key not in self._memo:
+            self._memo[key] = self.timing.peak_bytes_s * stream_efficiency(self.timing, run_bytes, write).total \
+                * self.side_eff
+        return self._memo[key]
