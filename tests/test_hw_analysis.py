@@ -8,6 +8,10 @@ import pytest
 from vrex_lib import paper
 from vrex_lib.config import VRexCoreConfig
 from vrex_lib.hw import analysis, timing
+from vrex_lib.hw import fixedpoint as fx
+from vrex_lib.hw.vectors import load_traces, trace_sources, trace_wtu_rows
+from vrex_lib.hw.walk import wtu_walk_ref
+from vrex_lib.hw.wtu import WTUParams
 
 
 def test_kv_bytes_per_token_head():
@@ -67,3 +71,17 @@ def test_dre_cycle_sweep_by_hand():
     assert r.dre_cycles_per_layer == 8 * (r.hcu_cycles_per_head + r.wtu_cycles_per_head)
     assert r.dre_us_per_layer == pytest.approx(r.dre_cycles_per_layer / 800)
     assert timing.cycles_to_us(800, cfg) == pytest.approx(1.0)
+
+
+def test_wtu_walk_stats_equal_the_walk_reference_on_the_same_rows():
+    tr = load_traces()
+    if tr is None:
+        pytest.skip("data/traces/dre_traces.npz missing: run `.venv/bin/python data/make_dre_traces.py`")
+    got = analysis.wtu_walk_stats(0.3, 16, 8, 3)
+    rows = [r for s in trace_sources(tr) for r in trace_wtu_rows(tr, max_rows=3, source=s)]
+    refs = [wtu_walk_ref(w, c, fx.quantize_ratio(0.3), WTUParams(lanes=16, n_buckets=8)) for w, c in rows]
+    assert got["rows"] == len(rows) == 3 * len(trace_sources(tr))
+    assert got["scans_per_row"] == pytest.approx(np.mean([r.scans for r in refs]))
+    assert got["resolve_per_row"] == pytest.approx(np.mean([r.resolve_rows + r.resolve_lanes for r in refs]))
+    assert got["cycles_per_row"] == pytest.approx(np.mean([r.cycles for r in refs]))
+    assert got["clusters_per_row"] == pytest.approx(np.mean([len(w) for w, _ in rows]))

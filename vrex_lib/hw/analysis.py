@@ -7,20 +7,25 @@
 * :func:`kvmu_layout_table` — per recorded selection: transactions and link time, cluster-contiguous vs
   token-scattered (``docs/DECISIONS.md D85``);
 * :func:`dre_cycle_sweep` — DRE cycles per layer for the paper's workload from the analytic models of
-  :mod:`vrex_lib.hw.timing`.
+  :mod:`vrex_lib.hw.timing`;
+* :func:`wtu_walk_stats` — mean bucket scans and resolve cycles per WTU row, simulated in MyHDL on the recorded
+  real rows, for any (Th_r-wics, lanes, buckets) point of the design-space sweep (``vrex_lib.dse``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from ..config import VRexCoreConfig
+from . import fixedpoint as fx
 from . import timing
 from .hcu import HCUParams
 from .kvmu import prefetch_requests, scattered_requests, transfer_time_s
-from .wtu import WTUParams
+from .vectors import TRACE_FILE, load_traces, trace_sources, trace_wtu_rows
+from .wtu import WTUParams, simulate_wtu
 
 # The recorded traces come from SmolLM2-135M (vrex_lib/llm_weights.py: 9 query / 3 KV heads, head_dim 64).
 TRACE_HEAD_DIM = 64
@@ -122,3 +127,30 @@ def dre_cycle_sweep(kv_lens: Sequence[int], tokens_per_cluster: float, *, tokens
                         scans_per_row=scans_per_row, resolve_per_row=resolve_per_row,
                         source="vrex_lib.hw.timing (analytic, measured scans/resolve)"))
     return pd.DataFrame(out)
+
+
+@lru_cache(maxsize=64)
+def _walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> tuple[tuple[str, float], ...]:
+    tr = load_traces()
+    if tr is None:
+        raise FileNotFoundError(f"{TRACE_FILE}: recorded DRE rows missing; rebuild with "
+                                "`.venv/bin/python data/make_dre_traces.py`")
+    rows = []
+    for src in trace_sources(tr):
+        rows += trace_wtu_rows(tr, max_rows=n_rows, source=src)
+    p = WTUParams(n_max=4096, lanes=lanes, n_buckets=n_buckets)
+    res, _ = simulate_wtu(rows, fx.quantize_ratio(ratio), p)
+    scans = np.array([r.scans for r in res], float)
+    resolve = np.array([r.state_cycles.get("RES_G", 0) + r.state_cycles.get("RES_L", 0) for r in res], float)
+    return (("scans_per_row", float(scans.mean())), ("resolve_per_row", float(resolve.mean())),
+            ("cycles_per_row", float(np.mean([r.cycles for r in res]))),
+            ("clusters_per_row", float(np.mean([len(w) for w, _ in rows]))), ("rows", len(rows)))
+
+
+def wtu_walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> dict:
+    """Mean bucket scans and resolve cycles per WTU row, and mean clusters per row, from simulating the MyHDL WTU
+    on the first ``n_rows`` recorded real rows of each trace source (data/traces/dre_traces.npz).
+
+    Returns ``dict(scans_per_row, resolve_per_row, cycles_per_row, clusters_per_row, rows)``; memoised per
+    process on ``(ratio, lanes, n_buckets, n_rows)``."""
+    return dict(_walk_stats(round(float(ratio), 6), int(lanes), int(n_buckets), int(n_rows)))
