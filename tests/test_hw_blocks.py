@@ -127,9 +127,9 @@ def test_preprocess_by_hand():
 def _walk_ports() -> tuple[list[str], dict]:
     names = ["clk", "rst", "state", "start", "g", "gmax", "mn", "mx", "th", "r_sum", "r_bmax", "r_bmin", "r_nxt",
              "r_nxt_v", "r_lane", "g_cross", "l_cross", "s", "lo", "hi", "acc", "bsum", "bmax", "bmin", "nxt",
-             "nxt_v", "wstar", "all_sel", "scans", "cross", "single", "more"]
+             "nxt_v", "wstar", "all_sel", "scans", "b_cross", "single", "more"]
     widths = dict(state=3, g=2, gmax=2, th=36, r_sum=36, acc=36, bsum=36, r_lane=32, s=5, lo=17, hi=18, scans=8)
-    one = {"start", "r_nxt_v", "g_cross", "l_cross", "nxt_v", "all_sel", "cross", "single", "more"}
+    one = {"start", "r_nxt_v", "g_cross", "l_cross", "nxt_v", "all_sel", "b_cross", "single", "more"}
     P = {k: sig(1 if k in one else widths.get(k, 16)) for k in names if k not in ("clk", "rst")}
     P.update(clk=sig(), rst=_rst())
     return names, P
@@ -187,11 +187,11 @@ def test_aggregate_marks_and_ors_rows():
 
 
 def test_control_walks_every_state_once():
-    names = ["clk", "rst", "start", "first", "n", "state", "g", "gmax", "first_r", "done", "cross", "single",
+    names = ["clk", "rst", "start", "first", "n", "state", "g", "gmax", "first_r", "done", "b_cross", "single",
              "more", "g_cross", "l_cross"]
     P = {k: sig() for k in names}
     P.update(rst=_rst(), n=sig(5), state=sig(3), g=sig(2), gmax=sig(2))
-    steps = [dict(start=1, first=1, n=4), dict(start=0), dict(), dict(cross=1, single=1), dict(g_cross=1),
+    steps = [dict(start=1, first=1, n=4), dict(start=0), dict(), dict(b_cross=1, single=1), dict(g_cross=1),
              dict(l_cross=1), dict(), dict(), dict()]
     got = clocked(W.control, (*(P[k] for k in names), P4), P, steps, ["state", "gmax", "done", "first_r"])
     assert [W.STATE_NAMES[x["state"]] for x in got] == ["PRE", "TH", "WALK", "RES_G", "RES_L", "MARK", "FIN",

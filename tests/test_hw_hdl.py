@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
-from vrex_lib.config import ReSVConfig
+from vrex_lib.config import ReSVConfig, VRexCoreConfig
 from vrex_lib.hw import blocks, bulk, harness, vectors, verify
 from vrex_lib.hw import fixedpoint as fx
 from vrex_lib.hw.hcu import HCUParams, hcu, hcu_ports
@@ -232,3 +233,15 @@ def test_a_failed_run_leaves_the_previous_outputs(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="simulated failure"):
         verify.run(out, blocks=["kvmu"], size="smoke", synth=False, verilog=False)
     assert _unchanged(out)
+
+
+@pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed: `make setup`")
+@pytest.mark.parametrize("block", verify.BLOCKS)
+def test_every_block_compiles_under_verilator(block, tmp_path):
+    # Verilator parses SystemVerilog keywords (a signal named e.g. `cross` breaks it, Icarus does not mind)
+    b = blocks.spec(block)
+    p = b.params(VRexCoreConfig())
+    v = harness.convert(lambda P: b.make(P, p), b.ports(p), block, tmp_path)
+    r = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", block,
+                        str(v)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -204,10 +204,10 @@ def preprocess(clk: Sig, rst: Sig, state: Sig, start: Sig, ratio: Sig, r_sum: Si
 @block
 def walk_merge(s: Sig, lo: Sig, hi: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: Sig, nxt_v: Sig, acc: Sig, th: Sig,
                r_sum: Sig, r_bmax: Sig, r_bmin: Sig, r_nxt: Sig, r_nxt_v: Sig, t_sum: Sig, t_max: Sig, t_min: Sig,
-               t_nxt: Sig, t_nxt_v: Sig, cross: Sig, single: Sig):
+               t_nxt: Sig, t_nxt_v: Sig, b_cross: Sig, single: Sig):
     """The bucket ``[lo, hi = lo + 2^s)`` and its scan so far merged with the current row group: its Σ w·c
     (``t_sum``), the max/min weight inside the bucket, the largest weight below it (``t_nxt``; ``t_nxt_v``: a
-    non-empty bucket lies below); ``cross``: Acc + bucket > Th_wics; ``single``: the bucket holds one distinct
+    non-empty bucket lies below); ``b_cross``: Acc + bucket > Th_wics; ``single``: the bucket holds one distinct
     weight."""
     AB = len(bsum)
 
@@ -230,7 +230,7 @@ def walk_merge(s: Sig, lo: Sig, hi: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: S
         t_sum.next = tot
         t_max.next = vmax
         t_min.next = vmin
-        cross.next = acc + tot > th
+        b_cross.next = acc + tot > th
         single.next = vmin == vmax
         if r_nxt_v and (not nxt_v or r_nxt > nxt):
             t_nxt.next = r_nxt
@@ -245,7 +245,7 @@ def walk_merge(s: Sig, lo: Sig, hi: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: S
 def bucket_walk(clk: Sig, rst: Sig, state: Sig, start: Sig, g: Sig, gmax: Sig, mn: Sig, mx: Sig, th: Sig, r_sum: Sig,
                 r_bmax: Sig, r_bmin: Sig, r_nxt: Sig, r_nxt_v: Sig, r_lane: Sig, g_cross: Sig, l_cross: Sig, s: Sig,
                 lo: Sig, hi: Sig, acc: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: Sig, nxt_v: Sig, wstar: Sig,
-                all_sel: Sig, scans: Sig, cross: Sig, single: Sig, more: Sig, p: WTUParams):
+                all_sel: Sig, scans: Sig, b_cross: Sig, single: Sig, more: Sig, p: WTUParams):
     """The bucket walk of Fig. 11 and the bucket-range updater (``docs/DECISIONS.md D82``). TH: buckets of
     width 2^s over [min, max], the first at the maximum. WALK, one scan of the row per bucket: a crossing bucket
     with one distinct weight fixes w* (then RES_G); one with several is refined into ``n_buckets`` sub-buckets
@@ -257,7 +257,7 @@ def bucket_walk(clk: Sig, rst: Sig, state: Sig, start: Sig, g: Sig, gmax: Sig, m
     t_sum = Signal(intbv(0)[len(bsum):])
     t_max, t_min, t_nxt = (Signal(intbv(0)[WB:]) for _ in range(3))
     merge = walk_merge(s, lo, hi, bsum, bmax, bmin, nxt, nxt_v, acc, th, r_sum, r_bmax, r_bmin, r_nxt, r_nxt_v,
-                       t_sum, t_max, t_min, t_nxt, more, cross, single)
+                       t_sum, t_max, t_min, t_nxt, more, b_cross, single)
 
     @always_seq(clk.posedge, reset=rst)
     def seq():
@@ -286,7 +286,7 @@ def bucket_walk(clk: Sig, rst: Sig, state: Sig, start: Sig, g: Sig, gmax: Sig, m
                 nxt_v.next = more
             else:
                 scans.next = scans + 1
-                if cross:
+                if b_cross:
                     if single:  # one distinct weight in the bucket (always so at width 1): by index
                         wstar.next = t_max
                     else:  # refine the crossing bucket, starting at the sub-bucket of its maximum
@@ -390,7 +390,7 @@ def aggregate(clk: Sig, state: Sig, g: Sig, raddr: Sig, sel_raddr: Sig, srow: Si
 
 @block
 def control(clk: Sig, rst: Sig, start: Sig, first: Sig, n: Sig, state: Sig, g: Sig, gmax: Sig, first_r: Sig, done: Sig,
-            cross: Sig, single: Sig, more: Sig, g_cross: Sig, l_cross: Sig, p: WTUParams):
+            b_cross: Sig, single: Sig, more: Sig, g_cross: Sig, l_cross: Sig, p: WTUParams):
     """The WTU's state and row-group counter ``g`` (0..``gmax`` = ⌈n / lanes⌉ - 1): IDLE -> PRE -> TH -> WALK
     (one pass over the groups per bucket) -> [RES_G -> RES_L] -> MARK -> FIN (``done``) -> IDLE."""
     LB = (p.lanes - 1).bit_length()
@@ -417,9 +417,9 @@ def control(clk: Sig, rst: Sig, start: Sig, first: Sig, n: Sig, state: Sig, g: S
                 g.next = g + 1
             else:
                 g.next = 0
-                if cross and single:
+                if b_cross and single:
                     state.next = RESG
-                elif not cross and not more:
+                elif not b_cross and not more:
                     state.next = MARK
         elif state == RESG:
             if g_cross:
@@ -465,7 +465,7 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
     mn, mx, bmax, bmin, nxt, wstar = (Signal(intbv(0)[WB:]) for _ in range(6))
     r_min, r_max, r_bmax, r_bmin, r_nxt = (Signal(intbv(0)[WB:]) for _ in range(5))
     nxt_v, r_nxt_v, all_sel, first_r = (Signal(bool(0)) for _ in range(4))
-    cross, single, more, g_cross, l_cross = (Signal(bool(0)) for _ in range(5))
+    b_cross, single, more, g_cross, l_cross = (Signal(bool(0)) for _ in range(5))
     s = Signal(intbv(0)[SHIFT_BITS:])
     lo = Signal(intbv(0)[LO_BITS:])
     hi = Signal(intbv(0)[LO_BITS + 1:])
@@ -490,12 +490,12 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
                        r_lane, p)
     pre = preprocess(clk, rst, state, start, ratio, r_sum, r_min, r_max, tsum, mn, mx, th, p)
     walk = bucket_walk(clk, rst, state, start, g, gmax, mn, mx, th, r_sum, r_bmax, r_bmin, r_nxt, r_nxt_v, r_lane,
-                       g_cross, l_cross, s, lo, hi, acc, bsum, bmax, bmin, nxt, nxt_v, wstar, all_sel, scans, cross,
+                       g_cross, l_cross, s, lo, hi, acc, bsum, bmax, bmin, nxt, nxt_v, wstar, all_sel, scans, b_cross,
                        single, more, p)
     res = resolve(clk, rst, state, g, acc, th, r_sum, r_lane, lane, jcut, g_cross, l_cross, p)
     agg = aggregate(clk, state, g, raddr, sel_raddr, srow, vmask, wstar, jcut, all_sel, first_r, sel_rdata,
                     agg_rdata, p)
-    ctrl = control(clk, rst, start, first, n, state, g, gmax, first_r, done, cross, single, more, g_cross, l_cross,
+    ctrl = control(clk, rst, start, first, n, state, g, gmax, first_r, done, b_cross, single, more, g_cross, l_cross,
                    p)
 
     @always_comb
