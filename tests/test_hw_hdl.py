@@ -1,7 +1,9 @@
 """Converted Verilog of the DRE blocks in Icarus (cycle-by-cycle replay) and yosys synthesis, small sizes."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import subprocess
 
@@ -10,6 +12,7 @@ import pytest
 
 from vrex_lib.config import ReSVConfig, VRexCoreConfig
 from vrex_lib.hw import blocks, bulk, harness, vectors, verify
+from vrex_lib.hw.__main__ import main
 from vrex_lib.hw import fixedpoint as fx
 from vrex_lib.hw.hcu import HCUParams, hcu, hcu_ports
 from vrex_lib.hw.kvmu import kvmu, kvmu_ports
@@ -150,8 +153,6 @@ def _no_simulation(monkeypatch):
 
 
 def test_cli_without_iverilog_is_an_error_not_a_silent_pass(tmp_path, monkeypatch, capsys):
-    from vrex_lib.hw.__main__ import main
-
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
@@ -163,8 +164,6 @@ def test_cli_without_iverilog_is_an_error_not_a_silent_pass(tmp_path, monkeypatc
 
 
 def test_cli_no_verilog_flag_is_recorded(tmp_path, monkeypatch, capsys):
-    from vrex_lib.hw.__main__ import main
-
     monkeypatch.setenv("PATH", str(tmp_path))  # no tools at all
     assert main(["verify", "--out", str(tmp_path / "o"), "--size", "smoke", "--no-synth", "--no-verilog",
                  "--blocks", "kvmu"]) == 0
@@ -175,8 +174,6 @@ def test_cli_no_verilog_flag_is_recorded(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_unwritable_out_fails_before_simulating(tmp_path, monkeypatch, capsys):
-    from vrex_lib.hw.__main__ import main
-
     (tmp_path / "f").write_text("a file, not a directory")
     _no_simulation(monkeypatch)
     assert main(["verify", "--out", str(tmp_path / "f" / "hdl"), "--size", "smoke"]) == 2
@@ -184,8 +181,6 @@ def test_cli_unwritable_out_fails_before_simulating(tmp_path, monkeypatch, capsy
 
 
 def test_cli_negative_seed_is_a_one_line_error(tmp_path, monkeypatch, capsys):
-    from vrex_lib.hw.__main__ import main
-
     _no_simulation(monkeypatch)
     assert main(["verify", "--out", str(tmp_path / "o"), "--size", "smoke", "--seed", "-1"]) == 2
     err = capsys.readouterr().err.strip()
@@ -205,11 +200,6 @@ def _unchanged(out) -> bool:
 
 
 def test_cli_full_disk_names_the_file_and_tears_nothing(tmp_path, monkeypatch, capsys):
-    import errno
-    import os
-
-    from vrex_lib.hw.__main__ import main
-
     out = tmp_path / "o"
     _old_outputs(out)
 
@@ -245,3 +235,17 @@ def test_every_block_compiles_under_verilator(block, tmp_path):
     r = subprocess.run(["verilator", "--lint-only", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", block,
                         str(v)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_full_scratch_disk_is_named_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "o"
+    _old_outputs(out)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(verify, "_dre_top", full)  # e.g. the converter or a simulator filling $TMPDIR
+    assert main(["verify", "--out", str(out), "--size", "smoke", "--no-synth", "--no-verilog",
+                 "--blocks", "kvmu"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "scratch folder" in err and "TMPDIR" in err
+    assert _unchanged(out)

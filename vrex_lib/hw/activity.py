@@ -230,7 +230,11 @@ def block_activity(block: str, *, n_vectors: int = 2000, seed: int = 0, out: str
     with tempfile.TemporaryDirectory(prefix="vrex_act_") as tmp:
         vfile = convert(lambda P: b.make(P, p), b.ports(p), block, Path(tmp) / "v")
         act = _measure_block(b, vecs, n_real, per, ctx, p, vfile, Path(tmp) / "run", sim, seed)
-    _io.write_json(path, dict(schema=SCHEMA, inputs_key=key, activity=asdict(act)))
+    try:
+        _io.write_json(path, dict(schema=SCHEMA, inputs_key=key, activity=asdict(act)))
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write the activity cache {path}: {e.strerror or e}; free space there or "
+                      "pass another out=") from None
     return act
 
 

@@ -2,8 +2,11 @@
 
 * :func:`kv_bytes_per_token_head` — K+V bytes of one token of one KV head (the KVMU's transfer unit);
 * :func:`fig10_memory_bytes` — each memory of Fig. 10 at our block sizes, keyed like ``vrex_lib.paper``;
-* :func:`early_exit_table` / :func:`early_exit_summary` — per real WTU row: share of clusters consumed before
-  exit, bucket scans, cycles; per source (video frames / text);
+* :func:`real_row_layers` — the decoder layer of each recorded real WTU row;
+* :func:`early_exit_table` / :func:`early_exit_summary` / :func:`early_exit_breakdown` — per real WTU row: share
+  of clusters consumed before exit, bucket scans, cycles; per source (video frames / text), per layer and per
+  row size;
+* :func:`trace_cycles_table` — HCU and WTU cycles (and µs) per recorded (layer, KV head) frame;
 * :func:`kvmu_layout_table` — per recorded selection: transactions and link time, cluster-contiguous vs
   token-scattered (``docs/DECISIONS.md D85``);
 * :func:`dre_cycle_sweep` — DRE cycles per layer for the paper's workload from the analytic models of
@@ -24,7 +27,7 @@ from . import fixedpoint as fx
 from . import timing
 from .hcu import HCUParams
 from .kvmu import prefetch_requests, scattered_requests, transfer_time_s
-from .vectors import TRACE_FILE, load_traces, trace_sources, trace_wtu_rows
+from .vectors import TRACE_FILE, load_traces, trace_key, trace_sources, trace_wtu_rows
 from .wtu import WTUParams, simulate_wtu
 
 # The recorded traces come from SmolLM2-135M (vrex_lib/llm_weights.py: 9 query / 3 KV heads, head_dim 64).
@@ -83,12 +86,61 @@ def early_exit_summary(ee: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def real_row_layers(tr: dict, sources: Sequence[str]) -> np.ndarray:
+    """Decoder layer of each real WTU row, given the rows' source tags in the order verify returns them (the
+    rows of each source are a prefix of that source's recorded rows, text first)."""
+    src = np.asarray(sources)
+    parts = []
+    for s in dict.fromkeys(src.tolist()):
+        pre = trace_key(s, "")
+        parts.append(tr[pre + "hcu_frame_layer"][tr[pre + "wtu_row_frame"][:int((src == s).sum())]])
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def early_exit_breakdown(ee: pd.DataFrame, bins: Sequence[int] = (0, 4, 8, 16, 32, 64, 4096)) \
+        -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per source and layer: rows, mean clusters, consumed %; per source and row size bin (clusters): rows and
+    mean consumed share) of an :func:`early_exit_table`."""
+    by_layer = ee.groupby(["source", "layer"], sort=False).agg(
+        rows=("clusters", "size"), clusters_mean=("clusters", "mean"), consumed_pct=("consumed_frac", "mean"))
+    by_layer["consumed_pct"] *= 100
+    by_clusters = ee.assign(n=pd.cut(ee.clusters, list(bins))).groupby(
+        ["source", "n"], sort=False, observed=True).consumed_frac.agg(["size", "mean"])
+    return by_layer, by_clusters
+
+
+def trace_cycles_table(results: dict, tr: dict, cfg: VRexCoreConfig | None = None) -> pd.DataFrame:
+    """Per recorded (layer, KV head) frame that both blocks simulated: layer, head, clusters after the frame, HCU
+    cycles of the frame, WTU cycles of its rows (summed) and their count, µs of each at the core clock, source.
+
+    ``results``: ``verify.run(..., return_results=True)["_results"]`` (the per-vector results of the real
+    vectors, each source a prefix of its recorded vectors)."""
+    cfg = cfg or VRexCoreConfig()
+    hres, hsrc = results["hcu"]["real"], np.asarray(results["hcu"]["real_source"])
+    wres, wsrc = results["wtu"]["real"], np.asarray(results["wtu"]["real_source"])
+    tables = []
+    for s in ("frame", "text"):
+        pre = trace_key(s, "")
+        hs = [r for r, t in zip(hres, hsrc) if t == s]
+        fr = pd.DataFrame(dict(layer=tr[pre + "hcu_frame_layer"][:len(hs)], head=tr[pre + "hcu_frame_head"][:len(hs)],
+                               clusters=[r.n_clusters for r in hs], hcu_cycles=[r.cycles for r in hs]))
+        cs = [r.cycles for r, t in zip(wres, wsrc) if t == s]
+        wt = pd.DataFrame(dict(frame=tr[pre + "wtu_row_frame"][:len(cs)], wtu_cycles=cs)).groupby("frame") \
+            .wtu_cycles.agg(["sum", "count"])
+        wt = wt.loc[wt.index.intersection(fr.index)]  # smoke: only the first frames were simulated
+        tables.append(fr.loc[wt.index].assign(wtu_cycles=wt["sum"].values, rows=wt["count"].values, source=s))
+    out = pd.concat(tables).rename_axis("frame")
+    out["us_hcu"] = out.hcu_cycles.map(lambda c: timing.cycles_to_us(c, cfg))
+    out["us_wtu"] = out.wtu_cycles.map(lambda c: timing.cycles_to_us(c, cfg))
+    return out
+
+
 def kvmu_layout_table(tr: dict, bytes_per_token: int, bandwidth_bps: float, per_txn_s: float,
                       source: str = "text") -> pd.DataFrame:
     """Per recorded aggregated selection of ``source``: clusters, selected, tokens, transactions and link µs of the
     cluster-contiguous layout (:func:`prefetch_requests`) and of the token-scattered one (:func:`scattered_requests`).
     """
-    pre = "" if source == "text" else "frame_"
+    pre = trace_key(source, "")
     st, sel_all, cnt_all = tr[pre + "kvmu_start"], tr[pre + "kvmu_selected"], tr[pre + "kvmu_counts"]
     ast, asg_all = tr[pre + "kvmu_assign_start"], tr[pre + "kvmu_assign"]
     out = []

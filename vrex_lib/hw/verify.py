@@ -306,12 +306,18 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     kept: dict = {}
     staged: dict[str, Path] = {}
     with tempfile.TemporaryDirectory(prefix="vrex_hdl_") as tmp:
-        for name in blocks:
-            summary["blocks"][name], kept[name] = _verify_block(
-                spec(name), S=S, size=size, ctx=ctx, cfg=cfg, tr=tr, rng=rng, brng=brng, work=Path(tmp) / name,
-                bulk_sim=bulk_sim, synth=synth, staged=staged)
-        compiles = _dre_top(cfg, Path(tmp) / "dre", bulk_sim is not None, staged)
-        files = {name: f.read_bytes() for name, f in staged.items()}
+        try:
+            for name in blocks:
+                summary["blocks"][name], kept[name] = _verify_block(
+                    spec(name), S=S, size=size, ctx=ctx, cfg=cfg, tr=tr, rng=rng, brng=brng, work=Path(tmp) / name,
+                    bulk_sim=bulk_sim, synth=synth, staged=staged)
+            compiles = _dre_top(cfg, Path(tmp) / "dre", bulk_sim is not None, staged)
+            files = {name: f.read_bytes() for name, f in staged.items()}
+        except OSError as e:
+            if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise VerifyError(f"the scratch folder {tmp} is full ({e.strerror}): free space there or point TMPDIR "
+                              f"at a larger disk; nothing was written to {out}") from None
     summary["simulator_cycles_per_s"] = simulator_speeds(summary)
     summary["dre"] = _dre_summary(cfg, summary["blocks"], compiles)
     files["summary.json"] = _json_bytes(summary)
