@@ -47,7 +47,7 @@ def test_small_rows_make_it_the_workload_with_the_floor_named():
     cause, detail = dre.early_exit_cause(_ee([2, 4, 20], [1, 1, 2]), mismatches=0)
     assert cause == "stand-in-workload"
     assert "floor alone is 26.7 %" in detail and "0 mismatches" in detail and "8.7 clusters" in detail
-    assert "1 rows with >= 16 clusters consume 10.0 %" in detail and "text rows (50 clusters" in detail
+    assert "the 1 frame rows with >= 16 clusters consume 10.0 %" in detail and "text rows (50 clusters" in detail
 
 
 def test_large_rows_with_a_high_share_point_at_the_scores_not_the_floor():

@@ -57,7 +57,7 @@ def early_exit_cause(ee: pd.DataFrame, mismatches: int, paper_pct: float | None 
                          "not implement the selection rule, so its consumed share is not the rule's")
     text = early_exit_evidence(ee, "text") if (ee.source == "text").any() else None
     big = "" if ev["large_consumed_pct"] is None else (
-        f"; its {ev['large_rows']} rows with >= {ev['large']} clusters consume {ev['large_consumed_pct']:.1f} %")
+        f"; the {ev['large_rows']} frame rows with >= {ev['large']} clusters consume {ev['large_consumed_pct']:.1f} %")
     txt = "" if text is None else (f"; text rows ({text['clusters_mean']:.0f} clusters on average) consume "
                                    f"{text['consumed_pct']:.1f} %")
     why = (f"a row selects at least one cluster, so that floor alone is {ev['floor_pct']:.1f} % (paper "

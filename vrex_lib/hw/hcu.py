@@ -15,6 +15,9 @@ Hardware (all widths/depths parameters; defaults = the paper's configuration, :c
 
 Schedule: token t scans ``max(1, ceil(n_t / LANES))`` rows (n_t = clusters before t) and decides in the
 last scan cycle; one extra cycle for DONE. ``timing.hcu_cycles`` gives the same count.
+
+Sub-blocks (``docs/DECISIONS.md D152``; testbenches in ``tests/test_hw_blocks.py``): :func:`key_bank` (x lanes),
+:func:`xor_popcount`, :func:`decide`, :func:`key_write` (the HC-table updater) and :func:`hcu_control`.
 """
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ Per block:
    traces of ``data/traces/dre_traces.npz`` (text and video-frame tokens, ``SIZES[size]["real_cap"]`` per source);
    every output is compared with the integer reference of :mod:`vrex_lib.hw.fixedpoint` (the same rules as
    :mod:`vrex_lib.resv`) -> ``vectors``, ``real_vectors``, ``mismatches``.
-2. **Verilog check** — the block is converted (``<block>.v``) and a generated self-checking-style testbench
-   replays, cycle by cycle, the inputs the MyHDL run applied (``$readmemh``); every output is written each
-   cycle and compared with the MyHDL run's outputs -> ``verilog.cycles``, ``verilog.mismatches``.
+2. **Verilog check** — the block is converted (``<block>.v``) and the harness's stimulus testbench
+   (:func:`vrex_lib.hw.harness.replay`) replays, cycle by cycle, the inputs the MyHDL run applied; every output is
+   logged each cycle and compared with the MyHDL run's outputs -> ``verilog.cycles``, ``verilog.mismatches``.
 3. **Bulk Verilog check** — ``SIZES[size]["bulk"]`` vectors per block (every recorded real vector, then random
    ones; 10,000 in ``default``) drive the converted Verilog from a stimulus file under Verilator (Icarus when
    Verilator is absent, with a printed and recorded warning) and every vector is checked against the reference
@@ -21,6 +21,10 @@ Per block:
    (+NOT) and flip-flops, memories kept as ``$mem_v2`` cells (not flattened into flip-flops). The logic is at the
    paper's widths and lane counts; the memories are synthesised at reduced depth (``synth_params``) to keep
    yosys fast — their full-size bits are reported analytically in ``memory_bits``.
+
+Each block is one record of :mod:`vrex_lib.hw.blocks`, so :func:`run` is a loop over them. The outputs
+(``<block>.v``, ``<block>_synth.v``, ``dre.v``, ``summary.json`` last) are written atomically once every block is
+done (``docs/DECISIONS.md D151``).
 
 ``summary.json`` schema (version 1), read by the energy/area estimator:
 

@@ -24,6 +24,11 @@ Hardware (N_WTU-w = ``lanes`` = 16 entries per cycle; all sizes parameters):
 If no prefix exceeds Th (possible only when Sum = 0 or r_q = 2^16), every valid entry is selected.
 Cycle schedule per row (timing.wtu_row_cycles, tested equal): G (PRE) + 1 (TH) + scans·G (WALK) + RES_G rows
 + RES_L lanes + G (MARK) + 1 (FIN), with G = ceil(n / lanes); loading the row (LXE writes) is not counted.
+
+Sub-blocks (``docs/DECISIONS.md D152``; each with its own testbench in ``tests/test_hw_blocks.py``):
+:func:`valid_lanes`, :func:`row_reduce` (the lanes), :func:`preprocess` (PRE, TH), :func:`bucket_walk` with
+:func:`walk_merge` (WALK, the bucket-range updater, Acc), :func:`resolve` (RES_G, RES_L), :func:`aggregate` (MARK,
+the aggregator) and :func:`control` (state, row-group counter); :func:`wtu` wires them to the memories.
 """
 from __future__ import annotations
 
