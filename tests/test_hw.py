@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 from vrex_lib import paper
 from vrex_lib.config import VRexCoreConfig
 from vrex_lib.hw import fixedpoint as fx
-from vrex_lib.hw import bulk, timing
+from vrex_lib.hw import timing, walk
 from vrex_lib.hw.dre import dre_memory_bytes
 from vrex_lib.hw.hcu import HCUParams, simulate_hcu
 from vrex_lib.hw.kvmu import prefetch_requests, scattered_requests, simulate_kvmu
-from vrex_lib.hw.verify import (load_traces, random_hcu_frames, random_wtu_rows, trace_hcu_frames, trace_sources,
-                                trace_wtu_rows)
+from vrex_lib.hw.vectors import (load_traces, random_hcu_frames, random_wtu_rows, trace_hcu_frames, trace_sources,
+                                 trace_wtu_rows)
 from vrex_lib.hw.wtu import WTUParams, simulate_wtu
 from vrex_lib.resv import reference as resv_ref
 
@@ -195,7 +195,7 @@ def test_wtu_walk_by_hand_fig11_toy():
     rq = fx.quantize_ratio(0.8)
     assert rq == 52429 and fx.threshold(int(w @ c), rq) == 800
     want_sel = [True] * 5 + [False] * 5
-    ref = bulk.wtu_walk_ref(w, c, rq)
+    ref = walk.wtu_walk_ref(w, c, rq)
     assert (ref.scans, ref.resolve_rows, ref.resolve_lanes, ref.cycles) == (5, 1, 5, 15)
     assert ref.selected.tolist() == want_sel
     assert [b[1] for b in ref.buckets] == [40, 36, 32, 28, 20]
@@ -210,7 +210,7 @@ def test_wtu_walk_reference_equals_myhdl_and_the_selection_rule():
     p = WTUParams(n_max=256)
     res, _ = simulate_wtu(rows, RQ, p)
     for (w, c), r in zip(rows, res):
-        ref = bulk.wtu_walk_ref(w, c, RQ, p)
+        ref = walk.wtu_walk_ref(w, c, RQ, p)
         assert ref.selected.tolist() == r.selected.tolist()
         assert ref.selected.tolist() == fx.wicsum_select_ref(w, c, RATIO).tolist()
         assert (ref.scans, ref.resolve_rows, ref.resolve_lanes, ref.cycles) == (
@@ -223,7 +223,7 @@ def test_measured_scans_constants_equal_the_walk_reference_on_the_trace():
     tr = load_traces()
     if tr is None:
         pytest.skip("data/traces/dre_traces.npz missing: run `.venv/bin/python data/make_dre_traces.py`")
-    refs = [bulk.wtu_walk_ref(w, c, RQ) for w, c in trace_wtu_rows(tr)]
+    refs = [walk.wtu_walk_ref(w, c, RQ) for w, c in trace_wtu_rows(tr)]
     assert len(refs) == 810
     assert np.mean([r.scans for r in refs]) == pytest.approx(timing.MEASURED_SCANS_PER_ROW, abs=5e-5)
     assert np.mean([r.resolve_rows + r.resolve_lanes for r in refs]) == pytest.approx(

@@ -37,6 +37,7 @@ import pandas as pd
 
 from .config import REPO_ROOT, ReSVConfig, RuntimeConfig, VRexCoreConfig
 from .estimate.core import dre_area_power
+from .hw.analysis import wtu_walk_stats
 
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
 PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
@@ -284,37 +285,6 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
 
 # ---------------------------------------------------------------------------------------------------------------
 # DRE: WTU walk measured in MyHDL on real rows; cycles per layer; area/power from the estimator.
-
-_WTU_CACHE: dict = {}
-
-
-def wtu_walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> dict:
-    """Mean bucket scans and resolve cycles per WTU row, and mean clusters per row, from simulating the MyHDL WTU
-    on the first ``n_rows`` recorded real rows of each trace source (data/traces/dre_traces.npz)."""
-    key = (round(float(ratio), 6), int(lanes), int(n_buckets), int(n_rows))
-    if key in _WTU_CACHE:
-        return _WTU_CACHE[key]
-    from .hw import fixedpoint as fx
-    from .hw.verify import TRACE_FILE, load_traces, trace_sources, trace_wtu_rows
-    from .hw.wtu import WTUParams, simulate_wtu
-
-    tr = load_traces()
-    if tr is None:
-        raise FileNotFoundError(f"{TRACE_FILE}: recorded DRE rows missing; rebuild with "
-                                "`.venv/bin/python data/make_dre_traces.py`")
-    rows = []
-    for src in trace_sources(tr):
-        rows += trace_wtu_rows(tr, max_rows=n_rows, source=src)
-    p = WTUParams(n_max=4096, lanes=int(lanes), n_buckets=int(n_buckets))
-    res, _ = simulate_wtu(rows, fx.quantize_ratio(float(ratio)), p)
-    scans = np.array([r.scans for r in res], float)
-    resolve = np.array([r.state_cycles.get("RES_G", 0) + r.state_cycles.get("RES_L", 0) for r in res], float)
-    out = dict(scans_per_row=float(scans.mean()), resolve_per_row=float(resolve.mean()),
-               cycles_per_row=float(np.mean([r.cycles for r in res])),
-               clusters_per_row=float(np.mean([len(w) for w, _ in rows])), rows=len(rows))
-    _WTU_CACHE[key] = out
-    return out
-
 
 def dre_layer_cycles(core: VRexCoreConfig, kv_len: int, tokens_per_cluster: float, walk: dict, *, n_cores: int,
                      n_new: int = 10, n_kv_heads: int = 8, n_q_heads: int = 32, kv_capacity: int = 4096) -> dict:

@@ -2,25 +2,33 @@
 
 * :func:`kv_bytes_per_token_head` — K+V bytes of one token of one KV head (the KVMU's transfer unit);
 * :func:`fig10_memory_bytes` — each memory of Fig. 10 at our block sizes, keyed like ``vrex_lib.paper``;
-* :func:`early_exit_table` / :func:`early_exit_summary` — per real WTU row: share of clusters consumed before
-  exit, bucket scans, cycles; per source (video frames / text);
+* :func:`real_row_layers` — the decoder layer of each recorded real WTU row;
+* :func:`early_exit_table` / :func:`early_exit_summary` / :func:`early_exit_breakdown` — per real WTU row: share
+  of clusters consumed before exit, bucket scans, cycles; per source (video frames / text), per layer and per
+  row size;
+* :func:`trace_cycles_table` — HCU and WTU cycles (and µs) per recorded (layer, KV head) frame;
 * :func:`kvmu_layout_table` — per recorded selection: transactions and link time, cluster-contiguous vs
   token-scattered (``docs/DECISIONS.md D85``);
 * :func:`dre_cycle_sweep` — DRE cycles per layer for the paper's workload from the analytic models of
-  :mod:`vrex_lib.hw.timing`.
+  :mod:`vrex_lib.hw.timing`;
+* :func:`wtu_walk_stats` — mean bucket scans and resolve cycles per WTU row, simulated in MyHDL on the recorded
+  real rows, for any (Th_r-wics, lanes, buckets) point of the design-space sweep (``vrex_lib.dse``).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
 from ..config import VRexCoreConfig
+from . import fixedpoint as fx
 from . import timing
 from .hcu import HCUParams
 from .kvmu import prefetch_requests, scattered_requests, transfer_time_s
-from .wtu import WTUParams
+from .vectors import TRACE_FILE, load_traces, trace_key, trace_sources, trace_wtu_rows
+from .wtu import WTUParams, simulate_wtu
 
 # The recorded traces come from SmolLM2-135M (vrex_lib/llm_weights.py: 9 query / 3 KV heads, head_dim 64).
 TRACE_HEAD_DIM = 64
@@ -78,12 +86,61 @@ def early_exit_summary(ee: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def real_row_layers(tr: dict, sources: Sequence[str]) -> np.ndarray:
+    """Decoder layer of each real WTU row, given the rows' source tags in the order verify returns them (the
+    rows of each source are a prefix of that source's recorded rows, text first)."""
+    src = np.asarray(sources)
+    parts = []
+    for s in dict.fromkeys(src.tolist()):
+        pre = trace_key(s, "")
+        parts.append(tr[pre + "hcu_frame_layer"][tr[pre + "wtu_row_frame"][:int((src == s).sum())]])
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def early_exit_breakdown(ee: pd.DataFrame, bins: Sequence[int] = (0, 4, 8, 16, 32, 64, 4096)) \
+        -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per source and layer: rows, mean clusters, consumed %; per source and row size bin (clusters): rows and
+    mean consumed share) of an :func:`early_exit_table`."""
+    by_layer = ee.groupby(["source", "layer"], sort=False).agg(
+        rows=("clusters", "size"), clusters_mean=("clusters", "mean"), consumed_pct=("consumed_frac", "mean"))
+    by_layer["consumed_pct"] *= 100
+    by_clusters = ee.assign(n=pd.cut(ee.clusters, list(bins))).groupby(
+        ["source", "n"], sort=False, observed=True).consumed_frac.agg(["size", "mean"])
+    return by_layer, by_clusters
+
+
+def trace_cycles_table(results: dict, tr: dict, cfg: VRexCoreConfig | None = None) -> pd.DataFrame:
+    """Per recorded (layer, KV head) frame that both blocks simulated: layer, head, clusters after the frame, HCU
+    cycles of the frame, WTU cycles of its rows (summed) and their count, µs of each at the core clock, source.
+
+    ``results``: ``verify.run(..., return_results=True)["_results"]`` (the per-vector results of the real
+    vectors, each source a prefix of its recorded vectors)."""
+    cfg = cfg or VRexCoreConfig()
+    hres, hsrc = results["hcu"]["real"], np.asarray(results["hcu"]["real_source"])
+    wres, wsrc = results["wtu"]["real"], np.asarray(results["wtu"]["real_source"])
+    tables = []
+    for s in ("frame", "text"):
+        pre = trace_key(s, "")
+        hs = [r for r, t in zip(hres, hsrc) if t == s]
+        fr = pd.DataFrame(dict(layer=tr[pre + "hcu_frame_layer"][:len(hs)], head=tr[pre + "hcu_frame_head"][:len(hs)],
+                               clusters=[r.n_clusters for r in hs], hcu_cycles=[r.cycles for r in hs]))
+        cs = [r.cycles for r, t in zip(wres, wsrc) if t == s]
+        wt = pd.DataFrame(dict(frame=tr[pre + "wtu_row_frame"][:len(cs)], wtu_cycles=cs)).groupby("frame") \
+            .wtu_cycles.agg(["sum", "count"])
+        wt = wt.loc[wt.index.intersection(fr.index)]  # smoke: only the first frames were simulated
+        tables.append(fr.loc[wt.index].assign(wtu_cycles=wt["sum"].values, rows=wt["count"].values, source=s))
+    out = pd.concat(tables).rename_axis("frame")
+    out["us_hcu"] = out.hcu_cycles.map(lambda c: timing.cycles_to_us(c, cfg))
+    out["us_wtu"] = out.wtu_cycles.map(lambda c: timing.cycles_to_us(c, cfg))
+    return out
+
+
 def kvmu_layout_table(tr: dict, bytes_per_token: int, bandwidth_bps: float, per_txn_s: float,
                       source: str = "text") -> pd.DataFrame:
     """Per recorded aggregated selection of ``source``: clusters, selected, tokens, transactions and link µs of the
     cluster-contiguous layout (:func:`prefetch_requests`) and of the token-scattered one (:func:`scattered_requests`).
     """
-    pre = "" if source == "text" else "frame_"
+    pre = trace_key(source, "")
     st, sel_all, cnt_all = tr[pre + "kvmu_start"], tr[pre + "kvmu_selected"], tr[pre + "kvmu_counts"]
     ast, asg_all = tr[pre + "kvmu_assign_start"], tr[pre + "kvmu_assign"]
     out = []
@@ -122,3 +179,30 @@ def dre_cycle_sweep(kv_lens: Sequence[int], tokens_per_cluster: float, *, tokens
                         scans_per_row=scans_per_row, resolve_per_row=resolve_per_row,
                         source="vrex_lib.hw.timing (analytic, measured scans/resolve)"))
     return pd.DataFrame(out)
+
+
+@lru_cache(maxsize=64)
+def _walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> tuple[tuple[str, float], ...]:
+    tr = load_traces()
+    if tr is None:
+        raise FileNotFoundError(f"{TRACE_FILE}: recorded DRE rows missing; rebuild with "
+                                "`.venv/bin/python data/make_dre_traces.py`")
+    rows = []
+    for src in trace_sources(tr):
+        rows += trace_wtu_rows(tr, max_rows=n_rows, source=src)
+    p = WTUParams(n_max=4096, lanes=lanes, n_buckets=n_buckets)
+    res, _ = simulate_wtu(rows, fx.quantize_ratio(ratio), p)
+    scans = np.array([r.scans for r in res], float)
+    resolve = np.array([r.state_cycles.get("RES_G", 0) + r.state_cycles.get("RES_L", 0) for r in res], float)
+    return (("scans_per_row", float(scans.mean())), ("resolve_per_row", float(resolve.mean())),
+            ("cycles_per_row", float(np.mean([r.cycles for r in res]))),
+            ("clusters_per_row", float(np.mean([len(w) for w, _ in rows]))), ("rows", len(rows)))
+
+
+def wtu_walk_stats(ratio: float, lanes: int, n_buckets: int, n_rows: int) -> dict:
+    """Mean bucket scans and resolve cycles per WTU row, and mean clusters per row, from simulating the MyHDL WTU
+    on the first ``n_rows`` recorded real rows of each trace source (data/traces/dre_traces.npz).
+
+    Returns ``dict(scans_per_row, resolve_per_row, cycles_per_row, clusters_per_row, rows)``; memoised per
+    process on ``(ratio, lanes, n_buckets, n_rows)``."""
+    return dict(_walk_stats(round(float(ratio), 6), int(lanes), int(n_buckets), int(n_rows)))

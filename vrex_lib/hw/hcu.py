@@ -15,23 +15,29 @@ Hardware (all widths/depths parameters; defaults = the paper's configuration, :c
 
 Schedule: token t scans ``max(1, ceil(n_t / LANES))`` rows (n_t = clusters before t) and decides in the
 last scan cycle; one extra cycle for DONE. ``timing.hcu_cycles`` gives the same count.
+
+Sub-blocks (``docs/DECISIONS.md D152``; testbenches in ``tests/test_hw_blocks.py``): :func:`key_bank` (x lanes),
+:func:`xor_popcount`, :func:`decide`, :func:`key_write` (the HC-table updater) and :func:`hcu_control`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from myhdl import (ConcatSignal, ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block,
+from myhdl import (ConcatSignal, ResetSignal, Signal, SignalType, StopSimulation, always_comb, always_seq, block,
                    instance, intbv)
 
 from ..config import VRexCoreConfig
 from ._sim import clock_driver, io_monitor, reset_pulse
 from .fixedpoint import dist_bits
-from .memories import ram_1w1r
+from .memories import ram
+
+Sig = SignalType  # the type of a block port: a MyHDL signal
 
 # 64-bit SWAR popcount masks: codes up to 64 bits; unused high bits are constant 0 and vanish in synthesis.
 _M = [0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF,
       0x00000000FFFFFFFF]
+IDLE, SCAN, FIN = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -60,87 +66,52 @@ class HCUParams:
 
 
 @block
-def _bank(clk, we, wrow, wlane, wdata, rrow, rdata, lane: int, rows: int):
+def key_bank(clk: Sig, we: Sig, wrow: Sig, wlane: Sig, wdata: Sig, rrow: Sig, rdata: Sig, lane: int, rows: int):
     """One lane of the key-cache hash-bit memory: ``rows`` codes, written when ``wlane == lane``, async read."""
-    mem = [Signal(intbv(0)[len(wdata):]) for _ in range(rows)]
-
-    @always(clk.posedge)
-    def write():
-        if we and wlane == lane:
-            mem[wrow].next = wdata
+    bank_we = Signal(bool(0))
 
     @always_comb
-    def read():
-        rdata.next = mem[rrow]
+    def enable():
+        bank_we.next = we and wlane == lane
 
-    return write, read
+    mem = ram(clk, bank_we, wrow, wdata, ((rrow, rdata),), rows)
+    return enable, mem
+
+
+def _swar_masks(W: int, L: int) -> tuple[list[int], list[int]]:
+    """SWAR masks replicated over the ``L`` W-bit lanes of a row. A stage whose field width reaches W is the
+    identity: keep-mask = the whole lane, shifted-term mask = 0 (so no bits cross into the neighbouring lane)."""
+    maskw = (1 << W) - 1
+
+    def rep(m: int) -> int:
+        return sum((m & maskw) << (k * W) for k in range(L))
+
+    keep = [rep(m) if (1 << i) < W else rep(maskw) for i, m in enumerate(_M)]
+    shifted = [rep(m) if (1 << i) < W else 0 for i, m in enumerate(_M)]
+    return keep, shifted
 
 
 @block
-def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_we, key_waddr, key_wdata,
-        busy, done, n_cl_out, res_valid, res_tok, res_cluster, res_new, p: HCUParams = HCUParams()):
-    """The HCU. Ports (widths follow ``p``):
-
-    start (1): begin a frame of ``n_tok`` (1..CUR_DEPTH) tokens against ``n_cl_in`` clusters already in memory.
-    th: Th_hd. cur_*: LXE writes the frame's codes. key_*: preload of cluster codes (only while idle).
-    busy/done: status; n_cl_out: clusters after the frame. res_*: one HC-table update per token.
-    """
-    p.check()
-    W, L, D = p.code_bits, p.lanes, p.depth
-    LB = (L - 1).bit_length()
+def xor_popcount(row: Sig, code: Sig, ncl: Sig, g: Sig, g_d: Sig, g_k: Sig, p: HCUParams):
+    """The ``lanes`` Hamming distances popcount(code ^ cluster) of one row of cluster codes at once, and their
+    lowest-index minimum over the lanes that hold a cluster (``g_d`` distance, ``g_k`` lane)."""
+    W, L = p.code_bits, p.lanes
     DB = dist_bits(W)
     SENT = (1 << DB) - 1
-    MASKW = (1 << W) - 1
-    ROWS = D // L
-    RB = max(1, (ROWS - 1).bit_length())
-    CB = D.bit_length()  # cluster counts 0..D
-    IDLE, SCAN, FIN = 0, 1, 2
-
-    state = Signal(intbv(0)[2:])
-    t = Signal(intbv(0)[len(cur_waddr):])
-    g = Signal(intbv(0)[RB:])
-    ncl = Signal(intbv(0)[CB:])
-    run_d = Signal(intbv(SENT)[DB:])
-    run_i = Signal(intbv(0)[CB:])
-    code = Signal(intbv(0)[W:])
-    g_d = Signal(intbv(SENT)[DB:])
-    g_k = Signal(intbv(0)[LB if LB else 1:])
-    # key-memory write port (preload or HC-table updater) and decision
-    kw_we = Signal(bool(0))
-    kw_row = Signal(intbv(0)[RB:])
-    kw_lane = Signal(intbv(0)[LB if LB else 1:])
-    kw_data = Signal(intbv(0)[W:])
-    last = Signal(bool(0))
-    dec_open = Signal(bool(0))
-    dec_cl = Signal(intbv(0)[CB:])
-    rdatas = [Signal(intbv(0)[W:]) for _ in range(L)]
-    row = ConcatSignal(*reversed(rdatas)) if L > 1 else rdatas[0]
-
-    banks = [_bank(clk, kw_we, kw_row, kw_lane, kw_data, g, rdatas[k], k, ROWS) for k in range(L)]
-    cur = ram_1w1r(clk, cur_we, cur_waddr, cur_wdata, t, code, p.cur_depth)
-
-    # SWAR masks replicated over the W-bit lanes. A stage whose field width reaches W is the identity:
-    # keep-mask = the whole lane, shifted-term mask = 0 (so no bits cross into the neighbouring lane).
-    def _rep(m: int) -> int:
-        return sum((m & MASKW) << (k * W) for k in range(L))
-
-    A = [_rep(m) if (1 << i) < W else _rep(MASKW) for i, m in enumerate(_M)]
-    B = [_rep(m) if (1 << i) < W else 0 for i, m in enumerate(_M)]
-    A0, A1, A2, A3, A4, A5 = A
-    B0, B1, B2, B3, B4, B5 = B
-    DMASK = SENT
-    code_rep = ConcatSignal(*([code] * L)) if L > 1 else code
+    LB = max(1, (L - 1).bit_length())
+    CB = p.depth.bit_length()
     XB = W * L
+    (A0, A1, A2, A3, A4, A5), (B0, B1, B2, B3, B4, B5) = _swar_masks(W, L)
+    code_rep = ConcatSignal(*([code] * L)) if L > 1 else code
 
     @always_comb
-    def xor_popcount():
-        # LANES Hamming distances popcount(code ^ cluster) at once: SWAR over the whole row (each lane's count
-        # stays inside its W-bit field; cross-field carries are structurally 0 and vanish in synthesis),
-        # then the lowest-index minimum over the valid lanes.
+    def lanes():
+        # SWAR over the whole row: each lane's count stays inside its W-bit field (cross-field carries are
+        # structurally 0 and vanish in synthesis), then the lowest-index minimum over the valid lanes.
         x = intbv(0)[XB:]
         d = intbv(0)[DB:]
         bd = intbv(SENT)[DB:]
-        bk = intbv(0)[LB if LB else 1:]
+        bk = intbv(0)[LB:]
         lim = intbv(0)[CB:]
         x[:] = row ^ code_rep
         x[:] = (x & A0) + ((x >> 1) & B0)
@@ -152,26 +123,36 @@ def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_w
         if ncl > g * L:
             lim[:] = ncl - g * L
         for k in range(L):
-            d[:] = (x >> (k * W)) & DMASK
+            d[:] = (x >> (k * W)) & SENT
             if k < lim and d < bd:
                 bd[:] = d
                 bk[:] = k
         g_d.next = bd
         g_k.next = bk
 
+    return lanes
+
+
+@block
+def decide(state: Sig, g: Sig, ncl: Sig, th: Sig, g_d: Sig, g_k: Sig, run_d: Sig, run_i: Sig, last: Sig, dec_open: Sig,
+           dec_cl: Sig, p: HCUParams):
+    """Last row of this token's scan (``last``)? Then the nearest cluster so far (strict ``<`` across rows,
+    so the lowest index wins ties) is final: join it if its distance is < Th_hd, else open cluster ``ncl``."""
+    L = p.lanes
+    DB = dist_bits(p.code_bits)
+    CB = p.depth.bit_length()
+
     @always_comb
-    def decide():
-        # Last row of this token's scan? Then the nearest cluster is final: join if < Th_hd, else open.
-        fd = intbv(SENT)[DB:]
+    def nearest():
+        fd = intbv((1 << DB) - 1)[DB:]
         fi = intbv(0)[CB:]
-        lst = state == SCAN and (g + 1) * L >= ncl
         if g_d < run_d:
             fd[:] = g_d
             fi[:] = g * L + g_k
         else:
             fd[:] = run_d
             fi[:] = run_i
-        last.next = lst
+        last.next = state == SCAN and (g + 1) * L >= ncl
         if fd < th:
             dec_open.next = 0
             dec_cl.next = fi
@@ -179,8 +160,20 @@ def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_w
             dec_open.next = 1
             dec_cl.next = ncl
 
+    return nearest
+
+
+@block
+def key_write(state: Sig, key_we: Sig, key_waddr: Sig, key_wdata: Sig, last: Sig, dec_open: Sig, ncl: Sig, code: Sig,
+              kw_we: Sig, kw_row: Sig, kw_lane: Sig, kw_data: Sig, p: HCUParams):
+    """The key memory's one write port: the preload while idle, else the HC-table updater writing a newly
+    opened cluster's code at index ``ncl`` (row ``ncl // lanes``, lane ``ncl % lanes``)."""
+    LB = (p.lanes - 1).bit_length()
+    D = p.depth
+    CB = D.bit_length()
+
     @always_comb
-    def write_mux():
+    def mux():
         if state == IDLE:
             kw_we.next = key_we
             kw_row.next = key_waddr[CB - 1:LB] if LB else key_waddr[CB - 1:]
@@ -191,6 +184,18 @@ def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_w
             kw_row.next = ncl[CB - 1:LB] if LB else ncl[CB - 1:]
             kw_lane.next = ncl[LB:] if LB else 0
             kw_data.next = code
+
+    return mux
+
+
+@block
+def hcu_control(clk: Sig, rst: Sig, start: Sig, n_tok: Sig, n_cl_in: Sig, state: Sig, t: Sig, g: Sig, ncl: Sig,
+                run_d: Sig, run_i: Sig, last: Sig, dec_open: Sig, dec_cl: Sig, g_d: Sig, g_k: Sig, done: Sig,
+                res_valid: Sig, res_tok: Sig, res_cluster: Sig, res_new: Sig, p: HCUParams):
+    """IDLE -> SCAN (token t scans rows g = 0.. of the clusters, keeping the running nearest one; its decision,
+    in the last row, goes out on ``res_*``) -> FIN (``done``) -> IDLE."""
+    L = p.lanes
+    SENT = (1 << dist_bits(p.code_bits)) - 1
 
     @always_seq(clk.posedge, reset=rst)
     def fsm():
@@ -228,12 +233,51 @@ def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_w
             done.next = 1
             state.next = IDLE
 
+    return fsm
+
+
+@block
+def hcu(clk, rst, start, n_tok, n_cl_in, th, cur_we, cur_waddr, cur_wdata, key_we, key_waddr, key_wdata,
+        busy, done, n_cl_out, res_valid, res_tok, res_cluster, res_new, p: HCUParams = HCUParams()):
+    """The HCU. Ports (widths follow ``p``):
+
+    start (1): begin a frame of ``n_tok`` (1..CUR_DEPTH) tokens against ``n_cl_in`` clusters already in memory.
+    th: Th_hd. cur_*: LXE writes the frame's codes. key_*: preload of cluster codes (only while idle).
+    busy/done: status; n_cl_out: clusters after the frame. res_*: one HC-table update per token.
+    """
+    p.check()
+    W, L = p.code_bits, p.lanes
+    DB = dist_bits(W)
+    LB = max(1, (L - 1).bit_length())
+    ROWS = p.depth // L
+    RB = max(1, (ROWS - 1).bit_length())
+    CB = p.depth.bit_length()  # cluster counts 0..depth
+    state = Signal(intbv(0)[2:])
+    t = Signal(intbv(0)[len(cur_waddr):])
+    g, kw_row = (Signal(intbv(0)[RB:]) for _ in range(2))
+    ncl, run_i, dec_cl = (Signal(intbv(0)[CB:]) for _ in range(3))
+    run_d, g_d = (Signal(intbv((1 << DB) - 1)[DB:]) for _ in range(2))
+    code, kw_data = (Signal(intbv(0)[W:]) for _ in range(2))
+    g_k, kw_lane = (Signal(intbv(0)[LB:]) for _ in range(2))
+    kw_we, last, dec_open = (Signal(bool(0)) for _ in range(3))
+    rdatas = [Signal(intbv(0)[W:]) for _ in range(L)]
+    row = ConcatSignal(*reversed(rdatas)) if L > 1 else rdatas[0]
+
+    banks = [key_bank(clk, kw_we, kw_row, kw_lane, kw_data, g, rdatas[k], k, ROWS) for k in range(L)]
+    cur = ram(clk, cur_we, cur_waddr, cur_wdata, ((t, code),), p.cur_depth)
+    dist = xor_popcount(row, code, ncl, g, g_d, g_k, p)
+    dec = decide(state, g, ncl, th, g_d, g_k, run_d, run_i, last, dec_open, dec_cl, p)
+    wr = key_write(state, key_we, key_waddr, key_wdata, last, dec_open, ncl, code, kw_we, kw_row, kw_lane, kw_data,
+                   p)
+    ctrl = hcu_control(clk, rst, start, n_tok, n_cl_in, state, t, g, ncl, run_d, run_i, last, dec_open, dec_cl, g_d,
+                       g_k, done, res_valid, res_tok, res_cluster, res_new, p)
+
     @always_comb
     def status():
         busy.next = state != IDLE
         n_cl_out.next = ncl
 
-    return banks, cur, xor_popcount, decide, write_mux, fsm, status
+    return banks, cur, dist, dec, wr, ctrl, status
 
 
 def hcu_ports(p: HCUParams) -> dict:

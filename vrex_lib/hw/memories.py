@@ -1,16 +1,32 @@
-"""On-chip memories of the DRE as MyHDL blocks (synchronous write, asynchronous read).
+"""On-chip memories of the DRE as MyHDL blocks (synchronous write, asynchronous reads).
 
 Kept as plain signal lists so yosys sees them as ``$mem`` cells (the synthesis recipe keeps memories unmapped
 with ``memory -nomap``; their full-size bit counts are reported analytically by ``verify``).
 """
 from __future__ import annotations
 
-from myhdl import Signal, always, always_comb, block, intbv
+from collections.abc import Sequence
+
+from myhdl import Signal, SignalType, always, always_comb, block, intbv
+
+Sig = SignalType  # the type of a block port: a MyHDL signal
 
 
 @block
-def ram_1w1r(clk, we, waddr, wdata, raddr, rdata, depth: int):
-    """``depth`` words of ``len(wdata)`` bits: one write port (clocked), one read port (combinational)."""
+def read_port(mem: list, raddr: Sig, rdata: Sig):
+    """One combinational read port of ``mem``: ``rdata = mem[raddr]``."""
+
+    @always_comb
+    def read():
+        rdata.next = mem[raddr]
+
+    return read
+
+
+@block
+def ram(clk: Sig, we: Sig, waddr: Sig, wdata: Sig, reads: Sequence[tuple[SignalType, SignalType]], depth: int):
+    """``depth`` words of ``len(wdata)`` bits: one clocked write port and one combinational read port per
+    ``(raddr, rdata)`` pair of ``reads`` (the WTU's aggregate has two: read-modify-write and the host read)."""
     mem = [Signal(intbv(0)[len(wdata):]) for _ in range(depth)]
 
     @always(clk.posedge)
@@ -18,8 +34,5 @@ def ram_1w1r(clk, we, waddr, wdata, raddr, rdata, depth: int):
         if we:
             mem[waddr].next = wdata
 
-    @always_comb
-    def read():
-        rdata.next = mem[raddr]
-
-    return write, read
+    ports = [read_port(mem, a, d) for a, d in reads]
+    return write, ports

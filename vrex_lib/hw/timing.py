@@ -61,7 +61,7 @@ def wtu_row_cycles(n_clusters: int, scans: int, resolve_rows: int, resolve_lanes
 
 # Mean WALK bucket scans per row of the WTU on the recorded real rows (SmolLM2-135M keys/queries,
 # data/traces/dre_traces.npz, 810 text rows, Th_r-wics = 0.3, 16 buckets), measured by simulating the MyHDL WTU;
-# tests/test_hw.py recomputes both means with the RTL-free walk model vrex_lib.hw.bulk.wtu_walk_ref (and checks
+# tests/test_hw.py recomputes both means with the RTL-free walk model vrex_lib.hw.walk.wtu_walk_ref (and checks
 # the RTL against that model). Notebook 04 reports the distribution; bucket rules: docs/DECISIONS.md D82-D83.
 MEASURED_SCANS_PER_ROW = 1.3975  # 1132 scans / 810 text rows
 MEASURED_RESOLVE_PER_ROW = 3.7531  # 3040 RES_G + RES_L cycles / 810 text rows (upper bound per row: G + N_WTU-w)

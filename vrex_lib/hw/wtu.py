@@ -24,19 +24,27 @@ Hardware (N_WTU-w = ``lanes`` = 16 entries per cycle; all sizes parameters):
 If no prefix exceeds Th (possible only when Sum = 0 or r_q = 2^16), every valid entry is selected.
 Cycle schedule per row (timing.wtu_row_cycles, tested equal): G (PRE) + 1 (TH) + scans·G (WALK) + RES_G rows
 + RES_L lanes + G (MARK) + 1 (FIN), with G = ceil(n / lanes); loading the row (LXE writes) is not counted.
+
+Sub-blocks (``docs/DECISIONS.md D152``; each with its own testbench in ``tests/test_hw_blocks.py``):
+:func:`valid_lanes`, :func:`row_reduce` (the lanes), :func:`preprocess` (PRE, TH), :func:`bucket_walk` with
+:func:`walk_merge` (WALK, the bucket-range updater, Acc), :func:`resolve` (RES_G, RES_L), :func:`aggregate` (MARK,
+the aggregator) and :func:`control` (state, row-group counter); :func:`wtu` wires them to the memories.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from myhdl import (ResetSignal, Signal, StopSimulation, always, always_comb, always_seq, block, downrange, instance,
-                   intbv)
+from myhdl import (ResetSignal, Signal, SignalType, StopSimulation, always_comb, always_seq, block, downrange,
+                   instance, intbv)
 
 from ..config import VRexCoreConfig
 from ._sim import clock_driver, io_monitor, reset_pulse
 from .fixedpoint import C_BITS, RATIO_FRAC_BITS, W_BITS, acc_bits
-from .memories import ram_1w1r
+from .harness import pack_lanes
+from .memories import ram
+
+Sig = SignalType  # the type of a block port: a MyHDL signal
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,20 @@ class WTUParams:
         """Score + count memories (the selection/aggregate bitmasks are registers, counted as flip-flops)."""
         return self.n_max * (W_BITS + C_BITS)
 
+    @property
+    def rows(self) -> int:
+        """Memory rows of ``lanes`` entries."""
+        return self.n_max // self.lanes
+
+    @property
+    def row_bits(self) -> int:
+        """Width of a row address."""
+        return max(1, (self.rows - 1).bit_length())
+
+    @property
+    def lane_bits(self) -> int:
+        return max(1, (self.lanes - 1).bit_length())
+
     def check(self) -> None:
         for name in ("lanes", "n_buckets"):
             v = getattr(self, name)
@@ -68,106 +90,48 @@ class WTUParams:
 
 IDLE, PRE, TH, WALK, RESG, RESL, MARK, FIN = range(8)
 STATE_NAMES = ["IDLE", "PRE", "TH", "WALK", "RES_G", "RES_L", "MARK", "FIN"]
+WMASK = (1 << W_BITS) - 1
+SHIFT_BITS = (W_BITS + 1).bit_length()  # bucket width exponents s = 0..16
+LO_BITS = W_BITS + 1  # bucket bounds up to 2^17
 
 
+# ---------------------------------------------------------------------------------------------- lanes
 @block
-def _rowmem2(clk, we, waddr, wdata, raddr_a, rdata_a, raddr_b, rdata_b, rows: int):
-    """Row memory with two asynchronous read ports (the aggregate: read-modify-write + host read)."""
-    mem = [Signal(intbv(0)[len(wdata):]) for _ in range(rows)]
-
-    @always(clk.posedge)
-    def write():
-        if we:
-            mem[waddr].next = wdata
-
-    @always_comb
-    def read():
-        rdata_a.next = mem[raddr_a]
-        rdata_b.next = mem[raddr_b]
-
-    return write, read
-
-
-@block
-def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, sel_raddr, sel_rdata, agg_rdata,
-        busy, done, n_scans, p: WTUParams = WTUParams(), probe: dict | None = None):
-    """One WTU core. Ports: ``start`` processes the row in the score memory (``n`` valid entries, 1..n_max) with
-    ratio ``r_q`` (Q0.16); ``first`` (sampled with start) restarts the aggregate bitmask. ``s_we/c_we`` write one
-    row of ``lanes`` scores/counts at ``w_addr`` (idle only). ``sel_raddr`` reads a row of the row's selection
-    bitmask (``sel_rdata``) and of the aggregate (``agg_rdata``). ``n_scans`` counts WALK bucket scans.
-    ``probe`` (simulation only) receives the internal signals for tracing the bucket walk.
-    """
-    p.check()
-    L, NB = p.lanes, p.n_buckets
-    LB = (L - 1).bit_length()
-    NBB = (NB - 1).bit_length()
-    ROWS = p.n_max // L
-    RB = max(1, (ROWS - 1).bit_length())
+def valid_lanes(n: Sig, g: Sig, vmask: Sig, p: WTUParams):
+    """``vmask[k]``: entry ``g·lanes + k`` of the row group ``g`` is one of the row's ``n`` entries."""
+    L = p.lanes
     NNB = p.n_max.bit_length()
-    AB = acc_bits(p.n_max)
-    WB = W_BITS
-    WMASK = (1 << WB) - 1
+
+    @always_comb
+    def mask():
+        lim = intbv(0)[NNB:]
+        m = intbv(0)[L:]
+        if n > g * L:
+            lim[:] = n - g * L
+        for k in range(L):
+            if k < lim:
+                m[k] = 1
+        vmask.next = m
+
+    return mask
+
+
+@block
+def row_reduce(state: Sig, srow: Sig, crow: Sig, vmask: Sig, lo: Sig, hi: Sig, lane: Sig, r_sum: Sig, r_min: Sig,
+               r_max: Sig, r_bmax: Sig, r_bmin: Sig, r_nxt: Sig, r_nxt_v: Sig, r_lane: Sig, p: WTUParams):
+    """The ``lanes`` entries of one row group (scores ``srow``, counts ``crow``, valid ``vmask``): per lane a
+    16x16 multiplier and the upper/lower bucket sorters ``lo <= w < hi``; an adder tree and min/max trees.
+
+    In PRE ``r_sum`` = Σ w·c over the valid lanes; otherwise Σ w·c of the lanes inside the bucket, with the
+    bucket's max/min weight (``r_bmax``/``r_bmin``), the largest weight below it (``r_nxt``, valid
+    ``r_nxt_v``) and the product of lane ``lane`` (``r_lane``, for RES_L). ``r_min``/``r_max``: over the
+    valid lanes.
+    """
+    L, WB, AB = p.lanes, W_BITS, acc_bits(p.n_max)
     CMASK = (1 << C_BITS) - 1
-    SB = (WB + 1).bit_length()  # shift amounts 0..16
-    LOB = WB + 1  # bucket bounds up to 2^17
-
-    state = Signal(intbv(0)[3:])
-    g = Signal(intbv(0)[RB:])
-    gmax = Signal(intbv(0)[RB:])
-    lane = Signal(intbv(0)[max(1, LB):])
-    tsum = Signal(intbv(0)[AB:])
-    mn = Signal(intbv(0)[WB:])
-    mx = Signal(intbv(0)[WB:])
-    th = Signal(intbv(0)[AB:])
-    acc = Signal(intbv(0)[AB:])
-    bsum = Signal(intbv(0)[AB:])
-    s = Signal(intbv(0)[SB:])
-    lo = Signal(intbv(0)[LOB:])
-    bmax = Signal(intbv(0)[WB:])  # max weight inside the bucket so far in this scan
-    bmin = Signal(intbv(0)[WB:])  # min weight inside the bucket so far in this scan
-    nxt = Signal(intbv(0)[WB:])  # max weight below the bucket so far
-    nxt_v = Signal(bool(0))
-    wstar = Signal(intbv(0)[WB:])
-    jcut = Signal(intbv(0)[NNB:])
-    all_sel = Signal(bool(0))
-    first_r = Signal(bool(0))
-    scans = Signal(intbv(0)[len(n_scans):])
-    # datapath outputs for the current row
-    r_sum = Signal(intbv(0)[AB:])
-    r_min = Signal(intbv(0)[WB:])
-    r_max = Signal(intbv(0)[WB:])
-    r_bmax = Signal(intbv(0)[WB:])
-    r_bmin = Signal(intbv(0)[WB:])
-    r_nxt = Signal(intbv(0)[WB:])
-    r_nxt_v = Signal(bool(0))
-    r_lane = Signal(intbv(0)[2 * WB:])
-    r_sel = Signal(intbv(0)[L:])
-    srow = Signal(intbv(0)[L * WB:])
-    crow = Signal(intbv(0)[L * C_BITS:])
-    raddr = Signal(intbv(0)[RB:])
-    hi = Signal(intbv(0)[LOB + 1:])
-    # selection bitmask of this row and the aggregate (OR over rows), one L-bit word per memory row
-    sel_we = Signal(bool(0))
-    sel_w = Signal(intbv(0)[L:])
-    agg_w = Signal(intbv(0)[L:])
-    agg_cur = Signal(intbv(0)[L:])
-
-    smem = ram_1w1r(clk, s_we, w_addr, s_wdata, raddr, srow, ROWS)
-    cmem = ram_1w1r(clk, c_we, w_addr, c_wdata, raddr, crow, ROWS)
-    selmem = ram_1w1r(clk, sel_we, g, sel_w, sel_raddr, sel_rdata, ROWS)
-    aggmem = _rowmem2(clk, sel_we, g, agg_w, raddr, agg_cur, sel_raddr, agg_rdata, ROWS)
 
     @always_comb
-    def addr_mux():
-        if state == IDLE:
-            raddr.next = w_addr
-        else:
-            raddr.next = g
-        hi.next = lo + (1 << s)
-
-    @always_comb
-    def datapath():
-        # 16 lanes: multipliers, bucket sorters, adder tree, min/max trees, MARK comparators.
+    def lanes():
         w = intbv(0)[WB:]
         c = intbv(0)[C_BITS:]
         pr = intbv(0)[2 * WB:]
@@ -179,17 +143,11 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
         bl = intbv(0)[WB:]
         blv = False
         lp = intbv(0)[2 * WB:]
-        sel = intbv(0)[L:]
-        lim = intbv(0)[NNB:]
-        idx = intbv(0)[NNB:]
-        if n > g * L:
-            lim[:] = n - g * L
         for k in range(L):
             w[:] = (srow >> (k * WB)) & WMASK
             c[:] = (crow >> (k * C_BITS)) & CMASK
             pr[:] = w * c
-            idx[:] = g * L + k
-            if k < lim:
+            if vmask[k]:
                 if w < vmin:
                     vmin[:] = w
                 if w > vmax:
@@ -208,8 +166,6 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
                     if not blv or w > bl:
                         bl[:] = w
                     blv = True
-                if all_sel or w > wstar or (w == wstar and idx <= jcut):
-                    sel[k] = 1
         r_sum.next = tot
         r_min.next = vmin
         r_max.next = vmax
@@ -218,50 +174,104 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
         r_nxt.next = bl
         r_nxt_v.next = blv
         r_lane.next = lp
-        r_sel.next = sel
 
-    @always_comb
-    def mark():
-        sel_we.next = state == MARK
-        sel_w.next = r_sel
-        if first_r:
-            agg_w.next = r_sel
-        else:
-            agg_w.next = agg_cur | r_sel
+    return lanes
+
+
+# ------------------------------------------------------------------------------------- sequential parts
+@block
+def preprocess(clk: Sig, rst: Sig, state: Sig, start: Sig, ratio: Sig, r_sum: Sig, r_min: Sig, r_max: Sig, tsum: Sig,
+               mn: Sig, mx: Sig, th: Sig, p: WTUParams):
+    """PRE: Sum = Σ w·c, min and max over the row, one row group per cycle; TH: Th_wics = (Sum · r_q) >> 16."""
+    AB = acc_bits(p.n_max)
 
     @always_seq(clk.posedge, reset=rst)
-    def fsm():
-        # Bucket-range updater and control. Locals are wide enough for every intermediate.
-        tot = intbv(0)[AB:]
-        vmax = intbv(0)[WB:]
-        vmin = intbv(0)[WB:]
-        rng = intbv(0)[WB:]
-        sh = intbv(0)[SB:]
+    def seq():
         prod = intbv(0)[AB + RATIO_FRAC_BITS + 1:]
-        done.next = 0
         if state == IDLE:
             if start:
-                state.next = PRE
-                g.next = 0
-                gmax.next = (n - 1) >> LB
                 tsum.next = 0
                 mn.next = WMASK
                 mx.next = 0
-                first_r.next = first
-                scans.next = 0
         elif state == PRE:
             tsum.next = tsum + r_sum
             if r_min < mn:
                 mn.next = r_min
             if r_max > mx:
                 mx.next = r_max
-            if g == gmax:
-                state.next = TH
-            else:
-                g.next = g + 1
         elif state == TH:
             prod[:] = tsum * ratio
             th.next = prod >> RATIO_FRAC_BITS
+
+    return seq
+
+
+@block
+def walk_merge(s: Sig, lo: Sig, hi: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: Sig, nxt_v: Sig, acc: Sig, th: Sig,
+               r_sum: Sig, r_bmax: Sig, r_bmin: Sig, r_nxt: Sig, r_nxt_v: Sig, t_sum: Sig, t_max: Sig, t_min: Sig,
+               t_nxt: Sig, t_nxt_v: Sig, b_cross: Sig, single: Sig):
+    """The bucket ``[lo, hi = lo + 2^s)`` and its scan so far merged with the current row group: its Σ w·c
+    (``t_sum``), the max/min weight inside the bucket, the largest weight below it (``t_nxt``; ``t_nxt_v``: a
+    non-empty bucket lies below); ``b_cross``: Acc + bucket > Th_wics; ``single``: the bucket holds one distinct
+    weight."""
+    AB = len(bsum)
+
+    @always_comb
+    def bounds():
+        hi.next = lo + (1 << s)
+
+    @always_comb
+    def merge():
+        tot = intbv(0)[AB:]
+        vmax = intbv(0)[W_BITS:]
+        vmin = intbv(0)[W_BITS:]
+        tot[:] = bsum + r_sum
+        vmax[:] = bmax
+        if r_bmax > bmax:
+            vmax[:] = r_bmax
+        vmin[:] = bmin
+        if r_bmin < bmin:
+            vmin[:] = r_bmin
+        t_sum.next = tot
+        t_max.next = vmax
+        t_min.next = vmin
+        b_cross.next = acc + tot > th
+        single.next = vmin == vmax
+        if r_nxt_v and (not nxt_v or r_nxt > nxt):
+            t_nxt.next = r_nxt
+        else:
+            t_nxt.next = nxt
+        t_nxt_v.next = nxt_v or r_nxt_v
+
+    return bounds, merge
+
+
+@block
+def bucket_walk(clk: Sig, rst: Sig, state: Sig, start: Sig, g: Sig, gmax: Sig, mn: Sig, mx: Sig, th: Sig, r_sum: Sig,
+                r_bmax: Sig, r_bmin: Sig, r_nxt: Sig, r_nxt_v: Sig, r_lane: Sig, g_cross: Sig, l_cross: Sig, s: Sig,
+                lo: Sig, hi: Sig, acc: Sig, bsum: Sig, bmax: Sig, bmin: Sig, nxt: Sig, nxt_v: Sig, wstar: Sig,
+                all_sel: Sig, scans: Sig, b_cross: Sig, single: Sig, more: Sig, p: WTUParams):
+    """The bucket walk of Fig. 11 and the bucket-range updater (``docs/DECISIONS.md D82``). TH: buckets of
+    width 2^s over [min, max], the first at the maximum. WALK, one scan of the row per bucket: a crossing bucket
+    with one distinct weight fixes w* (then RES_G); one with several is refined into ``n_buckets`` sub-buckets
+    from its maximum; a bucket that does not cross is accumulated into Acc and the walk jumps to the bucket of
+    the largest weight below it, or, with none below, selects every entry. Acc keeps accumulating in RES_G and
+    RES_L (``resolve``) until its crossing entry."""
+    NB, WB = p.n_buckets, W_BITS
+    NBB = (NB - 1).bit_length()
+    t_sum = Signal(intbv(0)[len(bsum):])
+    t_max, t_min, t_nxt = (Signal(intbv(0)[WB:]) for _ in range(3))
+    merge = walk_merge(s, lo, hi, bsum, bmax, bmin, nxt, nxt_v, acc, th, r_sum, r_bmax, r_bmin, r_nxt, r_nxt_v,
+                       t_sum, t_max, t_min, t_nxt, more, b_cross, single)
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        rng = intbv(0)[WB:]
+        sh = intbv(0)[SHIFT_BITS:]
+        if state == IDLE:
+            if start:
+                scans.next = 0
+        elif state == TH:
             rng[:] = mx - mn
             sh[:] = WB
             for i in downrange(WB + 1):  # smallest s with (max - min) >> s < n_buckets
@@ -270,81 +280,164 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
             s.next = sh
             lo.next = mn + ((rng >> sh) << sh)
             acc.next = 0
-            bsum.next = 0
-            bmax.next = 0
-            bmin.next = WMASK
-            nxt.next = 0
-            nxt_v.next = 0
             all_sel.next = 0
             wstar.next = 0
-            jcut.next = 0
-            g.next = 0
-            state.next = WALK
         elif state == WALK:
-            tot[:] = bsum + r_sum
-            vmax[:] = bmax
-            if r_bmax > bmax:
-                vmax[:] = r_bmax
-            vmin[:] = bmin
-            if r_bmin < bmin:
-                vmin[:] = r_bmin
             if g != gmax:
-                bsum.next = tot
-                bmax.next = vmax
-                bmin.next = vmin
-                if r_nxt_v and (not nxt_v or r_nxt > nxt):
-                    nxt.next = r_nxt
-                    nxt_v.next = 1
-                g.next = g + 1
+                bsum.next = t_sum
+                bmax.next = t_max
+                bmin.next = t_min
+                nxt.next = t_nxt
+                nxt_v.next = more
             else:
                 scans.next = scans + 1
-                g.next = 0
-                bsum.next = 0
-                bmax.next = 0
-                bmin.next = WMASK
-                nxt.next = 0
-                nxt_v.next = 0
-                if acc + tot > th:
-                    if vmin == vmax:  # one distinct weight in the bucket (always so at width 1): by index
-                        wstar.next = vmax
-                        state.next = RESG
+                if b_cross:
+                    if single:  # one distinct weight in the bucket (always so at width 1): by index
+                        wstar.next = t_max
                     else:  # refine the crossing bucket, starting at the sub-bucket of its maximum
                         sh[:] = 0
                         if s > NBB:
                             sh[:] = s - NBB
                         s.next = sh
-                        rng[:] = vmax - mn
+                        rng[:] = t_max - mn
                         lo.next = mn + ((rng >> sh) << sh)
                 else:
-                    acc.next = acc + tot
-                    vmax[:] = nxt
-                    if r_nxt_v and (not nxt_v or r_nxt > nxt):
-                        vmax[:] = r_nxt
-                    if nxt_v or r_nxt_v:  # next non-empty bucket below
-                        rng[:] = vmax - mn
+                    acc.next = acc + t_sum
+                    if more:  # next non-empty bucket below
+                        rng[:] = t_nxt - mn
                         lo.next = mn + ((rng >> s) << s)
                     else:  # walked everything without exceeding Th: select all
                         all_sel.next = 1
-                        state.next = MARK
         elif state == RESG:
-            if acc + r_sum > th:
+            if not g_cross:
+                if g == gmax:  # unreachable when the bucket crossed; kept safe
+                    all_sel.next = 1
+                else:
+                    acc.next = acc + r_sum
+        elif state == RESL:
+            if not l_cross:
+                acc.next = acc + r_lane
+        if state == TH or (state == WALK and g == gmax):  # a fresh scan starts
+            bsum.next = 0
+            bmax.next = 0
+            bmin.next = WMASK
+            nxt.next = 0
+            nxt_v.next = 0
+
+    return merge, seq
+
+
+@block
+def resolve(clk: Sig, rst: Sig, state: Sig, g: Sig, acc: Sig, th: Sig, r_sum: Sig, r_lane: Sig, lane: Sig, jcut: Sig,
+            g_cross: Sig, l_cross: Sig, p: WTUParams):
+    """Exact resolution of a crossing bucket that holds one weight w* (``docs/DECISIONS.md D83``): RES_G walks
+    whole row groups in index order until one takes Acc above Th_wics (``g_cross``), RES_L then walks that
+    group lane by lane until the crossing entry (``l_cross``): its index is ``j_cut``."""
+    L = p.lanes
+
+    @always_comb
+    def compare():
+        g_cross.next = acc + r_sum > th
+        l_cross.next = acc + r_lane > th
+
+    @always_seq(clk.posedge, reset=rst)
+    def seq():
+        if state == TH:
+            jcut.next = 0
+        elif state == RESG:
+            if g_cross:
                 lane.next = 0
+        elif state == RESL:
+            if l_cross:
+                jcut.next = g * L + lane
+            else:
+                lane.next = lane + 1
+
+    return compare, seq
+
+
+@block
+def aggregate(clk: Sig, state: Sig, g: Sig, raddr: Sig, sel_raddr: Sig, srow: Sig, vmask: Sig, wstar: Sig, jcut: Sig,
+              all_sel: Sig, first_r: Sig, sel_rdata: Sig, agg_rdata: Sig, p: WTUParams):
+    """MARK, one row group per cycle: the row's selection ``w > w* or (w == w* and j <= j_cut)`` (every valid
+    entry when ``all_sel``) into the selection memory, and ORed into the frame's aggregate bitmask (the
+    aggregator; ``first_r`` restarts it). ``sel_raddr`` reads both memories (``sel_rdata``, ``agg_rdata``)."""
+    L, WB = p.lanes, W_BITS
+    NNB = p.n_max.bit_length()
+    r_sel, agg_w, agg_cur = (Signal(intbv(0)[L:]) for _ in range(3))
+    sel_we = Signal(bool(0))
+
+    @always_comb
+    def compare():
+        w = intbv(0)[WB:]
+        idx = intbv(0)[NNB:]
+        sel = intbv(0)[L:]
+        for k in range(L):
+            w[:] = (srow >> (k * WB)) & WMASK
+            idx[:] = g * L + k
+            if vmask[k]:
+                if all_sel or w > wstar or (w == wstar and idx <= jcut):
+                    sel[k] = 1
+        r_sel.next = sel
+
+    @always_comb
+    def mark():
+        sel_we.next = state == MARK
+        if first_r:
+            agg_w.next = r_sel
+        else:
+            agg_w.next = agg_cur | r_sel
+
+    selmem = ram(clk, sel_we, g, r_sel, ((sel_raddr, sel_rdata),), p.rows)
+    aggmem = ram(clk, sel_we, g, agg_w, ((raddr, agg_cur), (sel_raddr, agg_rdata)), p.rows)
+    return compare, mark, selmem, aggmem
+
+
+@block
+def control(clk: Sig, rst: Sig, start: Sig, first: Sig, n: Sig, state: Sig, g: Sig, gmax: Sig, first_r: Sig, done: Sig,
+            b_cross: Sig, single: Sig, more: Sig, g_cross: Sig, l_cross: Sig, p: WTUParams):
+    """The WTU's state and row-group counter ``g`` (0..``gmax`` = ⌈n / lanes⌉ - 1): IDLE -> PRE -> TH -> WALK
+    (one pass over the groups per bucket) -> [RES_G -> RES_L] -> MARK -> FIN (``done``) -> IDLE."""
+    LB = (p.lanes - 1).bit_length()
+
+    @always_seq(clk.posedge, reset=rst)
+    def fsm():
+        done.next = 0
+        if state == IDLE:
+            if start:
+                state.next = PRE
+                g.next = 0
+                gmax.next = (n - 1) >> LB
+                first_r.next = first
+        elif state == PRE:
+            if g == gmax:
+                state.next = TH
+            else:
+                g.next = g + 1
+        elif state == TH:
+            g.next = 0
+            state.next = WALK
+        elif state == WALK:
+            if g != gmax:
+                g.next = g + 1
+            else:
+                g.next = 0
+                if b_cross and single:
+                    state.next = RESG
+                elif not b_cross and not more:
+                    state.next = MARK
+        elif state == RESG:
+            if g_cross:
                 state.next = RESL
-            elif g == gmax:  # unreachable when the bucket crossed; kept safe
-                all_sel.next = 1
+            elif g == gmax:
                 g.next = 0
                 state.next = MARK
             else:
-                acc.next = acc + r_sum
                 g.next = g + 1
         elif state == RESL:
-            if acc + r_lane > th:
-                jcut.next = g * L + lane
+            if l_cross:
                 g.next = 0
                 state.next = MARK
-            else:
-                acc.next = acc + r_lane
-                lane.next = lane + 1
         elif state == MARK:
             if g == gmax:
                 state.next = FIN
@@ -354,21 +447,76 @@ def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, 
             done.next = 1
             state.next = IDLE
 
+    return fsm
+
+
+# ------------------------------------------------------------------------------------------------- top
+@block
+def wtu(clk, rst, start, first, n, ratio, s_we, c_we, w_addr, s_wdata, c_wdata, sel_raddr, sel_rdata, agg_rdata,
+        busy, done, n_scans, p: WTUParams = WTUParams(), probe: dict | None = None):
+    """One WTU core. Ports: ``start`` processes the row in the score memory (``n`` valid entries, 1..n_max) with
+    ratio ``r_q`` (Q0.16); ``first`` (sampled with start) restarts the aggregate bitmask. ``s_we/c_we`` write one
+    row of ``lanes`` scores/counts at ``w_addr`` (idle only). ``sel_raddr`` reads a row of the row's selection
+    bitmask (``sel_rdata``) and of the aggregate (``agg_rdata``). ``n_scans`` counts WALK bucket scans.
+    ``probe`` (simulation only) receives the internal signals for tracing the bucket walk.
+    """
+    p.check()
+    L, WB, AB = p.lanes, W_BITS, acc_bits(p.n_max)
+    state = Signal(intbv(0)[3:])
+    g, gmax, raddr = (Signal(intbv(0)[p.row_bits:]) for _ in range(3))
+    lane = Signal(intbv(0)[p.lane_bits:])
+    jcut = Signal(intbv(0)[p.n_max.bit_length():])
+    tsum, th, acc, bsum, r_sum = (Signal(intbv(0)[AB:]) for _ in range(5))
+    mn, mx, bmax, bmin, nxt, wstar = (Signal(intbv(0)[WB:]) for _ in range(6))
+    r_min, r_max, r_bmax, r_bmin, r_nxt = (Signal(intbv(0)[WB:]) for _ in range(5))
+    nxt_v, r_nxt_v, all_sel, first_r = (Signal(bool(0)) for _ in range(4))
+    b_cross, single, more, g_cross, l_cross = (Signal(bool(0)) for _ in range(5))
+    s = Signal(intbv(0)[SHIFT_BITS:])
+    lo = Signal(intbv(0)[LO_BITS:])
+    hi = Signal(intbv(0)[LO_BITS + 1:])
+    r_lane = Signal(intbv(0)[2 * WB:])
+    scans = Signal(intbv(0)[len(n_scans):])
+    srow = Signal(intbv(0)[L * WB:])
+    crow = Signal(intbv(0)[L * C_BITS:])
+    vmask = Signal(intbv(0)[L:])
+
+    smem = ram(clk, s_we, w_addr, s_wdata, ((raddr, srow),), p.rows)
+    cmem = ram(clk, c_we, w_addr, c_wdata, ((raddr, crow),), p.rows)
+
+    @always_comb
+    def addr_mux():
+        if state == IDLE:
+            raddr.next = w_addr
+        else:
+            raddr.next = g
+
+    mask = valid_lanes(n, g, vmask, p)
+    lanes = row_reduce(state, srow, crow, vmask, lo, hi, lane, r_sum, r_min, r_max, r_bmax, r_bmin, r_nxt, r_nxt_v,
+                       r_lane, p)
+    pre = preprocess(clk, rst, state, start, ratio, r_sum, r_min, r_max, tsum, mn, mx, th, p)
+    walk = bucket_walk(clk, rst, state, start, g, gmax, mn, mx, th, r_sum, r_bmax, r_bmin, r_nxt, r_nxt_v, r_lane,
+                       g_cross, l_cross, s, lo, hi, acc, bsum, bmax, bmin, nxt, nxt_v, wstar, all_sel, scans, b_cross,
+                       single, more, p)
+    res = resolve(clk, rst, state, g, acc, th, r_sum, r_lane, lane, jcut, g_cross, l_cross, p)
+    agg = aggregate(clk, state, g, raddr, sel_raddr, srow, vmask, wstar, jcut, all_sel, first_r, sel_rdata,
+                    agg_rdata, p)
+    ctrl = control(clk, rst, start, first, n, state, g, gmax, first_r, done, b_cross, single, more, g_cross, l_cross,
+                   p)
+
     @always_comb
     def status():
         busy.next = state != IDLE
         n_scans.next = scans
 
     if probe is not None:
-        probe.update(bmin=bmin, bmax=bmax, r_bmin=r_bmin, r_bmax=r_bmax, state=state, g=g, s=s, lo=lo, hi=hi, acc=acc, bsum=bsum, th=th, tsum=tsum, mn=mn, mx=mx,
+        probe.update(state=state, g=g, s=s, lo=lo, hi=hi, acc=acc, bsum=bsum, th=th, tsum=tsum, mn=mn, mx=mx,
                      r_sum=r_sum, wstar=wstar, jcut=jcut, lane=lane, all_sel=all_sel)
-
-    return smem, cmem, selmem, aggmem, addr_mux, datapath, mark, fsm, status
+    return smem, cmem, addr_mux, mask, lanes, pre, walk, res, agg, ctrl, status
 
 
 def wtu_ports(p: WTUParams) -> dict:
-    ROWS = p.n_max // p.lanes
-    RB = max(1, (ROWS - 1).bit_length())
+    """Fresh top-level signals for :func:`wtu` (also used for conversion)."""
+    RB = p.row_bits
     return dict(
         clk=Signal(bool(0)), rst=ResetSignal(0, active=1, isasync=False), start=Signal(bool(0)),
         first=Signal(bool(0)), n=Signal(intbv(0)[p.n_max.bit_length():]),
@@ -379,6 +527,7 @@ def wtu_ports(p: WTUParams) -> dict:
         busy=Signal(bool(0)), done=Signal(bool(0)), n_scans=Signal(intbv(0)[8:]))
 
 
+# ---------------------------------------------------------------------------------------- simulation
 @dataclass
 class WTURowResult:
     selected: np.ndarray  # bool [n]
@@ -388,11 +537,65 @@ class WTURowResult:
     state_cycles: dict = field(default_factory=dict)  # cycles spent in each FSM state (PRE, WALK, RES_G, ...)
 
 
-def _pack(vals: np.ndarray, bits: int) -> int:
-    out = 0
-    for k, v in enumerate(vals):
-        out |= (int(v) & ((1 << bits) - 1)) << (k * bits)
+def check_rows(rows: list[tuple[np.ndarray, np.ndarray]], p: WTUParams) -> None:
+    """A ValueError for a row the WTU cannot hold: 1..n_max 16-bit weights and as many 16-bit counts."""
+    for w, c in rows:
+        if not 1 <= len(w) <= p.n_max or len(w) != len(c):
+            raise ValueError(f"a WTU row has {len(w)} weights / {len(c)} counts; 1..{p.n_max} equal lengths needed")
+        if np.min(w) < 0 or np.max(w) >= 1 << W_BITS or np.min(c) < 0 or np.max(c) >= 1 << C_BITS:
+            raise ValueError("WTU rows need 16-bit unsigned weights and counts (fixedpoint.quantize_weights / "
+                             "saturate_counts)")
+
+
+def _padded(v: np.ndarray, groups: int, lanes: int) -> np.ndarray:
+    out = np.zeros(groups * lanes, dtype=np.int64)
+    out[:len(v)] = v
     return out
+
+
+def _load_row(P: dict, w: np.ndarray, c: np.ndarray | None, L: int):
+    """Testbench step: write one row's scores (and, unless ``c`` is None, its counts) a row group per cycle."""
+    G = -(-len(w) // L)
+    wpad = _padded(w, G, L)
+    cpad = _padded(c, G, L) if c is not None else None
+    for r in range(G):
+        P["s_we"].next, P["w_addr"].next = 1, r
+        P["s_wdata"].next = pack_lanes(wpad[r * L:(r + 1) * L], W_BITS)
+        if cpad is not None:
+            P["c_we"].next, P["c_wdata"].next = 1, pack_lanes(cpad[r * L:(r + 1) * L], C_BITS)
+        yield P["clk"].negedge
+    P["s_we"].next, P["c_we"].next = 0, 0
+
+
+def _read_bits(P: dict, port: str, n: int, L: int, out: list):
+    """Testbench step: read ``n`` bits of the selection (``sel_rdata``) or aggregate (``agg_rdata``) memory."""
+    G = -(-n // L)
+    bits = np.zeros(G * L, dtype=bool)
+    for r in range(G):
+        P["sel_raddr"].next = r
+        yield P["clk"].negedge
+        v = int(P[port])
+        bits[r * L:(r + 1) * L] = [(v >> k) & 1 for k in range(L)]
+    out.append(bits[:n])
+
+
+def _run_row(P: dict, probe: dict, G: int, trace: bool, out: dict):
+    """Testbench step: clock until ``done``; count the cycles per state and, with ``trace``, sample each bucket
+    scan at its last row group (before the clock edge that decides it)."""
+    cycles, walk, sc = 0, [], {}
+    while True:
+        st = STATE_NAMES[int(probe["state"])]
+        sc[st] = sc.get(st, 0) + 1
+        if trace and int(probe["state"]) == WALK and int(probe["g"]) == G - 1:
+            tot = int(probe["bsum"]) + int(probe["r_sum"])
+            walk.append(dict(s=int(probe["s"]), lo=int(probe["lo"]), hi=int(probe["hi"]), bucket_sum=tot,
+                             acc_before=int(probe["acc"]), th=int(probe["th"]),
+                             crossed=int(probe["acc"]) + tot > int(probe["th"])))
+        yield P["clk"].negedge
+        cycles += 1
+        if P["done"]:
+            break
+    out.update(cycles=cycles, walk=walk, state_cycles=sc)
 
 
 def simulate_wtu(rows: list[tuple[np.ndarray, np.ndarray]], ratio_q: int, p: WTUParams = WTUParams(),
@@ -402,14 +605,10 @@ def simulate_wtu(rows: list[tuple[np.ndarray, np.ndarray]], ratio_q: int, p: WTU
 
     Consecutive rows with the same counts array object keep the count memory (one frame's clusters).
     Returns per-row results and, with ``aggregate``, the final aggregate bitmask (OR over all rows, which must
-    then share one n). ``trace`` records the bucket walk of every row (Fig. 11).
+    then share one n). ``trace`` records the bucket walk of every row (Fig. 11); ``record`` receives the port
+    values of every cycle (:func:`vrex_lib.hw._sim.io_monitor`).
     """
-    for w, c in rows:
-        if not 1 <= len(w) <= p.n_max or len(w) != len(c):
-            raise ValueError(f"a WTU row has {len(w)} weights / {len(c)} counts; 1..{p.n_max} equal lengths needed")
-        if np.min(w) < 0 or np.max(w) >= 1 << W_BITS or np.min(c) < 0 or np.max(c) >= 1 << C_BITS:
-            raise ValueError("WTU rows need 16-bit unsigned weights and counts (fixedpoint.quantize_weights / "
-                             "saturate_counts)")
+    check_rows(rows, p)
     P = wtu_ports(p)
     probe: dict = {}
     L = p.lanes
@@ -419,63 +618,25 @@ def simulate_wtu(rows: list[tuple[np.ndarray, np.ndarray]], ratio_q: int, p: WTU
     @block
     def bench():
         dut = wtu(**P, p=p, probe=probe)
-
         clkgen = clock_driver(P["clk"])
 
         @instance
         def tb():
-            clk = P["clk"]
-            yield from reset_pulse(clk, P["rst"])
+            yield from reset_pulse(P["clk"], P["rst"])
             last_c = None
             for i, (w, c) in enumerate(rows):
-                nn = len(w)
-                G = (nn + L - 1) // L
-                wpad = np.zeros(G * L, dtype=np.int64)
-                wpad[:nn] = w
-                for r in range(G):
-                    P["s_we"].next, P["w_addr"].next = 1, r
-                    P["s_wdata"].next = _pack(wpad[r * L:(r + 1) * L], W_BITS)
-                    if c is not last_c:
-                        cpad = np.zeros(G * L, dtype=np.int64)
-                        cpad[:nn] = c
-                        P["c_we"].next, P["c_wdata"].next = 1, _pack(cpad[r * L:(r + 1) * L], C_BITS)
-                    yield clk.negedge
-                P["s_we"].next, P["c_we"].next = 0, 0
+                yield from _load_row(P, w, None if c is last_c else c, L)
                 last_c = c
-                P["n"].next, P["ratio"].next, P["start"].next, P["first"].next = nn, ratio_q, 1, int(i == 0)
-                yield clk.negedge
+                P["n"].next, P["ratio"].next, P["start"].next, P["first"].next = len(w), ratio_q, 1, int(i == 0)
+                yield P["clk"].negedge
                 P["start"].next = 0
-                cycles, walk, sc = 0, [], {}
-                while True:
-                    st = STATE_NAMES[int(probe["state"])]
-                    sc[st] = sc.get(st, 0) + 1
-                    # sample the walk at the last row of each scan (before the clock edge that decides)
-                    if trace and int(probe["state"]) == WALK and int(probe["g"]) == G - 1:
-                        tot = int(probe["bsum"]) + int(probe["r_sum"])
-                        walk.append(dict(s=int(probe["s"]), lo=int(probe["lo"]), hi=int(probe["hi"]),
-                                         bucket_sum=tot, acc_before=int(probe["acc"]), th=int(probe["th"]),
-                                         crossed=int(probe["acc"]) + tot > int(probe["th"])))
-                    yield clk.negedge
-                    cycles += 1
-                    if P["done"]:
-                        break
-                sel = np.zeros(G * L, dtype=bool)
-                for r in range(G):
-                    P["sel_raddr"].next = r
-                    yield clk.negedge
-                    v = int(P["sel_rdata"])
-                    sel[r * L:(r + 1) * L] = [(v >> k) & 1 for k in range(L)]
-                results.append(WTURowResult(sel[:nn], cycles, int(P["n_scans"]), walk, sc))
+                run, sel = {}, []
+                yield from _run_row(P, probe, -(-len(w) // L), trace, run)
+                yield from _read_bits(P, "sel_rdata", len(w), L, sel)
+                results.append(WTURowResult(sel[0], run["cycles"], int(P["n_scans"]), run["walk"],
+                                            run["state_cycles"]))
             if aggregate:
-                nn = len(rows[-1][0])
-                G = (nn + L - 1) // L
-                agg = np.zeros(G * L, dtype=bool)
-                for r in range(G):
-                    P["sel_raddr"].next = r
-                    yield clk.negedge
-                    v = int(P["agg_rdata"])
-                    agg[r * L:(r + 1) * L] = [(v >> k) & 1 for k in range(L)]
-                agg_out.append(agg[:nn])
+                yield from _read_bits(P, "agg_rdata", len(rows[-1][0]), L, agg_out)
             raise StopSimulation()
 
         extra = [io_monitor(P, record)] if record is not None else []
