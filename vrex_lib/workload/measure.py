@@ -230,7 +230,7 @@ def _check_fits(model: StreamingVideoLLM, cfg: RuntimeConfig, points: list[int],
         return None
     note = (f"{model.name} was trained on {max_pos} positions; checkpoints beyond that run RoPE "
             "past its trained range (the selection statistics are still measured on its real keys)")
-    warnings.warn(f"workload measure: {note}", stacklevel=3)
+    warnings.warn(f"workload measure: {note}", stacklevel=4)  # at the caller of measure()
     return note
 
 
