@@ -152,7 +152,7 @@ def test_rows_without_configuration_key_are_not_resumed(tiny, tmp_path):
 # ------------------------------------------------------------------------------------------------ flags
 
 def test_coin_root_is_not_ignored_outside_the_full_profile(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("vrex_lib.runtime.build_model", _no_model)
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)
     rc = ev.main(["--task", "step", "--method", "full", "--profile", "default", "--coin-root", "/nonexistent",
                   "--out", str(tmp_path / "o.jsonl"), "--no-progress"])
     err = capsys.readouterr().err
@@ -183,7 +183,7 @@ def test_num_shards_zero_names_num_shards(tmp_path, capsys):
     (["--split", "nosuch"], "--split"),
 ])
 def test_bad_flags_name_the_flag_before_the_model_loads(tmp_path, capsys, monkeypatch, args, flag):
-    monkeypatch.setattr("vrex_lib.runtime.build_model", _no_model)
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)
     rc = ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl"),
                   "--no-progress", *args])
     err = capsys.readouterr().err
@@ -191,7 +191,7 @@ def test_bad_flags_name_the_flag_before_the_model_loads(tmp_path, capsys, monkey
 
 
 def test_unwritable_output_is_detected_before_the_model_loads(tmp_path, monkeypatch):
-    monkeypatch.setattr("vrex_lib.runtime.build_model", _no_model)
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
@@ -223,8 +223,8 @@ def test_every_video_unreadable_is_a_nonzero_exit(tmp_path, coin_copy, capsys, m
     from vrex_lib.runtime import build_model
 
     tiny = build_model("smoke")
-    monkeypatch.setattr("vrex_lib.runtime.build_model", lambda *a, **k: tiny)
-    monkeypatch.setattr("vrex_lib.runtime.validate_full_paths", lambda *a: {"llm": {}})
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", lambda *a, **k: tiny)
+    monkeypatch.setattr("vrex_lib.eval.run.validate_full_paths", lambda *a: {"llm": {}})
     monkeypatch.setattr("vrex_lib.eval.run._check_all", lambda *a: None)
     monkeypatch.setattr("vrex_lib.eval.run._shape_from_config", lambda *a: None)
     assert ev.main(args) == 2
@@ -233,7 +233,7 @@ def test_every_video_unreadable_is_a_nonzero_exit(tmp_path, coin_copy, capsys, m
     # no video file at all: refused before the model loads
     for v in (coin_copy / "videos").glob("*.mp4"):
         v.unlink()
-    monkeypatch.setattr("vrex_lib.runtime.build_model", _no_model)
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)
     assert ev.main(args) == 2
     assert "none of the 2 videos" in capsys.readouterr().err
 

@@ -147,14 +147,14 @@ def test_shadow_policies_do_not_steer_the_stream(tiny, stream):
     """Shadow selection leaves the stream exactly full attention, and each policy sees every step's keys."""
     from vrex_lib.config import ReSVConfig
     from vrex_lib.runtime import StreamingSession
-    from vrex_lib.workload.measure import _HookedSession, _make
+    from vrex_lib.workload.measure import _make
     from vrex_lib.workload.shadow import ShadowPolicy
 
     emb = tiny.embed_frames(stream.frames(0, 12))
     plain = StreamingSession(tiny, None, RuntimeConfig(kv_capacity=64))
     shadow = ShadowPolicy({m: _make(m, {}, ReSVConfig()) for m in ("resv", "rekv", "infinigen_p")}, 1)
-    sess = _HookedSession(tiny, shadow, RuntimeConfig(kv_capacity=64))
-    shadow.store, sess.shadow, shadow.active = sess.store, shadow, True
+    sess = StreamingSession(tiny, shadow, RuntimeConfig(kv_capacity=64), observers=[shadow])
+    shadow.active = True
     for s in (plain, sess):
         s.add_system_prompt("sys")
         for e in emb:

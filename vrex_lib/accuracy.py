@@ -2,6 +2,7 @@
 :mod:`vrex_lib.eval`, then turn its per-sample JSONL lines and retrieval traces into tables.
 
 Layering: above :mod:`vrex_lib.runtime`, :mod:`vrex_lib.retrieval` and :mod:`vrex_lib.eval`; below notebooks.
+The methods it runs are the method table's study list (:data:`vrex_lib.methods.STUDY`).
 
     run_study(["full", "resv"], ["step"], "default", root, model=model, max_samples=2, runtime_cfg=cfg)
     df = load_study(root, ["full", "resv"], ["step"])           # one row per (method, task, sample)
@@ -24,10 +25,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import methods
 from .config import RuntimeConfig
+from .eval import read_jsonl, run_eval, score_results
+from .runtime import load_trace
 
 #: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
-STUDY_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv", "resv_noclust")
+STUDY_METHODS: tuple[str, ...] = methods.STUDY
 #: Policy stats summed per sample into prediction-cost columns.
 COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
                                "clusters_selected")
@@ -50,8 +54,6 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
     for every method); None applies eval's default (Live1+'s 1,200-frame limit, VideoLLM-online's policy).
     ``prompt_layout``: 'coin' (question before the frames, as the checkpoint was trained) or 'live'.
     """
-    from .eval import run_eval
-
     order = sorted(methods, key=lambda m: m != "full")
     for m in order:
         d = method_dir(root, m, tag)
@@ -90,9 +92,6 @@ def trace_summary(tr) -> dict:
 def load_study(root: str | Path, methods: Sequence[str], tasks: Sequence[str], tag: str | None = None,
                with_traces: bool = True) -> pd.DataFrame:
     """One row per (method, task, sample): eval's columns + trace summaries; ``variant`` = tag or ''."""
-    from .eval import read_jsonl
-    from .runtime import load_trace
-
     rows = []
     for m in methods:
         for t in tasks:
@@ -134,8 +133,6 @@ def coin_accuracy(root: str | Path, method: str, task: str, profile: str, coin_r
     """COIN Top-1 (%) of one method × task over all its samples pooled, exactly as VideoLLM-online computes it
     (``metric='videollm-online'``; procedure tasks weight each counted step, unlike the per-sample mean of
     ``summarize``'s ``correct``) or with the strict variant."""
-    from .eval import score_results
-
     return score_results(method_dir(root, method, tag) / f"{task}.jsonl", profile, coin_root, metric=metric)
 
 

@@ -11,8 +11,9 @@ time around that point and reports, per point:
   retrieved-KV reuse), measured on the same runtime steps;
 * simulated per-frame latency and energy of the paper's model on V-Rex8 and V-Rex48 with that workload
   (:func:`vrex_lib.perf.simulate_measured`);
-* DRE cycles per layer (WTU bucket walk measured by simulating the MyHDL WTU on recorded real rows) and DRE
-  area/power per core from :mod:`vrex_lib.estimate`.
+* DRE cycles per layer (WTU bucket walk measured by simulating the MyHDL WTU on recorded real rows; the cycle
+  model is the simulator's, :func:`vrex_lib.perf.methods.dre_cycles`) and DRE area/power per core from
+  :mod:`vrex_lib.estimate`.
 
 ReSV parameters change selections, so they are measured on the runtime (cached in ``results/data``; a cache whose
 inputs differ is recomputed, never reused). Hardware parameters (HCU/WTU lanes, WTU buckets, KVMU capacity) do not
@@ -21,6 +22,10 @@ change which tokens are selected, so they reuse the paper point's measured workl
     spec = sweep_spec("default")
     fid = measure_fidelity(spec, out=results_dir() / "data" / "dse_fidelity_default.json")
     df = design_space(spec, fid)                    # one row per point, with pareto_* columns
+
+The interactive view of notebook 08 is built from the layers below and re-exported here: the captured layer
+(:func:`vrex_lib.keys.capture_stream_qkv`), ReSV's selection on it (:func:`vrex_lib.resv.analysis.selection_view`)
+and the simulated step it implies (:func:`vrex_lib.perf.sim.step_latency_ms`).
 """
 from __future__ import annotations
 
@@ -34,10 +39,22 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from .config import REPO_ROOT, ReSVConfig, RuntimeConfig, VRexCoreConfig
+from . import _io, keys, report
+from .config import ReSVConfig, RuntimeConfig, VRexCoreConfig
 from .estimate.core import dre_area_power
 from .hw.analysis import wtu_walk_stats
+from .hw.timing import wtu_cycles
+from .notebook import _interactive
+from .perf import simulate_measured
+from .perf.methods import dre_cycles
+from .perf.sim import step_latency_ms
+from .resv.analysis import selection_view  # noqa: F401  (notebook 08 reads dse.selection_view)
+from .retrieval import make_policy
+from .runtime import DEFAULT_SYSTEM_PROMPT, AskAtEnd, Question, StreamingSession, build_model, drive
+from .streams import clips_back_to_back
+from .workload import measure
 
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
 PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
@@ -129,69 +146,37 @@ def sweep_spec(profile: str) -> SweepSpec:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Streams over real footage.
-
-def stream_frames_of(videos: Sequence[str], n_frames: int, fps: float,
-                     root: Path = REPO_ROOT) -> tuple[np.ndarray, np.ndarray]:
-    """``n_frames`` frames at ``fps`` from ``videos`` played back to back: (uint8 [T, H, W, 3], times [T] s on one
-    clock). Missing clips are a clear error; fewer frames than asked is an error naming the fix."""
-    from .video import read_frames
-
-    frames, times, t0 = [], [], 0.0
-    for v in videos:
-        p = root / v
-        if not p.exists():
-            raise FileNotFoundError(f"{p}: design-space stream clip missing; build the fixture with `make data`")
-        fr, ts = read_frames(p, fps=fps, max_side=384, pad_square=True)
-        need = n_frames - len(frames)
-        frames += list(fr[:need])
-        times += list(ts[:need] + t0)
-        t0 += float(ts[-1]) + 1.0 / fps
-        if len(frames) >= n_frames:
-            break
-    if len(frames) < n_frames:
-        raise ValueError(f"the clips {list(videos)} give {len(frames)} frames at {fps} fps, fewer than the "
-                         f"{n_frames} asked; add clips or lower the frame count")
-    return np.stack(frames), np.asarray(times)
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # Fidelity + workload of the ReSV points, measured on the runtime.
 
-def _run_one(model, frame_embeds, times, policy, answer_ids, cfg: RuntimeConfig, max_new_tokens: int) -> dict:
-    from .runtime import StreamingSession
+def _none(x: float) -> float | None:
+    return None if math.isnan(x) else x
 
+
+def _run_one(model, frame_embeds, times, policy, answer_ids, cfg: RuntimeConfig, max_new_tokens: int) -> dict:
+    """One steered session over the stream and the question; its fidelity proxies and frame-stage workload."""
     sess = StreamingSession(model, policy, cfg)
-    sess.add_system_prompt()
-    for e, t in zip(frame_embeds, times):
-        sess.add_frame_embeds(e, float(t))
-    kv_len = sess.n_tokens
-    ans = sess.ask(QUESTION, max_new_tokens=max_new_tokens, force_ids=answer_ids)
-    tr = sess.trace()
-    rec = dict(kv_len=int(kv_len), answer=ans, answer_ids=list(sess.last_answer["ids"]))
-    agree = sess.last_answer.get("agreement")
-    rec["answer_agreement"] = float(np.mean(agree)) if agree else None
+    ans = drive(sess, zip(frame_embeds, times),
+                AskAtEnd([Question(QUESTION, max_new_tokens, force_ids=answer_ids)]))[0]
+    rec = dict(kv_len=int(ans.kv_len), answer=ans.text, answer_ids=list(ans.ids))
+    rec["answer_agreement"] = float(np.mean(ans.agreement)) if ans.agreement else None
     if policy is None:
         return rec
+    tr = sess.trace()
     err = tr.arrays["attn_err"].astype(np.float64)
     app = np.broadcast_to(tr.arrays["applied"][:, :, None], err.shape)
     ok = app & np.isfinite(err)
     rec["attn_rel_error"] = float(err[ok].mean()) if ok.any() else None
-    fr = tr.step_mask("frame")
-    r = tr.retrieval_ratio("frame")
-    rec["selected_frac"] = None if math.isnan(r) else r
-    reuse = tr.reuse_fraction("frame")
-    rec["reuse_frac"] = None if math.isnan(reuse) else reuse
+    rec["selected_frac"] = _none(tr.retrieval_ratio("frame"))
+    rec["reuse_frac"] = _none(tr.reuse_fraction("frame"))
     st = tr.stats
     if "clusters" in st and "table_tokens" in st:
-        last = np.nonzero(fr)[0][-1]
-        cl, tt = st["clusters"][last], st["table_tokens"][last]
+        last = np.nonzero(tr.step_mask("frame"))[0][-1]
+        cl = st["clusters"][last]
         ok2 = np.isfinite(cl) & (cl > 0)
-        rec["tokens_per_cluster"] = float(np.mean(tt[ok2] * model.n_kv_heads / cl[ok2])) if ok2.any() else None
+        rec["tokens_per_cluster"] = _none(tr.tokens_per_cluster(last))
         rec["n_clusters"] = float(np.mean(cl[ok2] / model.n_kv_heads)) if ok2.any() else None
     if "prefix_frac" in st:
-        pf = st["prefix_frac"][fr]
-        rec["wics_exit_frac"] = float(np.nanmean(pf)) if np.isfinite(pf).any() else None
+        rec["wics_exit_frac"] = _none(tr.wics_exit_fraction("frame"))
     return rec
 
 
@@ -204,8 +189,6 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     Each point is run as its own session with the policy applied (its selections shape the rest of the stream, as
     in deployment); ``full`` runs first on each stream and its greedy answer is the teacher-forced reference.
     """
-    from .runtime import build_model
-
     out = Path(out)
     model = model or build_model(spec.profile)
     key = spec.inputs_key(model.name)
@@ -216,10 +199,6 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
             old = {}
         if old.get("schema") == SCHEMA and old.get("inputs_key") == key:
             return old
-    from tqdm.auto import tqdm
-
-    from .retrieval import make_policy
-
     t_start = time.perf_counter()
     cfg = RuntimeConfig(measure_attn_error=True)
     pts = spec.resv_points()
@@ -231,7 +210,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     total = sum(1 + len(names) for _, _, names in streams.values())
     bar = tqdm(total=total, desc=f"design space ({spec.profile})", unit="run", disable=not progress)
     for sname, (videos, n_frames, names) in streams.items():
-        frames, times = stream_frames_of(videos, n_frames, spec.fps)
+        frames, times = clips_back_to_back(videos, n_frames, spec.fps)
         emb = model.embed_frames(frames)
         ref = _run_one(model, emb, times, None, None, cfg, spec.max_new_tokens)
         stream_info[sname] = dict(videos=list(videos), n_frames=int(n_frames), kv_len=ref["kv_len"],
@@ -250,8 +229,6 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     doc = dict(schema=SCHEMA, profile=spec.profile, model=model.name, inputs_key=key, points=pts, results=res,
                streams=stream_info, fidelity_source="runtime sessions per point, teacher-forced on full's answer",
                elapsed_s=time.perf_counter() - t_start)
-    from . import _io
-
     _io.write_text(out, json.dumps(doc, indent=1, default=float))
     return doc
 
@@ -262,8 +239,6 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
     key). Returns {point name: [workload-file checkpoint dicts, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
     if not spec.shadow_kv:
         return {}
-    from .workload import measure
-
     pts = spec.resv_points()
     paper = next(iter(pts))
     variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
@@ -286,18 +261,21 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
 # ---------------------------------------------------------------------------------------------------------------
 # DRE: WTU walk measured in MyHDL on real rows; cycles per layer; area/power from the estimator.
 
-def dre_layer_cycles(core: VRexCoreConfig, kv_len: int, tokens_per_cluster: float, walk: dict, *, n_cores: int,
-                     n_new: int = 10, n_kv_heads: int = 8, n_q_heads: int = 32, kv_capacity: int = 4096) -> dict:
+def dre_layer_cycles(core: VRexCoreConfig, kv_len: int, tokens_per_cluster: float, walk: dict | None = None, *,
+                     n_cores: int, n_new: int = 10, n_kv_heads: int = 8, n_q_heads: int = 32,
+                     kv_capacity: int = 4096) -> dict:
     """HCU and WTU cycles of one decoder layer of the paper's model (Llama-3-8B: 8 KV / 32 query heads) for one
-    frame step of ``n_new`` tokens at ``kv_len``, spread over ``n_cores`` DREs, with the measured walk ``walk``."""
-    from .hw import timing
-
+    frame step of ``n_new`` tokens at ``kv_len``, spread over ``n_cores`` DREs: the simulator's cycle model
+    (:func:`vrex_lib.perf.methods.dre_cycles`, no cluster opened during the frame), with the WTU walk ``walk``
+    (scans_per_row, resolve_per_row: :func:`wtu_walk_stats`) in place of the measured 16-bucket walk it assumes
+    (``walk`` None keeps that one)."""
     C = max(1, int(math.ceil(kv_len / max(1.0, tokens_per_cluster))))
     C_recent = max(1, int(round(min(kv_len, kv_capacity) / max(1.0, tokens_per_cluster))))
     tok_per_unit = math.ceil(n_kv_heads * n_new / n_cores)
     rows_per_unit = math.ceil(n_q_heads * n_new / n_cores)
-    hcu = timing.hcu_cycles(tok_per_unit, C_recent, core)
-    wtu = timing.wtu_cycles(rows_per_unit, C, walk["scans_per_row"], core, resolve=walk["resolve_per_row"])
+    hcu, wtu = dre_cycles(tok_per_unit, C_recent, 0, rows_per_unit, C, core)
+    if walk is not None:
+        wtu = wtu_cycles(rows_per_unit, C, walk["scans_per_row"], core, resolve=walk["resolve_per_row"])
     return dict(hcu_cycles=int(hcu), wtu_cycles=int(wtu), dre_us=(hcu + wtu) / core.freq_hz * 1e6)
 
 
@@ -323,8 +301,6 @@ def hardware_points(spec: SweepSpec) -> list[Point]:
 
 
 def _sim(system: str, kv_len: int, wl: dict, core: VRexCoreConfig, p: dict) -> tuple:
-    from .perf import simulate_measured
-
     r = simulate_measured(system, "resv", "frame", kv_len, selected_frac=wl.get("selected_frac"),
                           tokens_per_cluster=wl.get("tokens_per_cluster"), wics_exit_frac=wl.get("wics_exit_frac"),
                           reuse=wl.get("reuse_frac"), source=f"design point {point_name(p)}", system_core=core,
@@ -337,8 +313,6 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
     V-Rex48 per-frame latency (ms) and energy (mJ); ``pareto_latency`` / ``pareto_area`` mark the points no other
     point beats on (attention error, V-Rex8 latency) / (attention error, DRE area). ``shadow``
     (:func:`measure_shadow`) supplies every point's workload from the long stream (its longest checkpoint)."""
-    from .hw.timing import MEASURED_RESOLVE_PER_ROW, MEASURED_SCANS_PER_ROW
-
     res = fid["results"]
     paper_name = point_name({k: PAPER_POINT[k] for k in RESV_KEYS})
     points = [Point("paper" if n == paper_name else "resv", dict(PAPER_POINT, **p), n)
@@ -377,8 +351,7 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
             dre = dre_layer_cycles(core, spec.kv_len_sim, tpc, walk, n_cores=n_cores, kv_capacity=int(p["kv_capacity"]))
             # The simulator's DRE model uses the 16-bucket walk measured in hw.timing; a point whose measured walk
             # is longer adds the part of the difference the LXE's layer time cannot hide (docs/DECISIONS.md D91).
-            base = dre_layer_cycles(core, spec.kv_len_sim, tpc, dict(scans_per_row=MEASURED_SCANS_PER_ROW,
-                                    resolve_per_row=MEASURED_RESOLVE_PER_ROW), n_cores=n_cores,
+            base = dre_layer_cycles(core, spec.kv_len_sim, tpc, None, n_cores=n_cores,
                                     kv_capacity=int(p["kv_capacity"]))
             lxe_layer_us = 1e3 * (lat - r.breakdown_ms.get("vision_mlp", 0.0)) / L
             exposed_ms = L * max(0.0, dre["dre_us"] - max(base["dre_us"], lxe_layer_us)) / 1e3
@@ -411,8 +384,6 @@ def pareto_mask(a, b) -> np.ndarray:
 
 def write_design_space(df: pd.DataFrame, profile: str, out: str | Path | None = None) -> Path:
     """``results/tables/design_space.csv`` (atomic, via :func:`vrex_lib.report.write_wide_table`)."""
-    from . import report
-
     n_p = int(df["pareto_latency"].sum())
     summary = ["point", "attn_rel_error_fixture", "answer_agreement_fixture", "selected_frac", "tokens_per_cluster",
                "vrex8_latency_ms", "vrex8_energy_mJ", "vrex48_latency_ms", "dre_area_mm2", "dre_power_mW"]
@@ -422,74 +393,24 @@ def write_design_space(df: pd.DataFrame, profile: str, out: str | Path | None = 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Interactive view: one layer's selection on a real stream, and the simulated step it implies.
+# Interactive view (notebook 08): one layer's selection on a real stream, and the simulated step it implies.
 
 def capture_stream_qkv(model, videos: Sequence[str], n_frames: int, fps: float = 2.0, layer: int | None = None) -> dict:
     """Post-RoPE q, k, v [H, T, D] of one layer for ``<bos> system prompt`` + ``n_frames`` frames of ``videos``
-    (10 tokens each, no interval tokens: a plain prefill, for the selection view). Returns dict(q, k, v, n_sink,
-    frame_len, layer)."""
-    import torch
-
-    from .keys import capture_qkv
-    from .runtime import DEFAULT_SYSTEM_PROMPT, FRAME_TOKENS
-
-    layer = model.n_layers // 2 if layer is None else int(layer)
-    frames, _ = stream_frames_of(videos, n_frames, fps)
-    ids = ([] if model.bos_token_id is None else [model.bos_token_id]) + model.encode(DEFAULT_SYSTEM_PROMPT + "\n")
-    emb = torch.cat([model.embed_text(ids), model.embed_frames(frames).reshape(-1, model.hidden_size)], 0)
-    q, k, v = capture_qkv(model.llm, inputs_embeds=emb, layers=[layer])[layer]
-    return dict(q=q, k=k, v=v, n_sink=len(ids), frame_len=FRAME_TOKENS, layer=layer)
-
-
-def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = PAPER_POINT["n_hp"]) -> dict:
-    """ReSV at (N_hp, Th_hp, Th_r-wics) on the captured layer, for the last frame's queries: selected mask
-    [Hkv, T] (True = selected candidate), selected fraction, tokens per cluster, relative attention-output error
-    vs full attention."""
-    import torch
-
-    from .resv import HashClusterTable, select_tokens
-    from .resv.analysis import masked_attention
-
-    q, k, v, n_sink, fl = cap["q"], cap["k"], cap["v"], cap["n_sink"], cap["frame_len"]
-    Hq, T, D = q.shape
-    cfg = ReSVConfig(n_hp=int(n_hp), th_hp=int(th_hp), ratio=float(ratio))
-    table = HashClusterTable(k.shape[0], D, cfg, cap["layer"])
-    pos = torch.arange(T)
-    table.add_frame(k[:, :n_sink], pos[:n_sink])
-    starts = list(range(n_sink, T, fl))
-    for a in starts:
-        table.add_frame(k[:, a:min(a + fl, T)], pos[a:min(a + fl, T)])
-    a = starts[-1]
-    cands = pos[n_sink:a]
-    sel = select_tokens(q[:, a:T], table, cfg.ratio, cfg, candidates=cands)
-    mask = torch.zeros(len(sel.indices), T, dtype=torch.bool)
-    for i, idx in enumerate(sel.indices):
-        mask[i, idx] = True
-    keep = mask.clone()
-    keep[:, :n_sink] = True
-    keep[:, a:] = True
-    causal = pos[None, :T] <= pos[a:T, None]
-    full = masked_attention(q[:, a:T], k, v, causal.expand(Hq, -1, -1))
-    kk = keep.repeat_interleave(Hq // keep.shape[0], 0)
-    approx = masked_attention(q[:, a:T], k, v, kk[:, None, :] & causal[None])
-    n_cl = float(np.mean(sel.stats["clusters"]))
-    return dict(mask=mask.numpy(), selected_frac=float(sel.ratio()), tokens_per_cluster=table.n_tokens / max(1.0, n_cl),
-                rel_err=float((approx - full).norm() / full.norm()), n_candidates=int(cands.numel()),
-                wics_exit_frac=float(sel.stats["prefix_frac"]), n_sink=n_sink, frame_start=a)
+    played back to back (:func:`vrex_lib.keys.capture_stream_qkv`; 10 tokens a frame, no interval tokens: a plain
+    prefill, for :func:`selection_view`). Returns dict(q, k, v, n_sink, frame_len, layer)."""
+    frames, _ = clips_back_to_back(videos, n_frames, fps)
+    return keys.capture_stream_qkv(model, frames, DEFAULT_SYSTEM_PROMPT + "\n", layer)
 
 
 def simulated_step(kv_len: int, view: dict, systems: Sequence[str] = ("vrex8", "agx_orin")) -> dict[str, float]:
     """Per-frame latency (ms) of the paper's model at ``kv_len`` with the view's selection, per system."""
-    from .perf import simulate_measured
-
-    return {s: float(simulate_measured(s, "resv", "frame", int(kv_len), selected_frac=view["selected_frac"],
-                                       tokens_per_cluster=view["tokens_per_cluster"],
-                                       wics_exit_frac=view["wics_exit_frac"], source="selection view").latency_ms)
-            for s in systems}
+    return step_latency_ms(systems, "resv", "frame", int(kv_len), selected_frac=view["selected_frac"],
+                           tokens_per_cluster=view["tokens_per_cluster"], wics_exit_frac=view["wics_exit_frac"],
+                           source="selection view")
 
 
 def interactive() -> bool:
     """True in a live Jupyter kernel (widgets work); False under papermill or plain Python (draw static plots)."""
-    from .notebook import _interactive
-
     return _interactive()
+

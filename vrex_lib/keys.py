@@ -4,7 +4,8 @@ Uses transformers' own extension point (its documented ``AttentionInterface``): 
 ``AttentionInterface`` (plus the sdpa mask via ``AttentionMaskInterface``) records what each layer's
 attention receives -- queries ``[B, Hq, T, D]`` and keys/values ``[B, Hkv, T, D]``, after RoPE -- and then
 calls the stock sdpa attention, so outputs are unchanged. No model class is patched. The runtime's
-serving hook is separate (``vrex_lib.runtime``); this one is for Fig. 7(b), notebook 02 and DRE traces.
+serving hook is separate (``vrex_lib.runtime``); this one is for Fig. 7(b), notebook 02, DRE traces and the
+selection view of notebook 08 (:func:`capture_stream_qkv`: one layer of a streaming model over a prompt and frames).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import contextlib
 import threading
 
 import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 ATTN_NAME = "vrex_capture_qk"
 _state = threading.local()
@@ -19,8 +21,6 @@ _registered = False
 
 
 def _capture_attention(module, query, key, value, attention_mask, **kwargs):
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     rec = getattr(_state, "record", None)
     layer = getattr(module, "layer_idx", None)
     if rec is not None and (rec["layers"] is None or layer in rec["layers"]):
@@ -33,6 +33,7 @@ def _register() -> None:
     global _registered
     if _registered:
         return
+    # imported here, not at the top: the registries load transformers.modeling_utils (~4 s on 2 cores)
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import sdpa_mask
 
@@ -86,3 +87,16 @@ def capture_qk(model, input_ids: torch.Tensor | None = None, inputs_embeds: torc
                layers=None) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
     """Like :func:`capture_qkv` without the values: ``{layer: (q [Hq,T,D], k [Hkv,T,D])}``."""
     return {l: (q, k) for l, (q, k, _) in capture_qkv(model, input_ids, inputs_embeds, layers).items()}
+
+
+def capture_stream_qkv(model, frames, prefix: str, layer: int | None = None) -> dict:
+    """Post-RoPE q [Hq, T, D], k, v [Hkv, T, D] of one layer of a streaming video LLM
+    (:class:`~vrex_lib.runtime.StreamingVideoLLM`) for ``<bos> prefix`` followed by the frame tokens of ``frames``
+    (uint8 [F, H, W, 3]) in one plain prefill (no interval tokens, no cache). ``layer`` defaults to the middle one.
+    Returns dict(q, k, v, n_sink = prefix tokens, frame_len = tokens per frame, layer)."""
+    layer = model.n_layers // 2 if layer is None else int(layer)
+    ids = ([] if model.bos_token_id is None else [model.bos_token_id]) + model.encode(prefix)
+    frame_tokens = model.embed_frames(frames)                                   # [F, frame_len, hidden]
+    emb = torch.cat([model.embed_text(ids), frame_tokens.reshape(-1, model.hidden_size)], 0)
+    q, k, v = capture_qkv(model.llm, inputs_embeds=emb, layers=[layer])[layer]
+    return dict(q=q, k=k, v=v, n_sink=len(ids), frame_len=int(frame_tokens.shape[1]), layer=layer)

@@ -13,7 +13,7 @@ Every frame is one prefill step of :class:`~vrex_lib.runtime.StreamingSession`. 
 * ``kv`` tokens, ``dev MiB`` / ``host MiB``: this model's KV cache in the device (KVMU window + sinks) and
   offloaded tiers (``RuntimeConfig.kv_capacity``);
 * ``sel``: selected / candidate tokens over (layer, KV head) where the policy ran; ``tok/cl``: mean tokens per
-  ReSV cluster (ReSV only).
+  ReSV cluster (ReSV only) -- both :func:`vrex_lib.runtime.step_stats` of the step.
 
 Questions (``--ask "question@seconds"``, repeatable) are asked once the stream passes their time; the greedy
 answer is printed with its per-token wall time. Bad input fails before the model loads: a missing or
@@ -22,6 +22,8 @@ undecodable video, a question time past the end, or a stream longer than ``--max
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import math
 import sys
 import time
@@ -29,8 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+from tqdm.auto import tqdm
 
-from .config import PROFILES, RuntimeConfig
+from . import methods
+from .config import PROFILES, RuntimeConfig, profile_config, seed_everything
+from .notebook import _set_threads
+from .perf.sim import step_latency_ms
+from .retrieval import make_policy
+from .runtime import (AskAtTimes, ContextTooLarge, Question, StreamingSession, build_model, check_context, drive,
+                      kv_bytes, step_stats, tokens_for, validate_full_paths)
+from .video import VideoDecodeError, probe, request_times, stream_frames
 
 DEFAULT_MAX_FRAMES = 600
 SYSTEMS = ("vrex8", "agx_orin")
@@ -40,14 +51,9 @@ class StreamInputError(ValueError):
     """Bad command-line input, detected before any model is loaded."""
 
 
-@dataclass(frozen=True)
-class Question:
-    text: str
-    time_s: float
-
-
 def parse_ask(spec: str) -> Question:
-    """``"question@seconds"`` -> Question; the last ``@`` separates the time."""
+    """``"question@seconds"`` -> :class:`~vrex_lib.runtime.Question` (text, time_s); the last ``@`` separates the
+    time."""
     if "@" not in spec:
         raise StreamInputError(f"--ask {spec!r}: write it as \"question@seconds\", e.g. \"What is he doing?@12.5\"")
     text, t = spec.rsplit("@", 1)
@@ -59,7 +65,7 @@ def parse_ask(spec: str) -> Question:
         raise StreamInputError(f"--ask {spec!r}: the question before '@' is empty")
     if not math.isfinite(ts) or ts < 0:
         raise StreamInputError(f"--ask {spec!r}: the time must be a non-negative number of seconds")
-    return Question(text.strip(), ts)
+    return Question(text.strip(), time_s=ts)
 
 
 @dataclass
@@ -76,8 +82,6 @@ def plan_stream(video: str | Path, fps: float, asks: list[str], max_frames: int 
                 end_s: float | None = None) -> StreamPlan:
     """Probe ``video`` and check the request (stream [0, ``end_s``], default the whole video); raises
     :class:`StreamInputError` naming the fix."""
-    from .video import VideoDecodeError, probe, request_times
-
     if not fps > 0 or not math.isfinite(fps):
         raise StreamInputError(f"--fps {fps}: must be a positive number of frames per second (VideoLLM-online: 2)")
     if max_frames < 1:
@@ -106,45 +110,14 @@ def plan_stream(video: str | Path, fps: float, asks: list[str], max_frames: int 
 
 
 # ---------------------------------------------------------------------------------------------------------------
-def step_stats(row: dict, n_kv_heads: int) -> dict:
-    """Selected fraction, tokens per cluster and WiCSum walk fraction of one runtime step (a TraceBuilder row).
-
-    sel_frac = Σ selected / Σ candidates over the (layer, KV head) cells where the policy ran (NaN if none);
-    tokens_per_cluster = table tokens / clusters per KV head, mean over those layers (NaN if not ReSV)."""
-    applied = np.asarray(row["applied"], bool)
-    cand = int(row["n_candidates"])
-    sel = np.asarray(row["selected"], np.float64)
-    out = dict(sel_frac=math.nan, tokens_per_cluster=math.nan, wics_exit_frac=math.nan)
-    if applied.any() and cand > 0:
-        out["sel_frac"] = float(sel[applied].sum() / (cand * applied.sum() * sel.shape[1]))
-    st = row.get("stats") or {}
-    if "clusters" in st and "table_tokens" in st:
-        cl = np.asarray(st["clusters"], np.float64).reshape(-1)
-        tt = np.asarray(st["table_tokens"], np.float64).reshape(-1)
-        ok = np.isfinite(cl) & np.isfinite(tt) & (cl > 0)
-        if ok.any():
-            out["tokens_per_cluster"] = float(np.mean(tt[ok] * n_kv_heads / cl[ok]))
-    if "prefix_frac" in st:
-        pf = np.asarray(st["prefix_frac"], np.float64).reshape(-1)
-        if np.isfinite(pf).any():
-            out["wics_exit_frac"] = float(np.nanmean(pf))
-    return out
-
-
 def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") -> dict[str, float]:
-    """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (NaN if the
-    method has no simulator model)."""
-    from .perf import SIM_METHOD, simulate_measured
-
-    if method not in SIM_METHOD:
+    """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (``stats``:
+    :func:`vrex_lib.runtime.step_stats`; NaN if the method has no simulator model)."""
+    if method not in methods.SIM_METHOD:
         return {s: math.nan for s in SYSTEMS}
-    out = {}
-    for s in SYSTEMS:
-        r = simulate_measured(s, method, stage, kv_len, selected_frac=stats["sel_frac"],
-                              tokens_per_cluster=stats["tokens_per_cluster"], wics_exit_frac=stats["wics_exit_frac"],
-                              source="this step of vrex_lib.live")
-        out[s] = float(r.latency_ms)
-    return out
+    return step_latency_ms(SYSTEMS, method, stage, kv_len, selected_frac=stats["selected_frac"],
+                           tokens_per_cluster=stats["tokens_per_cluster"], wics_exit_frac=stats["wics_exit_frac"],
+                           source="this step of vrex_lib.live")
 
 
 HEADER = (f"{'frame':>5} {'t s':>6} {'kv':>6} {'wall ms':>8} {'cpu ms':>7} {'V-Rex8 ms':>9} {'Orin ms':>8} "
@@ -164,6 +137,38 @@ def format_row(r: dict) -> str:
             f"{r['host_mib']:>8.2f} {_fmt(r['sel_frac'], '>6.3f')} {_fmt(r['tokens_per_cluster'], '>6.1f')}")
 
 
+class _LiveTable(AskAtTimes):
+    """The schedule of :func:`run_stream`: questions at their times, one printed row per frame."""
+
+    def __init__(self, plan: StreamPlan, model, method: str, max_new_tokens: int, simulate: bool, say, bar):
+        super().__init__([dataclasses.replace(q, max_new_tokens=max_new_tokens) for q in plan.questions])
+        self.model, self.method, self.simulate, self.say, self.bar = model, method, simulate, say, bar
+        self.per_tok = kv_bytes(model, 1)
+        self.rows: list[dict] = []
+        self.answer_rows: list[dict] = []
+
+    def after_frame(self, sess, index, time_s, wall_s, cpu_s) -> None:
+        st = step_stats(sess.stats[-1], self.model.n_kv_heads)
+        n = sess.n_tokens
+        n_host = sess.store.n_host(n)
+        sim = simulated_ms(self.method, n, st) if self.simulate else {s: math.nan for s in SYSTEMS}
+        r = dict(frame=index, t_s=float(time_s), kv_len=n, wall_ms=1e3 * wall_s, cpu_ms=1e3 * cpu_s,
+                 vrex8_ms=sim["vrex8"], agx_orin_ms=sim["agx_orin"], dev_mib=(n - n_host) * self.per_tok / 2**20,
+                 host_mib=n_host * self.per_tok / 2**20, sel_frac=st["selected_frac"],
+                 tokens_per_cluster=st["tokens_per_cluster"], wics_exit_frac=st["wics_exit_frac"])
+        self.rows.append(r)
+        self.say(format_row(r))
+        self.bar.update(1)
+
+    def on_answer(self, sess, a) -> None:
+        ms_per_token = 1e3 * a.wall_s / max(1, len(a.steps))
+        self.answer_rows.append(dict(question=a.question.text, time_s=a.question.time_s,
+                                     after_frame_s=a.after_frame_s, answer=a.text, wall_ms_per_token=ms_per_token,
+                                     kv_len=sess.n_tokens))
+        self.say(f"  Q@{a.question.time_s:g}s: {a.question.text}\n  A: {a.text}   [{ms_per_token:.1f} ms/token on "
+                 f"this machine, kv {sess.n_tokens}]")
+
+
 def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.0,
                runtime: RuntimeConfig | None = None, max_new_tokens: int = 32, progress: bool = True,
                out=None, trace_path: str | Path | None = None, simulate: bool = True) -> dict:
@@ -171,25 +176,13 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
 
     Returns dict(rows=[per-frame dicts], answers=[dict(question, time_s, answer, wall_ms_per_token)], trace=path).
     """
-    from tqdm.auto import tqdm
-
-    from .retrieval import make_policy
-    from .runtime import StreamingSession, check_context, kv_bytes, tokens_for
-    from .video import stream_frames
-
     out = out or sys.stdout
     cfg = runtime or RuntimeConfig()
     n_q_tokens = sum(len(model.encode(q.text)) + 8 for q in plan.questions)
     need = tokens_for(len(plan.times), question_tokens=n_q_tokens,
                       max_new_tokens=max_new_tokens * max(1, len(plan.questions)), interval_token=cfg.interval_token)
     check_context(model, need, cfg, what=f"{plan.video.name} at {fps:g} fps ({len(plan.times)} frames)")
-    policy = None if method == "full" else make_policy(method)
-    sess = StreamingSession(model, policy, cfg)
-    sess.add_system_prompt()
-    per_tok = kv_bytes(model, 1)
-    pending = list(plan.questions)
-    rows, answers = [], []
-    seen = {"t": None}  # time of the last frame streamed
+    sess = StreamingSession(model, None if method == "full" else make_policy(method), cfg)
 
     def say(line: str) -> None:
         if progress:
@@ -197,71 +190,43 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
         else:
             print(line, file=out, flush=True)
 
-    def answer_due(t_now: float | None) -> None:
-        while pending and (t_now is None or pending[0].time_s <= t_now):
-            q = pending.pop(0)
-            n0 = len(sess.stats)
-            t0 = time.perf_counter()
-            a = sess.ask(q.text, max_new_tokens=max_new_tokens)
-            dt = time.perf_counter() - t0
-            n_steps = max(1, len(sess.stats) - n0)
-            answers.append(dict(question=q.text, time_s=q.time_s, after_frame_s=seen["t"], answer=a,
-                                wall_ms_per_token=1e3 * dt / n_steps, kv_len=sess.n_tokens))
-            say(f"  Q@{q.time_s:g}s: {q.text}\n  A: {a}   [{1e3 * dt / n_steps:.1f} ms/token on this machine, "
-                f"kv {sess.n_tokens}]")
-
     say(f"# {plan.video.name}: {len(plan.times)} frames at {fps:g} fps, method {method}, model {model.name}; "
         f"V-Rex8/Orin = simulated Llama-3-8B frame step at this kv with this step's selection")
     say(HEADER)
     bar = tqdm(total=len(plan.times), unit="frame", desc=plan.video.name, disable=not progress, file=out,
                leave=False)
+    table = _LiveTable(plan, model, method, max_new_tokens, simulate, say, bar)
+    frames = itertools.islice(((f, t) for t, f in stream_frames(plan.video, fps=fps)), len(plan.times))
     try:
-        for i, (t, frame) in enumerate(stream_frames(plan.video, fps=fps)):
-            if i >= len(plan.times):
-                break
-            answer_due(t - 1e-9)  # questions due strictly before this frame
-            t0, c0 = time.perf_counter(), time.process_time()
-            sess.add_frame(frame, t)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            seen["t"] = float(t)
-            st = step_stats(sess.stats[-1], model.n_kv_heads)
-            n = sess.n_tokens
-            n_host = sess.store.n_host(n)
-            sim = simulated_ms(method, n, st) if simulate else {s: math.nan for s in SYSTEMS}
-            r = dict(frame=i, t_s=float(t), kv_len=n, wall_ms=1e3 * wall, cpu_ms=1e3 * cpu, vrex8_ms=sim["vrex8"],
-                     agx_orin_ms=sim["agx_orin"], dev_mib=(n - n_host) * per_tok / 2**20,
-                     host_mib=n_host * per_tok / 2**20, **st)
-            rows.append(r)
-            say(format_row(r))
-            bar.update(1)
-        answer_due(None)  # the rest (times at the very end)
+        drive(sess, frames, table)
     finally:
         bar.close()
-    path = None
-    if trace_path:
-        path = sess.trace().save(trace_path)
-    if rows:
-        w = np.array([r["wall_ms"] for r in rows])
-        c = np.array([r["cpu_ms"] for r in rows])
-        v = np.array([r["vrex8_ms"] for r in rows], float)
-        o = np.array([r["agx_orin_ms"] for r in rows], float)
-        v_ms = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
-        o_ms = float(np.nanmean(o)) if np.isfinite(o).any() else math.nan
-        say(f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at "
+    path = sess.trace().save(trace_path) if trace_path else None
+    if table.rows:
+        say(_summary(table.rows, fps) + (f"; trace {path}" if path else ""))
+    return dict(rows=table.rows, answers=table.answer_rows, trace=path)
+
+
+def _summary(rows: list[dict], fps: float) -> str:
+    """The closing line: mean measured and simulated per-frame times."""
+    w = np.array([r["wall_ms"] for r in rows])
+    c = np.array([r["cpu_ms"] for r in rows])
+    v = np.array([r["vrex8_ms"] for r in rows], float)
+    o = np.array([r["agx_orin_ms"] for r in rows], float)
+    v_ms = float(np.nanmean(v)) if np.isfinite(v).any() else math.nan
+    o_ms = float(np.nanmean(o)) if np.isfinite(o).any() else math.nan
+    return (f"# {len(rows)} frames: wall {w.mean():.1f} ms/frame here, CPU {c.mean():.1f} ms/frame (real time at "
             f"{fps:g} fps needs <= {1e3 / fps:.0f}); simulated Llama-3-8B V-Rex8 {v_ms:.2f} ms/frame, AGX Orin "
-            f"{o_ms:.1f} ms/frame"
-            + (f"; trace {path}" if path else ""))
-    return dict(rows=rows, answers=answers, trace=path)
+            f"{o_ms:.1f} ms/frame")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
-    from .retrieval import POLICIES
-
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.live",
                                  description="Stream a video through the V-Rex runtime with a live per-frame table.")
     ap.add_argument("video", help="any video file ffmpeg/decord can read")
-    ap.add_argument("--method", default="resv", choices=sorted(POLICIES), help="retrieval method (default resv)")
+    ap.add_argument("--method", default="resv", choices=sorted(methods.NAMES),
+                    help="retrieval method (default resv)")
     ap.add_argument("--ask", action="append", default=[], metavar="QUESTION@SECONDS",
                     help='ask QUESTION once the stream reaches SECONDS, e.g. --ask "What is he doing?@12" '
                          "(repeatable)")
@@ -295,18 +260,10 @@ def main(argv: list[str] | None = None) -> int:
             raise StreamInputError(f"--trace {args.trace}: the trace is an .npz file; give a path ending in .npz")
         plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
         if args.profile == "full":
-            from .runtime import validate_full_paths
-
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
     except (StreamInputError, ValueError, FileNotFoundError) as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
-
-    import torch
-
-    from .config import profile_config, seed_everything
-    from .notebook import _set_threads
-    from .runtime import ContextTooLarge, build_model
 
     pc = profile_config(args.profile)
     seed_everything(pc.seed)

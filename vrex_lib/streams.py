@@ -13,6 +13,7 @@ new camera path), as a recipe returns to the cutting board. Every pixel comes fr
     frames = s.frames(0, 16)                # uint8 [16, 224, 224, 3]
     for a, block in s.batches(64): ...      # all frames, 64 at a time, in order
     s.source                                # the label that goes into every file written from it
+    frames, times = clips_back_to_back(["data/coin_mini/videos/mini00-replac.mp4", ...], 40, fps=2.0)
 
 Deterministic: the segment plan is drawn from ``random.Random(seed)``; frames are pure functions of the plan and
 the decoded clips (decoded once per process at a fixed rate and size).
@@ -31,6 +32,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .config import REPO_ROOT
+from .video import read_frames
 
 CLIP_NAMES: tuple[str, ...] = ("bigbuckbunny.mp4", "bikes.mp4", "carphone_pristine.mp4")
 DECODE_FPS = 8.0      # source frames decoded per second of clip (the stream re-times them)
@@ -59,8 +63,6 @@ def default_clips() -> list[Path]:
 @functools.lru_cache(maxsize=8)
 def _decoded(path: str) -> torch.Tensor:
     """All frames of one clip at DECODE_FPS, longer side DECODE_MAX_SIDE: uint8 [N, H, W, 3] (cached)."""
-    from .video import read_frames
-
     frames, _ = read_frames(path, fps=DECODE_FPS, max_side=DECODE_MAX_SIDE)
     return torch.from_numpy(np.ascontiguousarray(frames))
 
@@ -221,3 +223,26 @@ def build_stream(n_frames: int, seed: int = 0, fps: float = 2.0, size: int = 224
 def frames_for_tokens(n_tokens: int, tokens_per_frame: int, overhead_tokens: int = 0) -> int:
     """Frames needed for a cache of ``n_tokens`` when each frame adds ``tokens_per_frame`` tokens."""
     return max(1, math.ceil(max(0, n_tokens - overhead_tokens) / tokens_per_frame))
+
+
+def clips_back_to_back(videos: Sequence[str], n_frames: int, fps: float,
+                       root: Path = REPO_ROOT) -> tuple[np.ndarray, np.ndarray]:
+    """``n_frames`` frames at ``fps`` of the video files ``videos`` (relative to ``root``) played back to back,
+    each padded square at 384 px: (uint8 [T, H, W, 3], times [T] s on one clock). A missing clip, or fewer frames
+    than asked, is an error naming the fix."""
+    frames, times, t0 = [], [], 0.0
+    for v in videos:
+        p = root / v
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: stream clip missing; build the fixture with `make data`")
+        fr, ts = read_frames(p, fps=fps, max_side=384, pad_square=True)
+        need = n_frames - len(frames)
+        frames += list(fr[:need])
+        times += list(ts[:need] + t0)
+        t0 += float(ts[-1]) + 1.0 / fps
+        if len(frames) >= n_frames:
+            break
+    if len(frames) < n_frames:
+        raise ValueError(f"the clips {list(videos)} give {len(frames)} frames at {fps} fps, fewer than the "
+                         f"{n_frames} asked; add clips or lower the frame count")
+    return np.stack(frames), np.asarray(times)

@@ -6,14 +6,18 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
+from .. import methods
 from ..config import RuntimeConfig
+from ..retrieval import make_policy
 from .plan import NoSamplesEvaluated
 from .results import merge_shards, read_jsonl
 from .run import run_eval, score_results
@@ -22,7 +26,7 @@ from .run import run_eval, score_results
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vrex_lib.eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, help="step | next | task | procedure | taskprocedure")
-    p.add_argument("--method", required=True, help="a name in vrex_lib.retrieval.POLICIES")
+    p.add_argument("--method", required=True, help=f"one of {', '.join(methods.NAMES)} (vrex_lib.methods)")
     p.add_argument("--profile", default="default", choices=("smoke", "default", "full"))
     p.add_argument("--out", required=True, help="results JSONL, e.g. results/eval/<profile>/<method>/<task>.jsonl")
     p.add_argument("--coin-root", default=None, help="full profile: folder with COIN.json and videos/")
@@ -91,17 +95,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if a.threads is not None:
         if a.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {a.threads}")
-        import torch
-
         torch.set_num_threads(a.threads)
     for flag, v, lo in (("--kv-capacity", a.kv_capacity, 1), ("--recent-frames", a.recent_frames, 1)):
         if v < lo:
             raise ValueError(f"{flag} must be >= {lo}, got {v}")
     cfg = RuntimeConfig(kv_capacity=a.kv_capacity, recent_frames=a.recent_frames)
     try:
-        from ..retrieval import make_policy
-
-        make_policy(a.method, **kwargs) if a.method in _policy_names() else None
+        make_policy(a.method, **kwargs) if a.method in methods.METHODS else None
     except TypeError as err:
         raise ValueError(f"--method-kwargs {a.method_kwargs} do not fit method {a.method!r}: {err}") from None
     path = run_eval(a.task, a.method, a.profile, a.out, coin_root=a.coin_root, split=a.split,
@@ -124,12 +124,5 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 def _default(name: str):
     """run_eval's default for a keyword (the CLI leaves unset flags to it)."""
-    import inspect
-
     return inspect.signature(run_eval).parameters[name].default
 
-
-def _policy_names() -> tuple[str, ...]:
-    from ..retrieval import POLICIES
-
-    return tuple(POLICIES)

@@ -2,14 +2,21 @@
 identity, how ``max_frames`` applies to a span, and the checks of flags, paths and context size."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import types
 from pathlib import Path
 
-from ..config import RuntimeConfig
+import torch
+
+from ..coin import FRAMES_POLICIES
+from ..config import RuntimeConfig, arg_name
+from ..runtime import check_context, tokens_for
 
 
 MAX_NEW_TOKENS = {"smoke": 8, "default": 24, "full": 512}
+PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
 
 
 def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int, int]:
@@ -55,8 +62,6 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
 
     The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file.
     """
-    import hashlib
-
     h = hashlib.sha256()
     with open(data_file, "rb") as f:
         for blk in iter(lambda: f.read(1 << 20), b""):
@@ -71,20 +76,14 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
 
 
 def _device_for_rank(profile: str) -> str | None:
-    import torch
-
     if profile == "full" and torch.cuda.is_available():
         return f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
     return None
-
-PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
 
 
 def frames_action(n_frames: int, max_frames: int | None, frames_policy: str) -> str:
     """What ``max_frames`` does to a span of ``n_frames``: 'keep', 'clamp' (last ``max_frames`` frames),
     'cut' (no frames: VideoLLM-online's ``max_frames_clip`` drops the whole stream) or 'skip' (sample not run)."""
-    from ..coin import FRAMES_POLICIES
-
     if frames_policy not in FRAMES_POLICIES:
         raise ValueError(f"unknown frames policy {frames_policy!r}: choose one of {', '.join(FRAMES_POLICIES)}")
     if max_frames is None or n_frames <= max_frames:
@@ -98,8 +97,6 @@ class NoSamplesEvaluated(RuntimeError):
 
 def _check_profile_args(profile: str, **paths) -> None:
     """Flags a profile does not use are an error, never silently ignored."""
-    from ..config import arg_name
-
     used = {"smoke": (), "default": ("llm_path",), "full": ("coin_root", "llm_path", "vision_path",
                                                             "connector_path")}[profile]
     extra = [k for k, v in paths.items() if v and k not in used]
@@ -113,10 +110,6 @@ def _check_profile_args(profile: str, **paths) -> None:
 
 def _shape_from_config(cfg: dict):
     """The KV shape of a model from its config.json (BF16, on the rank's device): enough for check_context."""
-    import types
-
-    import torch
-
     hq = int(cfg["num_attention_heads"])
     dev = torch.device(_device_for_rank("full") or "cpu")
     return types.SimpleNamespace(
@@ -128,8 +121,6 @@ def _shape_from_config(cfg: dict):
 
 def _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy: str = "clamp") -> None:
     """Every sample of this shard must fit (positions and KV memory) -- checked before the first one runs."""
-    from ..runtime import check_context, tokens_for
-
     for _, s in mine:
         act = frames_action(s.num_frames(), max_frames, frames_policy)
         if act == "skip":

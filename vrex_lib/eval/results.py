@@ -3,6 +3,7 @@ and ``<stem>.skips.csv`` sidecars, resume checks and the merge of shard files (d
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import sys
@@ -10,7 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from .. import _io
 
 TIMING_KEYS = ("timing_s",)
 
@@ -107,8 +110,6 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
     ``<stem>.run.json`` and ``<stem>.skips.csv`` are written, so the merged file resumes and merges like a
     single-shard run.
     """
-    from .. import _io
-
     paths = [Path(p) for p in paths]
     if not paths:
         raise ValueError("merge: no shard files given; pass the shard JSONL files after --out")
@@ -119,6 +120,39 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
                                     "(<out stem>.shard<k>of<K>.jsonl)")
         if not p.is_file():
             raise ValueError(f"merge: {p} is not a file; pass the shard JSONL files themselves")
+    recs, by_index, runs = _collect_shards(paths)
+    rows = sorted(recs.values(), key=lambda r: r["index"])
+    n_totals = {int(r["n_total"]) for r in rows} | {int(run["n_total"]) for _, run in runs if "n_total" in run}
+    n_total = max(n_totals) if n_totals else 0
+    skipped: dict[int, dict] = {}
+    for _, run in runs:
+        for s in run.get("skipped", []):
+            if int(s["index"]) not in by_index:
+                skipped.setdefault(int(s["index"]), s)
+    missing = [i for i in range(n_total) if i not in by_index and i not in skipped]
+    if missing:
+        msg = (f"merge: {len(missing)} of {n_total} samples missing: neither in the shards nor listed as skipped "
+               f"(indices {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''})")
+        if require_complete:
+            raise ValueError(msg + "; finish or resume the shard runs that hold them (shard k of K holds indices "
+                             "k, k+K, ...), or pass --allow-partial to merge what is there")
+        print(f"warning: {msg}; merged anyway (--allow-partial)", file=sys.stderr)
+    if not rows:
+        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
+                         + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
+    _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if runs:
+        base = dict(runs[0][1])
+        base.update(shard_index=0, num_shards=1, n_total=n_total, merged_from=[str(p) for p, _ in runs],
+                    skipped=[skipped[i] for i in sorted(skipped)], complete=not missing)
+        _io.write_json(run_file(out), base)
+    _merge_skip_logs(paths, out)
+    return out
+
+
+def _collect_shards(paths: list[Path]) -> tuple[dict, dict, list]:
+    """({sample_id: record}, {index: (sample_id, shard)}, [(shard, run record)]) of the shards, refusing shards of
+    different runs and two samples at one index."""
     recs: dict[str, dict] = {}
     by_index: dict[int, tuple[str, Path]] = {}
     origin: dict[str, Path] = {}
@@ -126,10 +160,7 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
     seen: dict[str, tuple[object, Path]] = {}
 
     def agree(field_name: str, value, p: Path) -> None:
-        if field_name not in seen:
-            seen[field_name] = (value, p)
-            return
-        v0, p0 = seen[field_name]
+        v0, p0 = seen.setdefault(field_name, (value, p))
         if v0 != value:
             raise ValueError(f"merge: {p0} holds {field_name} {v0!r} but {p} holds {field_name} {value!r}: these are "
                              "shards of different runs; merge only the shards of one task/method/configuration")
@@ -157,31 +188,11 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
                 raise ValueError(f"merge: index {idx} is sample {by_index[idx][0]} in {by_index[idx][1]} but {sid} "
                                  f"in {p}: shards of different sample lists (split, --max-samples or COIN.json)")
             recs[sid], origin[sid], by_index[idx] = r, p, (sid, p)
-    rows = sorted(recs.values(), key=lambda r: r["index"])
-    n_totals = {int(r["n_total"]) for r in rows} | {int(run["n_total"]) for _, run in runs if "n_total" in run}
-    n_total = max(n_totals) if n_totals else 0
-    skipped: dict[int, dict] = {}
-    for _, run in runs:
-        for s in run.get("skipped", []):
-            if int(s["index"]) not in by_index:
-                skipped.setdefault(int(s["index"]), s)
-    missing = [i for i in range(n_total) if i not in by_index and i not in skipped]
-    if missing:
-        msg = (f"merge: {len(missing)} of {n_total} samples missing: neither in the shards nor listed as skipped "
-               f"(indices {', '.join(map(str, missing[:8]))}{' ...' if len(missing) > 8 else ''})")
-        if require_complete:
-            raise ValueError(msg + "; finish or resume the shard runs that hold them (shard k of K holds indices "
-                             "k, k+K, ...), or pass --allow-partial to merge what is there")
-        print(f"warning: {msg}; merged anyway (--allow-partial)", file=sys.stderr)
-    if not rows:
-        raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
-                         + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
-    _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    if runs:
-        base = dict(runs[0][1])
-        base.update(shard_index=0, num_shards=1, n_total=n_total, merged_from=[str(p) for p, _ in runs],
-                    skipped=[skipped[i] for i in sorted(skipped)], complete=not missing)
-        _io.write_json(run_file(out), base)
+    return recs, by_index, runs
+
+
+def _merge_skip_logs(paths: list[Path], out: Path) -> None:
+    """The shards' skip logs, each line once, as ``out``'s skip log."""
     skip_lines: list[str] = []
     for p in paths:
         sk = skips_file(p)
@@ -189,7 +200,6 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
             body = sk.read_text().splitlines()
             skip_lines += [ln for ln in body[1:] if ln not in skip_lines]
     _io.write_text(skips_file(out), "\n".join(["video_id,stage,action,reason", *skip_lines]) + "\n")
-    return out
 
 
 def check_resume(out_path: Path, cfg: dict) -> list[dict]:
@@ -218,8 +228,6 @@ def check_resume(out_path: Path, cfg: dict) -> list[dict]:
 @contextlib.contextmanager
 def _exclusive(out_path: Path):
     """Hold an exclusive lock on the results file for the whole run; refuse if another run holds it."""
-    import fcntl
-
     with open(out_path, "a") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -231,8 +239,6 @@ def _exclusive(out_path: Path):
 
 def load_results(path: str | os.PathLike):
     """A results JSONL as a DataFrame (one row per sample; timing columns flattened as timing_<name>)."""
-    import pandas as pd
-
     rows = read_jsonl(path)
     df = pd.json_normalize(rows, sep="_") if rows else pd.DataFrame()
     return df

@@ -3,13 +3,43 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import RuntimeConfig, profile_config, seed_everything
+from tqdm.auto import tqdm
+
+from .. import _io, coin, methods, video
+from ..config import RuntimeConfig, arg_name, profile_config, seed_everything
+from ..retrieval import make_policy
+from ..runtime import ContextTooLarge, build_model, validate_full_paths
 from .plan import (MAX_NEW_TOKENS, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all, _check_profile_args,
                    _device_for_rank, _shape_from_config, frames_action, model_identity, run_config, shard_from_env)
 from .results import _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path, skips_file
 from .sample import evaluate_sample
+
+
+@dataclass
+class _Run:
+    """One shard's run, decided before the model loads: what :func:`_evaluate` needs for every sample."""
+
+    task: str
+    method: str
+    profile: str
+    out_path: Path
+    shard_index: int
+    num_shards: int
+    videos_dir: Path
+    n_total: int
+    runtime_cfg: RuntimeConfig
+    max_new_tokens: int
+    max_frames: int | None
+    frames_policy: str
+    prompt_layout: str
+    method_kwargs: dict | None
+    trace_dir: str | os.PathLike | None
+    seed: int
+    skips: coin.SkipLog
+    skipped: list[dict]
 
 
 def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, coin_root: str | None = None,
@@ -30,25 +60,64 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     paths, after every input has been checked). ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when
     it exists (the full method's lines give the agreement columns); None disables it.
     """
-    from .. import coin
-    from ..retrieval import POLICIES, make_policy
-    from ..runtime import ContextTooLarge, build_model
-
-    from .. import _io, video
-
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
-    if method not in POLICIES:
-        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(POLICIES)}")
+    num_shards, shard_index = _check_flags(task, method, profile, max_samples, max_frames, max_new_tokens,
+                                           num_shards, shard_index, coin_root=coin_root, vision_path=vision_path,
+                                           connector_path=connector_path, llm_path=llm_path)
+    out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir)
+    runtime_cfg = runtime_cfg or RuntimeConfig()
+    max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
+    max_samples = pcfg.max_samples_per_task if max_samples is None else max_samples
+    # --- inputs first: annotations, samples, videos, paths, memory, earlier results; only then weights ---------
+    skips = coin.SkipLog()
+    js, videos_dir, samples = _load_samples(task, split, profile, coin_root, max_samples, prompt_layout,
+                                            max_frames, frames_policy, skips)
+    mine, available, skipped = _shard(samples, num_shards, shard_index, videos_dir, skips)
+    cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile,
+                     model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
+                     data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
+                     seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
+    run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
+               max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
+               skipped)
+    with _exclusive(out_path):  # a second run on this file now would append duplicate lines
+        done = {r["sample_id"] for r in check_resume(out_path, cfg)}
+        if profile == "full" and model is None:
+            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
+            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
+        ref = _read_reference(reference, out, method, task, profile)
+        todo = _todo(run, mine, done, available)
+        run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=run.n_total,
+                          indices=len(mine), skipped=skipped, complete=False)
+        _io.write_json(run_file(out_path), run_record)
+        if model is None:
+            model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
+                                device=_device_for_rank(profile), seed=pcfg.seed)
+        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)
+        read_jsonl(out_path, repair=True)  # cut a torn last line before appending
+        open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
+        n_written = _evaluate(run, model, todo, ref, cfg["config_key"], progress, n_done=len(done))
+        return _finish(run, run_record, n_mine=len(mine), n_done=len(done), n_written=n_written)
+
+
+def _check_flags(task: str, method: str, profile: str, max_samples, max_frames, max_new_tokens, num_shards,
+                 shard_index, **paths) -> tuple[int, int]:
+    """Names, the profile's paths and the numeric flags, then the shard: (num_shards, shard_index)."""
+    if method not in methods.METHODS:
+        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(methods.NAMES)}")
     if task not in coin.TASKS:
         raise ValueError(f"unknown task {task!r}: choose one of {', '.join(coin.TASKS)}")
-    _check_profile_args(profile, coin_root=coin_root, vision_path=vision_path, connector_path=connector_path,
-                        llm_path=llm_path)
+    _check_profile_args(profile, **paths)
     for flag, v in (("--max-samples", max_samples), ("--max-frames", max_frames),
                     ("--max-new-tokens", max_new_tokens)):
         if v is not None and v < 1:
             raise ValueError(f"{flag} must be >= 1, got {v}")
-    num_shards, shard_index = shard_from_env(num_shards, shard_index)
+    return shard_from_env(num_shards, shard_index)
+
+
+def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir) -> Path:
+    """This shard's results file, with its folder, sidecars and the trace folder checked writable."""
     out_path = shard_path(out, shard_index, num_shards)
     if out_path.exists() and not out_path.is_file():
         raise ValueError(f"--out {out_path} is a folder; pass a results file, e.g. {out_path}/{task}.jsonl")
@@ -58,14 +127,12 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
             raise PermissionError(f"--out: {f} exists and is not writable; fix its permissions or pass another --out")
     if trace_dir is not None:
         _io.check_writable_dir(trace_dir, "--trace-dir")
-    runtime_cfg = runtime_cfg or RuntimeConfig()
-    max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
-    if max_samples is None:
-        max_samples = pcfg.max_samples_per_task
+    return out_path
 
-    # --- inputs first: annotations, samples, videos, paths, memory, earlier results; only then weights ---------
-    from ..config import arg_name
 
+def _load_samples(task: str, split: str, profile: str, coin_root, max_samples, prompt_layout: str, max_frames,
+                  frames_policy: str, skips: coin.SkipLog) -> tuple:
+    """(annotation file, videos folder, samples) of the task's split whose videos exist; errors name the flag."""
     if profile == "full" and not coin_root:
         raise ValueError(f"the full profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
                          "videos/<youtube_id>.mp4")
@@ -73,7 +140,6 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         js, videos_dir = coin.dataset_paths(profile, coin_root)
     except FileNotFoundError as err:
         raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if profile == 'full' else ''}{err}") from None
-    skips = coin.SkipLog()
     ann = coin.load_annotations(js, skips)
     if prompt_layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
@@ -84,13 +150,17 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         raise ValueError(f"--split {split!r}: {err}") from None
     if max_samples is not None:
         samples = samples[:max_samples]
-    n_total = len(samples)
-    if n_total == 0:
+    if not samples:
         gone = sum(1 for e in skips.entries if e[1] == "video file")
         if gone:
             raise FileNotFoundError(f"no {task!r} sample can run: none of the {gone} videos of split {split!r} is in "
                                     f"{videos_dir} (see {js}); check --coin-root / the videos folder")
         raise ValueError(f"{js}: no {task!r} samples in split {split!r} (check --split: 'training' or 'testing')")
+    return js, videos_dir, samples
+
+
+def _shard(samples, num_shards: int, shard_index: int, videos_dir: Path, skips: coin.SkipLog) -> tuple:
+    """(this shard's (index, sample) pairs, ids of those whose video exists, skipped-sample records)."""
     mine = [(i, s) for i, s in enumerate(samples) if i % num_shards == shard_index]
     available = {s.sample_id for s in coin.filter_available([s for _, s in mine], videos_dir, skips)}
     why = {e[0]: e[3] for e in skips.entries if e[1] == "video file"}
@@ -100,99 +170,98 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     if mine and not available:
         raise FileNotFoundError(f"none of the {len(mine)} videos of this shard is in {videos_dir} "
                                 f"(e.g. {mine[0][1].video_id}.mp4): check --coin-root / the videos folder")
-    cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile,
-                     model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
-                     data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
-                     seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
-    with _exclusive(out_path):  # a second run on this file now would append duplicate lines
-        done = {r["sample_id"] for r in check_resume(out_path, cfg)}
-        if profile == "full" and model is None:
-            from ..runtime import validate_full_paths
+    return mine, available, skipped
 
-            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
-            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
-        ref = {}
-        if reference == "auto":
-            cand = Path(out).parent.parent / "full" / Path(out).name
-            reference = cand if method != "full" and cand.exists() else None
-        if reference:
-            if not Path(reference).is_file():
-                raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
-                                        "file of this task, or 'none'")
-            ref = {r["sample_id"]: r for r in read_jsonl(reference)}
-            wrong = ({(r.get("task"), r.get("method"), r.get("profile")) for r in ref.values()}
-                     - {(task, "full", profile)})
-            if wrong:
-                t, m, p = sorted(wrong, key=str)[0]
-                raise ValueError(f"--reference {reference} holds {m!r} results of task {t!r} ({p} profile); the "
-                                 f"reference must be the 'full' method's results of task {task!r} in the {profile} "
-                                 "profile, or 'none'")
-        # Samples max_frames/frames_policy leaves out are skipped samples of this run (merge accepts them).
-        todo = []
-        for i, s in mine:
-            act = frames_action(s.num_frames(), max_frames, frames_policy)
-            if act != "keep" and s.sample_id not in done:
-                skips.add(s.video_id, "max_frames", f"{s.sample_id}: {s.num_frames()} frames > max_frames "
-                          f"{max_frames} (frames_policy {frames_policy!r})", action=act)
-            if act == "skip":
-                skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="max_frames",
-                                    reason=f"{s.num_frames()} frames > max_frames {max_frames} (frames_policy "
+
+def _read_reference(reference, out, method: str, task: str, profile: str) -> dict:
+    """{sample_id: the full method's record} from ``reference`` ('auto': ``<out>/../../full/<task>.jsonl``)."""
+    if reference == "auto":
+        cand = Path(out).parent.parent / "full" / Path(out).name
+        reference = cand if method != "full" and cand.exists() else None
+    if not reference:
+        return {}
+    if not Path(reference).is_file():
+        raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
+                                "file of this task, or 'none'")
+    ref = {r["sample_id"]: r for r in read_jsonl(reference)}
+    wrong = {(r.get("task"), r.get("method"), r.get("profile")) for r in ref.values()} - {(task, "full", profile)}
+    if wrong:
+        t, m, p = sorted(wrong, key=str)[0]
+        raise ValueError(f"--reference {reference} holds {m!r} results of task {t!r} ({p} profile); the "
+                         f"reference must be the 'full' method's results of task {task!r} in the {profile} "
+                         "profile, or 'none'")
+    return ref
+
+
+def _todo(run: _Run, mine, done: set, available: set) -> list:
+    """The samples still to evaluate; those ``max_frames``/``frames_policy`` leave out are skipped samples of this
+    run (merge accepts them), logged in ``run.skips`` / ``run.skipped``."""
+    todo = []
+    for i, s in mine:
+        act = frames_action(s.num_frames(), run.max_frames, run.frames_policy)
+        if act != "keep" and s.sample_id not in done:
+            run.skips.add(s.video_id, "max_frames", f"{s.sample_id}: {s.num_frames()} frames > max_frames "
+                          f"{run.max_frames} (frames_policy {run.frames_policy!r})", action=act)
+        if act == "skip":
+            run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="max_frames",
+                                    reason=f"{s.num_frames()} frames > max_frames {run.max_frames} (frames_policy "
                                     "'skip')"))
-            elif s.sample_id not in done and s.sample_id in available:
-                todo.append((i, s))
-        run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=n_total,
-                          indices=len(mine), skipped=skipped, complete=False)
-        _io.write_json(run_file(out_path), run_record)
+        elif s.sample_id not in done and s.sample_id in available:
+            todo.append((i, s))
+    return todo
 
-        if model is None:
-            model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
-                                device=_device_for_rank(profile), seed=pcfg.seed)
-        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)
 
-        read_jsonl(out_path, repair=True)  # cut a torn last line before appending
-        open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
-        policy = make_policy(method, **(method_kwargs or {}))
-        it = todo
-        if progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(todo, desc=f"{method}/{task} shard {shard_index}/{num_shards}", unit="sample",
-                      initial=len(done), total=len(done) + len(todo))
-        n_written = 0
-        for i, s in it:
-            try:
-                rec = evaluate_sample(model, policy, s, i, n_total, videos_dir, method=method, profile=profile,
-                                      runtime_cfg=runtime_cfg, max_new_tokens=max_new_tokens, max_frames=max_frames,
-                                      reference=ref.get(s.sample_id), trace_dir=trace_dir, method_kwargs=method_kwargs,
-                                      seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
-            except (video.VideoDecodeError, video.VideoSpanError) as err:
-                skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
-                skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
+def _evaluate(run: _Run, model, todo: list, ref: dict, config_key: str, progress: bool, n_done: int) -> int:
+    """Evaluate and append every sample of ``todo``; undecodable videos are skipped and logged. Returns how many
+    lines were written."""
+    policy = make_policy(run.method, **(run.method_kwargs or {}))
+    it = todo
+    if progress:
+        it = tqdm(todo, desc=f"{run.method}/{run.task} shard {run.shard_index}/{run.num_shards}", unit="sample",
+                  initial=n_done, total=n_done + len(todo))
+    n_written = 0
+    for i, s in it:
+        try:
+            rec = evaluate_sample(model, policy, s, i, run.n_total, run.videos_dir, method=run.method,
+                                  profile=run.profile, runtime_cfg=run.runtime_cfg,
+                                  max_new_tokens=run.max_new_tokens, max_frames=run.max_frames,
+                                  reference=ref.get(s.sample_id), trace_dir=run.trace_dir,
+                                  method_kwargs=run.method_kwargs, seed=run.seed, prompt_layout=run.prompt_layout,
+                                  frames_policy=run.frames_policy)
+        except (video.VideoDecodeError, video.VideoSpanError) as err:
+            run.skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
+            run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
                                     reason=str(err)))
-                continue
-            except ContextTooLarge:
-                raise
-            if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
-                # The file ends before the annotated span: the sample runs on the frames that exist
-                # (VideoLLM-online clamps spans to the decoded duration too) but never silently (D59).
-                skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
+            continue
+        except ContextTooLarge:
+            raise
+        if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
+            # The file ends before the annotated span: the sample runs on the frames that exist
+            # (VideoLLM-online clamps spans to the decoded duration too) but never silently (D59).
+            run.skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
                           f"{rec['n_frames_expected']} annotated frames decoded (video shorter than its annotation)",
                           action="short")
-            rec["config_key"] = cfg["config_key"]
-            append_jsonl(out_path, rec)
-            n_written += 1
-        skip_file = skips.write(skips_file(out_path))
-        _io.write_json(run_file(out_path), dict(run_record, skipped=skipped, complete=True))
-        if len(skips):
-            print(f"{method}/{task}: {skips.summary()} (listed in {skip_file})", file=sys.stderr)
-        if mine and not done and n_written == 0:
-            if num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
-                print(f"warning: {out_path}: every sample of this shard was skipped (see {skip_file})", file=sys.stderr)
-                return out_path
-            raise NoSamplesEvaluated(f"{out_path}: every one of the {len(mine)} samples of this shard was skipped, "
-                                     f"nothing was evaluated; the reasons are in {skip_file} (first: "
-                                     f"{skipped[0]['reason'] if skipped else '?'})")
-        return out_path
+        rec["config_key"] = config_key
+        append_jsonl(run.out_path, rec)
+        n_written += 1
+    return n_written
+
+
+def _finish(run: _Run, run_record: dict, *, n_mine: int, n_done: int, n_written: int) -> Path:
+    """Write the skip log and the completed run record; a shard that evaluated nothing at all is an error."""
+    skip_file = run.skips.write(skips_file(run.out_path))
+    _io.write_json(run_file(run.out_path), dict(run_record, skipped=run.skipped, complete=True))
+    if len(run.skips):
+        print(f"{run.method}/{run.task}: {run.skips.summary()} (listed in {skip_file})", file=sys.stderr)
+    if n_mine and not n_done and n_written == 0:
+        if run.num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
+            print(f"warning: {run.out_path}: every sample of this shard was skipped (see {skip_file})",
+                  file=sys.stderr)
+            return run.out_path
+        raise NoSamplesEvaluated(f"{run.out_path}: every one of the {n_mine} samples of this shard was skipped, "
+                                 f"nothing was evaluated; the reasons are in {skip_file} (first: "
+                                 f"{run.skipped[0]['reason'] if run.skipped else '?'})")
+    return run.out_path
 
 
 def score_results(path: str | os.PathLike, profile: str, coin_root: str | None = None,
@@ -200,8 +269,6 @@ def score_results(path: str | os.PathLike, profile: str, coin_root: str | None =
     """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` over all its samples pooled (procedure
     tasks: Σ correct / Σ counted steps, as VideoLLM-online's compute_metrics), samples and vocabulary built as
     the run built them (the split's videos whose files exist)."""
-    from .. import coin
-
     rows = read_jsonl(path)
     if not rows:
         raise ValueError(f"{path}: no results to score")

@@ -7,26 +7,22 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from .. import coin, video
 from ..config import RuntimeConfig
+from ..runtime import DEFAULT_SYSTEM_PROMPT, AskAtEnd, Question, StreamingSession, drive
 from .plan import PROMPT_LAYOUTS, frames_action
 
-
 _FRAME_CACHE: dict = {}
-
-_MODEL_UID = itertools.count()
-
 _FRAME_CACHE_MAX = 64
+_MODEL_UID = itertools.count()
 
 
 def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None):
-    # max_frames here is a clamp (keep the last N); 0 frames (a cut stream) never reaches this function.
     """Decoded + vision-encoded frames of a span, cached per (model, file, span): every method sees the same
-    frame tokens, and notebook 03 runs six methods over the same samples."""
-    import torch
-
-    from .. import video
-
+    frame tokens, and notebook 03 runs six methods over the same samples. ``max_frames`` here is a clamp (keep the
+    last N); a cut stream (0 frames) never comes here."""
     if not hasattr(model, "_vrex_uid"):
         model._vrex_uid = next(_MODEL_UID)  # id() could be reused by a later model
     key = (model._vrex_uid, str(path), float(start), float(end), max_frames)
@@ -46,19 +42,23 @@ def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int |
     return _FRAME_CACHE[key]
 
 
+def _sample_frames(model, sample, path: Path, action: str, max_frames: int | None):
+    """(frame tokens [T, 10, hidden], times [T], decode s, vision s) of a sample under ``action``."""
+    if action == "cut":
+        return torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
+    return _frame_embeds(model, path, sample.start, sample.end, max_frames if action == "clamp" else None)
+
+
 def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
                     profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
                     reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
                     method_kwargs: dict | None = None, seed: int = 0, prompt_layout: str = "coin",
                     frames_policy: str = "videollm-online") -> dict:
-    """Stream one COIN sample; returns its JSON record (see the module docstring).
+    """Stream one COIN sample; returns its JSON record (see the package docstring).
 
     ``prompt_layout`` 'coin': system, user prompt, frames, ``]\\nAssistant:`` and the answer as decoded
     (VideoLLM-online's COIN benchmarks); 'live': frames, then the question (streaming use), answer stripped.
     """
-    from .. import coin
-    from ..runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession
-
     if prompt_layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
     t_start = time.perf_counter()
@@ -68,53 +68,47 @@ def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir:
     if action == "skip":
         raise ValueError(f"sample {sample.sample_id}: {n_expected} frames > max_frames {max_frames} under "
                          "frames_policy 'skip'; run_eval leaves such samples out")
-    if action == "cut":
-        import torch
-
-        emb, ts, t_decode, t_vision = torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
-    else:
-        emb, ts, t_decode, t_vision = _frame_embeds(model, path, sample.start, sample.end,
-                                                    max_frames if action == "clamp" else None)
+    emb, ts, t_decode, t_vision = _sample_frames(model, sample, path, action, max_frames)
+    # VideoLLM-online's COIN layout decodes to EOS (or max_new_tokens) with no stop string and scores the text as
+    # decoded; the live layout stops a step/next answer at its first line.
+    stops = () if prompt_layout == "coin" or sample.task in coin.PROCEDURE_TASKS else ("\n",)
+    schedule = AskAtEnd([Question(sample.prompt, max_new_tokens, stop_strings=stops)], layout=prompt_layout)
     sess = StreamingSession(model, policy, runtime_cfg)
-    sess.add_system_prompt(system_prompt or DEFAULT_SYSTEM_PROMPT)
-    if prompt_layout == "coin":
-        sess.add_user_prompt(sample.prompt)
-    t0 = time.perf_counter()
-    for i in range(emb.shape[0]):
-        sess.add_frame_embeds(emb[i], float(ts[i]))
-    t1 = time.perf_counter()
-    if prompt_layout == "coin":
-        # VideoLLM-online decodes to EOS (or max_new_tokens) with no stop string and scores the text as decoded.
-        pred = sess.answer(max_new_tokens=max_new_tokens)
-    else:
-        stops = () if sample.task in coin.PROCEDURE_TASKS else ("\n",)
-        pred = sess.ask(sample.prompt, max_new_tokens=max_new_tokens, stop_strings=stops)
-    t2 = time.perf_counter()
+    ans = drive(sess, ((emb[i], ts[i]) for i in range(emb.shape[0])), schedule,
+                system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)[0]
     tr = sess.trace()
-    frame_steps = tr.step_mask("frame")
-    ans = sess.last_answer
-    rec = dict(
-        sample_id=sample.sample_id, index=index, n_total=n_total, task=sample.task, method=method, profile=profile,
-        video_id=sample.video_id, prediction=pred,
-        target=list(sample.target) if isinstance(sample.target, tuple) else sample.target,
-        correct=coin.score(sample.task, [pred], [sample]), n_frames=int(emb.shape[0]), n_tokens=sess.n_tokens,
-        ratio_frame=_nan_none(tr.retrieval_ratio("frame")), ratio_text=_nan_none(tr.retrieval_ratio("text")),
-        host_bytes_frame=int(tr.bytes("host")[frame_steps].sum()),
-        host_bytes_text=int(tr.bytes("host")[tr.step_mask("text")].sum()),
-        first_token=int(ans["step_argmax"][0]) if ans["step_argmax"] else None,
-        frame_argmax=[int(x) for x in tr["argmax"][frame_steps]],
-        answer_ids=[int(x) for x in ans["ids"]],
-        method_kwargs=method_kwargs or {}, runtime_config=repr(runtime_cfg), seed=seed,
-        prompt_layout=prompt_layout, n_frames_expected=n_expected, frames_action=action,
-        correct_strict=coin.score(sample.task, [pred], [sample], metric="strict"),
-    )
+    rec = _record(sample, sess, tr, ans, index=index, n_total=n_total, method=method, profile=profile,
+                  method_kwargs=method_kwargs, runtime_cfg=runtime_cfg, seed=seed, prompt_layout=prompt_layout,
+                  n_expected=n_expected, action=action)
     rec.update(reference_agreement(rec, reference))
     if trace_dir is not None:
         tr.meta.update(sample_id=sample.sample_id, task=sample.task, method=method, profile=profile)
         tr.save(Path(trace_dir) / (sample.sample_id.replace("/", "__") + ".npz"))
-    rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4), prefill=round(t1 - t0, 4),
-                           answer=round(t2 - t1, 4), total=round(time.perf_counter() - t_start, 4))
+    rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4),
+                           prefill=round(schedule.frame_wall_s, 4), answer=round(ans.wall_s, 4),
+                           total=round(time.perf_counter() - t_start, 4))
     return rec
+
+
+def _record(sample, sess: StreamingSession, tr, ans, *, index: int, n_total: int, method: str, profile: str,
+            method_kwargs: dict | None, runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str,
+            n_expected: int, action: str) -> dict:
+    """The JSON line of one evaluated sample (everything but the reference agreement and the timings)."""
+    frame_steps = tr.step_mask("frame")
+    pred = ans.text
+    return dict(
+        sample_id=sample.sample_id, index=index, n_total=n_total, task=sample.task, method=method, profile=profile,
+        video_id=sample.video_id, prediction=pred,
+        target=list(sample.target) if isinstance(sample.target, tuple) else sample.target,
+        correct=coin.score(sample.task, [pred], [sample]), n_frames=sess.n_frames, n_tokens=sess.n_tokens,
+        ratio_frame=_nan_none(tr.retrieval_ratio("frame")), ratio_text=_nan_none(tr.retrieval_ratio("text")),
+        host_bytes_frame=int(tr.bytes("host")[frame_steps].sum()),
+        host_bytes_text=int(tr.bytes("host")[tr.step_mask("text")].sum()),
+        first_token=ans.first_argmax, frame_argmax=[int(x) for x in tr["argmax"][frame_steps]],
+        answer_ids=list(ans.ids), method_kwargs=method_kwargs or {}, runtime_config=repr(runtime_cfg), seed=seed,
+        prompt_layout=prompt_layout, n_frames_expected=n_expected, frames_action=action,
+        correct_strict=coin.score(sample.task, [pred], [sample], metric="strict"),
+    )
 
 
 def _nan_none(x: float):

@@ -747,3 +747,13 @@ def simulate_measured(system, method: str, stage: str, kv_len: int, *, selected_
                              tokens_per_cluster=tokens_per_cluster, wics_exit_frac=wics_exit_frac, reuse=reuse,
                              source=source)
     return simulate(system, SIM_METHOD.get(method, method), stage, int(kv_len), batch, workload=wl, **overrides)
+
+
+def step_latency_ms(systems, method: str, stage: str, kv_len: int, *, selected_frac: float | None,
+                    tokens_per_cluster: float | None = None, wics_exit_frac: float | None = None,
+                    source: str = "measured") -> dict[str, float]:
+    """Latency (ms) of one simulated step on each of ``systems`` with one step's measured statistics
+    (:func:`simulate_measured`): the per-step view of ``python -m vrex_lib.live`` and notebook 08."""
+    return {s: float(simulate_measured(s, method, stage, int(kv_len), selected_frac=selected_frac,
+                                       tokens_per_cluster=tokens_per_cluster, wics_exit_frac=wics_exit_frac,
+                                       source=source).latency_ms) for s in systems}

@@ -36,6 +36,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from .. import methods as method_table
 from .. import paper
 from ..config import WORKLOAD_SCHEMA as SCHEMA
 from ..config import RuntimeConfig
@@ -46,9 +47,8 @@ EXTRAPOLATIONS = ("hold", "loglog-fit")
 #: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
 #: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
 SIM_METHOD_SOURCES: dict[str, str] = {"rekv": "rekv@frame"}
-#: Runtime policy name -> simulator method (``resv_noclust`` has no hardware mapping in the simulator).
-SIM_METHOD = {"resv": "resv", "infinigen": "infinigen", "infinigen_p": "infinigen_p", "rekv": "rekv",
-              "flexgen": "flexgen", "full": "full"}
+#: Runtime policy name -> simulator method, from the method table (``resv_noclust`` has no hardware mapping).
+SIM_METHOD: Mapping[str, str] = method_table.SIM_METHOD
 #: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
 SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
 TIERS = ("device", "offloaded")

@@ -1,5 +1,6 @@
 """Measurements on ReSV used by notebook 02 and ``benchmarks/bench_resv.py``: Fig. 7(b) correlation, HC-table
-statistics, retrieval ratio and attention-output error versus full attention, and a synthetic key stream.
+statistics, retrieval ratio and attention-output error versus full attention, a synthetic key stream, and the
+one-layer selection view of notebook 08 (:func:`selection_view`).
 
 Shapes: q [Hq, T, D], k/v [Hkv, T, D] (post-RoPE, one sequence, as returned by ``vrex_lib.keys.capture_qkv``).
 """
@@ -9,9 +10,10 @@ import math
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import pandas as pd
 import torch
 
-from ..config import ReSVConfig
+from ..config import REPO_ROOT, ReSVConfig
 from .hashing import hamming, hash_bits, layer_seed, make_hyperplanes
 from .select import select_tokens
 from .table import HashClusterTable
@@ -191,8 +193,6 @@ def drifting_keys(n_frames: int | None, n_kv_heads: int = 8, tokens_per_frame: i
 # ------------------------------------------------------------------------------------------- inputs
 def text_path():
     """The shipped public-domain text (``data/text/alice_ch1.txt``)."""
-    from ..config import REPO_ROOT
-
     return REPO_ROOT / "data" / "text" / "alice_ch1.txt"
 
 
@@ -210,10 +210,8 @@ def load_text_ids(tokenizer, max_tokens: int | None = None) -> torch.Tensor:
 CFG_FIELDS = ("n_hp", "th_hp", "ratio", "score", "granularity", "hash_mode", "code_rule", "seed")
 
 def correlation_table(keys_by_layer: dict[int, torch.Tensor], n_hps=(32, 64), modes=("per_head", "concat"),
-                      seed: int = 0, source: str = "") -> "pd.DataFrame":  # noqa: F821
+                      seed: int = 0, source: str = "") -> pd.DataFrame:
     """Fig. 7(b) correlation for every layer × N_hp × hash mode: columns source, layer, n_hp, hash_mode, corr, pairs."""
-    import pandas as pd
-
     recs = []
     for layer, k in keys_by_layer.items():
         for n_hp in n_hps:
@@ -225,14 +223,12 @@ def correlation_table(keys_by_layer: dict[int, torch.Tensor], n_hps=(32, 64), mo
 
 
 def sensitivity(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, base: ReSVConfig, grid: dict[str, list],
-                layer: int = 0, source: str = "", **eval_kw) -> "pd.DataFrame":  # noqa: F821
+                layer: int = 0, source: str = "", **eval_kw) -> pd.DataFrame:
     """Vary one ReSVConfig field at a time (``grid``: field -> values) around ``base`` and evaluate each.
 
     Columns: source, layer, param, value, default (bool), ratio, rel_err, oracle_rel_err, clusters,
     tokens_per_cluster, hc_pct_of_kv, prefix_frac, sum_nonpos_rows, and cfg_<field> for every ReSVConfig field.
     """
-    import pandas as pd
-
     recs = []
     for param, values in grid.items():
         for val in values:
@@ -246,3 +242,36 @@ def sensitivity(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, base: ReSVCon
                              **{f"cfg_{f}": getattr(cfg, f) for f in CFG_FIELDS}))
     df = pd.DataFrame(recs)
     return df.drop(columns=[c for c in ("tokens", "candidates") if c in df.columns])
+
+
+# ------------------------------------------------------------------------------------------- selection view
+def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = ReSVConfig().n_hp) -> dict:
+    """ReSV at (N_hp, Th_hp, Th_r-wics) on one captured layer (``cap``: :func:`vrex_lib.keys.capture_stream_qkv`),
+    for the last frame's queries: selected mask [Hkv, T] (True = selected candidate), selected fraction, tokens
+    per cluster, WiCSum walk fraction and the relative attention-output error vs full attention."""
+    q, k, v, n_sink, fl = cap["q"], cap["k"], cap["v"], cap["n_sink"], cap["frame_len"]
+    Hq, T, D = q.shape
+    cfg = ReSVConfig(n_hp=int(n_hp), th_hp=int(th_hp), ratio=float(ratio))
+    table = HashClusterTable(k.shape[0], D, cfg, cap["layer"])
+    pos = torch.arange(T)
+    table.add_frame(k[:, :n_sink], pos[:n_sink])
+    starts = list(range(n_sink, T, fl))
+    for a in starts:
+        table.add_frame(k[:, a:min(a + fl, T)], pos[a:min(a + fl, T)])
+    a = starts[-1]
+    cands = pos[n_sink:a]
+    sel = select_tokens(q[:, a:T], table, cfg.ratio, cfg, candidates=cands)
+    mask = torch.zeros(len(sel.indices), T, dtype=torch.bool)
+    for i, idx in enumerate(sel.indices):
+        mask[i, idx] = True
+    keep = mask.clone()
+    keep[:, :n_sink] = True
+    keep[:, a:] = True
+    causal = pos[None, :T] <= pos[a:T, None]
+    full = masked_attention(q[:, a:T], k, v, causal.expand(Hq, -1, -1))
+    kk = keep.repeat_interleave(Hq // keep.shape[0], 0)
+    approx = masked_attention(q[:, a:T], k, v, kk[:, None, :] & causal[None])
+    n_cl = float(np.mean(sel.stats["clusters"]))
+    return dict(mask=mask.numpy(), selected_frac=float(sel.ratio()), tokens_per_cluster=table.n_tokens / max(1.0, n_cl),
+                rel_err=float((approx - full).norm() / full.norm()), n_candidates=int(cands.numel()),
+                wics_exit_frac=float(sel.stats["prefix_frac"]), n_sink=n_sink, frame_start=a)

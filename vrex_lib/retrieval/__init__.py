@@ -1,4 +1,5 @@
-"""KV-retrieval policies of every method the paper compares, behind one registry.
+"""KV-retrieval policies of every method the paper compares, behind one registry built from the method table
+(:mod:`vrex_lib.methods`: names, paper rows, simulator methods, stages).
 
     from vrex_lib.retrieval import POLICIES, make_policy
     policy = make_policy("resv", ratio=0.3)          # == POLICIES["resv"](ratio=0.3)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import methods
 from .base import RetrievalPolicy, Selection, Stage
 from .flexgen import FlexGen
 from .full import FullAttention
@@ -38,26 +40,18 @@ from .ratio import ReSVCandidatesWiCSum, retrieval_ratio
 from .rekv import ReKV
 from .resv_policy import ReSV, ReSVNoClustering
 
-POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {
-    "full": FullAttention,
-    "flexgen": FlexGen,
-    "infinigen": InfiniGen,
-    "infinigen_p": InfiniGenP,
-    "rekv": ReKV,
-    "resv": ReSV,
-    "resv_noclust": ReSVNoClustering,
-    "resv_candwics": ReSVCandidatesWiCSum,
-}
+_CLASSES = {c.__name__: c for c in (FullAttention, FlexGen, InfiniGen, InfiniGenP, ReKV, ReSV, ReSVNoClustering,
+                                    ReSVCandidatesWiCSum)}
+#: name -> policy class, one per row of the method table (:data:`vrex_lib.methods.METHODS`), in its order.
+POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {m.name: _CLASSES[m.policy] for m in methods.METHODS.values()}
 
 #: The methods of Table II, in the paper's row order (``full`` = VideoLLM-Online).
-TABLE2_METHODS: tuple[str, ...] = ("full", "infinigen", "infinigen_p", "rekv", "resv")
+TABLE2_METHODS: tuple[str, ...] = methods.TABLE2
 
 
 def make_policy(name: str, **kwargs) -> RetrievalPolicy:
     """Build the policy registered under ``name`` with its config kwargs; unknown names list the choices."""
-    if name not in POLICIES:
-        raise ValueError(f"unknown retrieval method {name!r}: choose one of {', '.join(POLICIES)}")
-    return POLICIES[name](**kwargs)
+    return POLICIES[methods.get(name).name](**kwargs)
 
 
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",

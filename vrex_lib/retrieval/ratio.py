@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ..resv import cluster_weights, wicsum_select
+from ..runtime.trace import pooled_counts
 from .base import Selection, Stage
 from .resv_policy import ReSV
 from ._common import Stopwatch
@@ -39,59 +40,41 @@ from ._common import Stopwatch
 DEFINITIONS: tuple[str, ...] = ("selected/candidates", "attended/all", "selected/candidates (step mean)")
 
 
+def _counts(tr, stage: str | None, definition: str) -> tuple[np.ndarray, np.ndarray]:
+    """(numerator, denominator) of ``definition`` for one trace: totals, or per step for the step mean."""
+    if definition == "attended/all":
+        m = tr.step_mask(stage)
+        att = tr["attended"][m]                                                  # [n, L, H]
+        return pooled_counts(att, tr["n_cache"][m][:, None, None], True)
+    return tr.retrieval_counts(stage, by="step" if definition == "selected/candidates (step mean)" else "all")
+
+
+def _check(definition: str) -> None:
+    if definition not in DEFINITIONS:
+        raise ValueError(f"unknown retrieval-ratio definition {definition!r}: choose one of {', '.join(DEFINITIONS)}")
+
+
 def retrieval_ratio(tr, stage: str | None = None, definition: str = "selected/candidates") -> float:
     """The retrieval ratio of one :class:`~vrex_lib.runtime.RetrievalTrace` under ``definition`` (module
     docstring; the default is docs/DECISIONS.md D7). NaN when nothing counts."""
-    if definition not in DEFINITIONS:
-        raise ValueError(f"unknown retrieval-ratio definition {definition!r}: choose one of {', '.join(DEFINITIONS)}")
-    m = tr.step_mask(stage)
-    if definition == "attended/all":
-        att = tr["attended"][m].astype(np.float64)                      # [n, L, H]
-        n_cache = tr["n_cache"][m].astype(np.float64)[:, None, None]
-        den = float(np.broadcast_to(n_cache, att.shape).sum())
-        return float(att.sum() / den) if den > 0 else math.nan
-    sel = tr["selected"][m].astype(np.float64)
-    cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
-    w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
-    sel, cand = np.where(w, sel, 0.0), np.where(w, cand, 0.0)
-    if definition == "selected/candidates":
-        den = float(cand.sum())
-        return float(sel.sum() / den) if den > 0 else math.nan
-    per_step_den = cand.sum((1, 2))
-    ok = per_step_den > 0
-    return float((sel.sum((1, 2))[ok] / per_step_den[ok]).mean()) if ok.any() else math.nan
+    return ratio_table([tr], stage, (definition,))[definition]
 
 
-def ratio_table(traces, stage: str | None = None) -> dict[str, float]:
-    """Every definition over several traces pooled (sums over all their steps; the step mean over all steps)."""
+def ratio_table(traces, stage: str | None = None, definitions: tuple[str, ...] = DEFINITIONS) -> dict[str, float]:
+    """Every definition over several traces pooled (sums over all their steps; the step mean over all steps).
+
+    The sums are :func:`~vrex_lib.runtime.trace.pooled_counts` of the trace, so the default definition is
+    exactly :meth:`RetrievalTrace.retrieval_ratio` (the one definition of the ratio)."""
     out = {}
-    for d in DEFINITIONS:
+    for d in definitions:
+        _check(d)
+        counts = [_counts(tr, stage, d) for tr in traces]
         if d == "selected/candidates (step mean)":
-            vals = []
-            for tr in traces:
-                m = tr.step_mask(stage)
-                sel = tr["selected"][m].astype(np.float64)
-                cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
-                w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
-                den = np.where(w, cand, 0).sum((1, 2))
-                num = np.where(w, sel, 0).sum((1, 2))
-                vals += list(num[den > 0] / den[den > 0])
-            out[d] = float(np.mean(vals)) if vals else math.nan
-            continue
-        num = den = 0.0
-        for tr in traces:
-            m = tr.step_mask(stage)
-            if d == "attended/all":
-                att = tr["attended"][m].astype(np.float64)
-                num += float(att.sum())
-                den += float((tr["n_cache"][m].astype(np.float64)[:, None, None] * np.ones_like(att)).sum())
-            else:
-                sel = tr["selected"][m].astype(np.float64)
-                cand = np.broadcast_to(tr["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
-                w = np.broadcast_to(tr["applied"][m][:, :, None], sel.shape) & (cand > 0)
-                num += float(np.where(w, sel, 0).sum())
-                den += float(np.where(w, cand, 0).sum())
-        out[d] = num / den if den > 0 else math.nan
+            per_step = [r for num, den in counts for r in np.atleast_1d(num / np.where(den > 0, den, 1.0))[den > 0]]
+            out[d] = float(np.mean(per_step)) if per_step else math.nan
+        else:
+            num, den = sum(float(n) for n, _ in counts), sum(float(dd) for _, dd in counts)
+            out[d] = num / den if den > 0 else math.nan
     return out
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn.functional as F
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 ATTN_IMPL = "vrex"
 _REGISTERED = False
@@ -108,8 +109,6 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
                    **kwargs):
     """The registered attention function; returns (attn_output [B, Lq, Hq, D], None)."""
     if vrex_step is None:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     step = vrex_step
@@ -209,6 +208,7 @@ def register() -> None:
     global _REGISTERED
     if _REGISTERED:
         return
+    # imported here, not at the top: the registries load transformers.modeling_utils (~4 s on 2 cores)
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import sdpa_mask
 

@@ -30,7 +30,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 from torch import nn
+
+from ..config import arg_name
+from ..llm_weights import load_smollm2, tiny_llama_config
+from .attention import ATTN_IMPL, register
+from .vision import VISION_ENCODERS, PatchEmbedEncoder, smooth_calibration_frames
+
+# transformers' model classes are imported inside the builds: importing one loads transformers.modeling_utils
+# (~4 s on the 2-core machine), which code that only reads traces or checks paths should not pay.
 
 FRAME_POOL = (3, 3)  # VideoLLM-online live1+: CLS + 3x3 pooled = 10 tokens per frame
 FRAME_TOKENS = 1 + FRAME_POOL[0] * FRAME_POOL[1]
@@ -188,8 +197,6 @@ def _tiny_siglip(hidden: int, layers: int, heads: int, image_size: int):
 
 def _vision(kind: str, siglip_dims: tuple[int, int, int], image_size: int) -> tuple[nn.Module, int, str]:
     """(vision module, its hidden size, its name) for ``build_model(vision=kind)``."""
-    from .vision import VISION_ENCODERS, PatchEmbedEncoder
-
     if kind == "patch-dct":
         enc = PatchEmbedEncoder(k=8, image_size=image_size).eval()
         return enc, enc.hidden_size, kind
@@ -207,8 +214,6 @@ def _match_embedding_rms(model: StreamingVideoLLM, seed: int) -> None:
     """
     g = torch.Generator().manual_seed(seed)
     if model.vision_name == "patch-dct":
-        from .vision import smooth_calibration_frames
-
         frames = smooth_calibration_frames(8, model.image_size, seed)
     else:
         frames = torch.randint(0, 256, (4, model.image_size, model.image_size, 3), generator=g, dtype=torch.uint8)
@@ -235,15 +240,11 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
     profile's default) or 'siglip-random' (a seeded random SigLIP tower; the smoke profile's default). The full
     profile always uses the user's pretrained SigLIP-L/16-384.
     """
-    from .attention import ATTN_IMPL, register
-
     register()
     if isinstance(dtype, str):
         dtype = getattr(torch, dtype)
     if profile == "smoke":
         from transformers import LlamaForCausalLM
-
-        from ..llm_weights import tiny_llama_config
 
         torch.manual_seed(seed)
         tok = ByteTokenizer()
@@ -256,8 +257,6 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
             llm, tok = _load_hf_llm(Path(llm_path), dtype or torch.float32)
             name = Path(llm_path).name
         else:
-            from ..llm_weights import load_smollm2
-
             llm, tok = load_smollm2("float32" if dtype is None else str(dtype).replace("torch.", ""))
             name = "SmolLM2-135M-Instruct"
         torch.manual_seed(seed)
@@ -287,8 +286,6 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
 
 def _load_hf_llm(path: Path, dtype: torch.dtype):
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from ..config import arg_name
 
     _require_file(path / "config.json", f"the LLM folder ({arg_name('--llm-path')}) must be a Hugging Face model "
                   "folder")
@@ -349,8 +346,6 @@ def validate_full_paths(llm_path, vision_path, connector_path) -> dict:
 
     Messages name the flag (``--vision-path``) or, in a notebook, the parameter (``VISION_PATH``).
     """
-    from ..config import arg_name
-
     fl, fv, fc = arg_name("--llm-path"), arg_name("--vision-path"), arg_name("--connector-path")
     missing = [n for n, p in ((fl, llm_path), (fv, vision_path), (fc, connector_path)) if not p]
     if missing:
@@ -424,7 +419,6 @@ def merge_lora(llm: nn.Module, adapter_state: dict[str, torch.Tensor], alpha: fl
 
 
 def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> StreamingVideoLLM:
-    from safetensors.torch import load_file
     from transformers import SiglipVisionModel
 
     cfgs = validate_full_paths(llm_path, vision_path, connector_path)

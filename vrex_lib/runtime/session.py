@@ -19,11 +19,16 @@ Text follows VideoLLM-online's chat template (showlab/videollm-online ``models/t
   no frames (cut by ``max_num_frames``) is ``...User: {prompt}\\nAssistant:``, as the template drops it.
 
 Every forward is one *step* of the trace: 'system' and 'question'/'decode' steps are the text stage, 'frame'
-steps the frame stage.
+steps the frame stage. Observers (:class:`StepObserver`, :meth:`StreamingSession.add_observer`) see each step
+begin and end -- e.g. the shadow policies of the workload measurement -- and :func:`vrex_lib.runtime.driver.drive`
+is the one loop that streams frames and questions through a session.
 """
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Iterable
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -36,6 +41,16 @@ from .trace import RetrievalTrace, TraceBuilder
 
 DEFAULT_SYSTEM_PROMPT = ("A multimodal AI assistant is helping users with some activities. Below is their "
                          "conversation, interleaved with the list of video frames received by the assistant.")
+
+
+class StepObserver(Protocol):
+    """Sees every forward step of a session: ``begin_step`` before the model runs (``step`` holds the stage, kind,
+    cache position and the session's KV store), ``end_step`` after it, with the step's trace row (a dict:
+    :class:`~vrex_lib.runtime.trace.TraceBuilder` rows; :func:`~vrex_lib.runtime.trace.step_stats` reads it)."""
+
+    def begin_step(self, step: StepContext) -> None: ...
+
+    def end_step(self, step: StepContext, row: dict) -> None: ...
 
 
 class ContextTooLarge(ValueError):
@@ -62,8 +77,6 @@ def memory_limit(model: StreamingVideoLLM, cfg: RuntimeConfig) -> int:
         free, _ = torch.cuda.mem_get_info(dev)
         return int(0.6 * free)
     try:
-        import os
-
         return int(0.6 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover
         return 1 << 40
@@ -87,10 +100,13 @@ class StreamingSession:
 
     Public state: ``store`` (:class:`KVStore`), ``n_tokens``, ``n_frames``, ``last_answer`` (dict: ids,
     step_argmax, forced, agreement), ``stats`` (the live :class:`TraceBuilder` rows), :meth:`trace`.
+    ``observers``: :class:`StepObserver` s told about every step (kept across :meth:`reset`).
     """
 
-    def __init__(self, model: StreamingVideoLLM, policy=None, cfg: RuntimeConfig | None = None):
+    def __init__(self, model: StreamingVideoLLM, policy=None, cfg: RuntimeConfig | None = None,
+                 observers: Iterable[StepObserver] = ()):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
+        self.observers: list[StepObserver] = list(observers)
         # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
         # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
         # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
@@ -124,6 +140,10 @@ class StreamingSession:
         self.last_answer: dict = {}
         self.prompt_layout: str | None = None  # 'live' | 'coin', set by the first ask / add_user_prompt
         self._builder.meta["prompt_layout"] = None
+
+    def add_observer(self, observer: StepObserver) -> None:
+        """Tell ``observer`` about every later step (begin and end)."""
+        self.observers.append(observer)
 
     @property
     def n_tokens(self) -> int:
@@ -164,12 +184,16 @@ class StreamingSession:
         ledger = self.store.new_step()
         if self.cfg.record_inputs:
             self.inputs.append(embeds.detach().clone())
+        for o in self.observers:
+            o.begin_step(step)
         t0 = time.perf_counter()
         out = self.model.llm(inputs_embeds=embeds[None].to(self.model.dtype), cache=self.store, use_cache=True,
                              logits_to_keep=1, vrex_step=step)
         wall = time.perf_counter() - t0
         self._logits = out.logits[0, -1].float()
         self._builder.add(step, ledger, self.n_tokens, time_s, wall, int(self._logits.argmax()))
+        for o in self.observers:
+            o.end_step(step, self._builder.rows[-1])
         return self._logits
 
     def _text(self, text: str, kind: str = "question", prefix_ids: list[int] | None = None) -> torch.Tensor:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .. import _io
 
@@ -35,6 +37,57 @@ _READABLE_VERSIONS = (1, 2)  # 2 added ``reused``; a version-1 file loads with r
 _STEP_FIELDS = ("kind", "stage", "frame_id", "time_s", "start", "n_new", "n_cache", "n_sink", "window_start",
                 "n_candidates", "wall_s", "argmax")
 _CELL_FIELDS = ("selected", "attended", "device_tokens", "host_tokens", "attn_err", "reused")
+
+
+_AXES = {"all": None, "layer": (0, 2), "head": (0,), "step": (1, 2)}
+
+
+def pooled_counts(num, den, mask, axes: tuple[int, ...] | None = None) -> tuple:
+    """(Σ num, Σ den) over the cells where ``mask`` holds (arrays broadcast together; ``axes`` None = all),
+    as float64: the terms of :func:`pooled_fraction`."""
+    num, den, mask = np.broadcast_arrays(np.asarray(num, np.float64), np.asarray(den, np.float64), mask)
+    return np.where(mask, num, 0.0).sum(axes), np.where(mask, den, 0.0).sum(axes)
+
+
+def _fraction(num, den):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def pooled_fraction(num, den, mask, axes: tuple[int, ...] | None = None):
+    """The one definition of every count ratio of a stream (selected / candidates, reused / selected, table tokens
+    / clusters): Σ num / Σ den over the (step, layer, KV head) cells where ``mask`` holds -- token-weighted, so a
+    step with many candidates weighs more than one with few (docs/DECISIONS.md D7). Float for ``axes`` None,
+    else an array over the remaining axes; NaN where Σ den is 0 (nothing counts)."""
+    r = _fraction(*pooled_counts(num, den, mask, axes))
+    return float(r) if axes is None else r
+
+
+def _nanmean(a) -> float:
+    a = np.asarray(a, np.float64)
+    return float(np.nanmean(a)) if np.isfinite(a).any() else math.nan
+
+
+def _tokens_per_cluster(stats: dict, i, n_kv_heads: int) -> float:
+    """Mean over layers of table tokens × KV heads / clusters (over all KV heads) at step ``i``."""
+    if "clusters" not in stats or "table_tokens" not in stats:
+        return math.nan
+    cl = np.asarray(stats["clusters"][i], np.float64).reshape(-1)
+    tt = np.asarray(stats["table_tokens"][i], np.float64).reshape(-1)
+    ok = np.isfinite(cl) & np.isfinite(tt) & (cl > 0)
+    return float(np.mean(tt[ok] * n_kv_heads / cl[ok])) if ok.any() else math.nan
+
+
+def step_stats(row: dict, n_kv_heads: int) -> dict[str, float]:
+    """The statistics of one step (a :class:`TraceBuilder` row, e.g. ``session.stats[-1]``): ``selected_frac``
+    (Σ selected / Σ candidates over the (layer, KV head) cells where the policy ran, :func:`pooled_fraction`),
+    ``tokens_per_cluster`` (ReSV: mean over layers of table tokens per cluster of one KV head) and
+    ``wics_exit_frac`` (mean WiCSum walk fraction over layers); NaN where not measured."""
+    st = {k: np.asarray(v, np.float64)[None] for k, v in (row.get("stats") or {}).items()}
+    applied = np.asarray(row["applied"], bool)[:, None]
+    sel = pooled_fraction(row["selected"], row["n_candidates"], applied & (row["n_candidates"] > 0))
+    return dict(selected_frac=sel, tokens_per_cluster=_tokens_per_cluster(st, 0, n_kv_heads),
+                wics_exit_frac=_nanmean(st["prefix_frac"]) if "prefix_frac" in st else math.nan)
 
 
 @dataclass
@@ -79,48 +132,55 @@ class RetrievalTrace:
             m &= self.arrays["kind"] == kind
         return m
 
-    def retrieval_ratio(self, stage: str | None = None, *, by: str = "all", applied_only: bool = True):
-        """Selected / candidates, summed over the steps of ``stage`` (None = all).
-
-        by='all' -> float; 'layer' -> [L]; 'head' -> [L, H]. Only (step, layer) cells where the policy was
-        consulted count when ``applied_only`` (the dense layer-0 and candidate-free steps are excluded); NaN
-        when nothing counts. Always-attended tokens are not candidates, so they are in neither term.
-        """
+    def retrieval_counts(self, stage: str | None = None, *, by: str = "all", applied_only: bool = True):
+        """(Σ selected, Σ candidates) over the (step, layer, KV head) cells of ``stage`` (None = all) where the
+        policy was consulted (when ``applied_only``) and there were candidates. by: 'all'|'layer'|'head'|'step'."""
         m = self.step_mask(stage)
-        sel = self.arrays["selected"][m].astype(np.float64)  # [n', L, H]
-        cand = np.broadcast_to(self.arrays["n_candidates"][m][:, None, None], sel.shape).astype(np.float64)
-        w = np.broadcast_to(self.arrays["applied"][m][:, :, None], sel.shape) if applied_only else np.ones_like(sel)
-        w = w & (cand > 0)
-        sel, cand = np.where(w, sel, 0.0), np.where(w, cand, 0.0)
-        axes = {"all": (0, 1, 2), "layer": (0, 2), "head": (0,)}[by]
-        num, den = sel.sum(axes), cand.sum(axes)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = num / den
+        sel = self.arrays["selected"][m]                                       # [n', L, H]
+        cand = self.arrays["n_candidates"][m][:, None, None]
+        w = (self.arrays["applied"][m][:, :, None] if applied_only else True) & (cand > 0)
+        return pooled_counts(sel, cand, w, _AXES[by])
+
+    def retrieval_ratio(self, stage: str | None = None, *, by: str = "all", applied_only: bool = True):
+        """Selected / candidates, summed over the steps of ``stage`` (None = all): :func:`pooled_fraction` of
+        :meth:`retrieval_counts` (docs/DECISIONS.md D7).
+
+        by='all' -> float; 'layer' -> [L]; 'head' -> [L, H]; 'step' -> [n'] (one ratio per step). Only (step,
+        layer) cells where the policy was consulted count when ``applied_only`` (the dense layer-0 and
+        candidate-free steps are excluded); NaN when nothing counts. Always-attended tokens are not candidates,
+        so they are in neither term.
+        """
+        r = _fraction(*self.retrieval_counts(stage, by=by, applied_only=applied_only))
         return float(r) if by == "all" else r
 
     def reuse_counts(self, stage: str | None = None, *, by: str = "all"):
         """(Σ reused, Σ selected) over the (step, layer, KV head) cells of ``stage`` (None = all) where the policy
         was consulted and the same stage had an earlier applied step (``reused`` >= 0). by: 'all'|'layer'|'head'."""
         m = self.step_mask(stage)
-        sel = self.arrays["selected"][m].astype(np.float64)
-        reu = self.arrays["reused"][m].astype(np.float64)
-        w = np.broadcast_to(self.arrays["applied"][m][:, :, None], sel.shape) & (reu >= 0)
-        axes = {"all": (0, 1, 2), "layer": (0, 2), "head": (0,)}[by]
-        return np.where(w, reu, 0.0).sum(axes), np.where(w, sel, 0.0).sum(axes)
+        reu = self.arrays["reused"][m]
+        w = self.arrays["applied"][m][:, :, None] & (reu >= 0)
+        return pooled_counts(reu, self.arrays["selected"][m], w, _AXES[by])
 
     def reuse_fraction(self, stage: str | None = None, *, by: str = "all"):
         """Σ reused / Σ selected (see :meth:`reuse_counts`): the share of a step's selection that a cache of the
         previous selection ("Retrieved KV", Fig. 12) already holds. by='all' -> float; 'layer' -> [L];
         'head' -> [L, H]. NaN when nothing counts (e.g. a schema-1 trace, or a dense layer)."""
-        num, den = self.reuse_counts(stage, by=by)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        r = _fraction(*self.reuse_counts(stage, by=by))
         return float(r) if by == "all" else r
 
-    def to_frame(self):
-        """Long table: one row per (step, layer, KV head) with every per-step and per-cell column."""
-        import pandas as pd
+    def tokens_per_cluster(self, step: int) -> float:
+        """ReSV tokens per cluster of one step (:func:`step_stats`); NaN for a policy without an HC table."""
+        return _tokens_per_cluster(self.stats, step, int(self.meta["n_kv_heads"]))
 
+    def wics_exit_fraction(self, stage: str | None = None) -> float:
+        """Mean WiCSum walk fraction (``prefix_frac``: share of a row walked before the early exit) over the
+        (step, layer) cells of ``stage`` where ReSV reported it; NaN when none did."""
+        if "prefix_frac" not in self.stats:
+            return math.nan
+        return _nanmean(self.stats["prefix_frac"][self.step_mask(stage)])
+
+    def to_frame(self) -> pd.DataFrame:
+        """Long table: one row per (step, layer, KV head) with every per-step and per-cell column."""
         n, L, H = self.arrays["selected"].shape
         st, la, he = np.meshgrid(np.arange(n), np.arange(L), np.arange(H), indexing="ij")
         d = {"step": st.ravel(), "layer": la.ravel(), "head": he.ravel()}

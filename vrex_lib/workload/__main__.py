@@ -6,7 +6,11 @@ import os
 import sys
 from pathlib import Path
 
+import torch
+
 from ..config import results_dir
+from ..runtime import validate_full_paths
+from .measure import ALL_METHODS, measure
 
 
 def _ints(s: str) -> list[int]:
@@ -21,8 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="measure the retrieval workload into a schema vrex.workload/1 file")
     m.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
-    m.add_argument("--methods", default="full,flexgen,infinigen,infinigen_p,rekv,resv",
-                   help="comma-separated policy names (default: every method of Table II and flexgen)")
+    m.add_argument("--methods", default=",".join(ALL_METHODS),
+                   help="comma-separated method names (default: every method with a simulator model, "
+                        "vrex_lib.methods.SIMULATED)")
     m.add_argument("--kv", type=_ints, default=None, help="checkpoint kv lengths, e.g. 1000,5000,10000")
     m.add_argument("--long", action="store_true", help="add the profile's long points (default: 20000,40000)")
     m.add_argument("--fidelity-kv", type=_ints, default=None, help="kv points with steered fidelity runs")
@@ -35,15 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--device", default=None, help="e.g. cuda (full profile default: cuda)")
     m.add_argument("--dtype", default=None, help="e.g. bfloat16")
     a = ap.parse_args(argv)
-
-    from .measure import measure
-
     kw = {}
     if a.profile == "full":
         kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
                   device=a.device or "cuda", dtype=a.dtype)
-        from ..runtime.model import validate_full_paths
-
         try:
             validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
         except (ValueError, FileNotFoundError) as err:
@@ -53,8 +53,6 @@ def main(argv: list[str] | None = None) -> int:
         kw = {k: v for k, v in dict(device=a.device, dtype=a.dtype).items() if v}
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
     if os.environ.get("VREX_THREADS"):
-        import torch
-
         torch.set_num_threads(int(os.environ["VREX_THREADS"]))
     before = out.stat().st_mtime_ns if out.exists() else None
     try:

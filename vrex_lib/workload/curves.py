@@ -6,8 +6,12 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
 from .measure import read_measurement
+
+# matplotlib.pyplot is imported by plot_curves on first use: importing it fixes a backend, which a notebook's
+# set-up (vrex_lib.notebook.setup) chooses first.
 
 CURVE_FIELDS: tuple[str, ...] = ("selected_frac", "selected_frac_offloaded", "reuse_frac", "reuse_frac_all",
                                  "tokens_per_cluster",
@@ -25,8 +29,6 @@ LABELS = {"selected_frac": "selected fraction of candidates", "selected_frac_off
 def load_curves(path: str | os.PathLike):
     """A workload file as a pandas DataFrame: one row per checkpoint (method, stage, kv_len) with every scalar
     field of the workload file (per-layer lists left out)."""
-    import pandas as pd
-
     d = read_measurement(path)
     rows = [{k: v for k, v in c.items() if k not in ("per_layer", "policy_kwargs")} for c in d["checkpoints"]]
     df = pd.DataFrame(rows)

@@ -19,6 +19,14 @@ of forced steps whose argmax equals full's token). Each checkpoint says which in
 
 Resumable: the completed checkpoints and fidelity runs are kept in ``<out>.partial.json`` (same inputs_key);
 a rerun replays the stream's forward passes but repeats no completed measurement.
+
+The path of one call: :func:`measure` plans the run (:func:`_plan`: profile, methods, kv points, model, the
+context-size check, the stream, the inputs key), streams it once with every policy in shadow
+(:func:`_shadow_pass`: :func:`vrex_lib.runtime.drive` under the :class:`_Checkpoints` schedule, the
+:class:`~vrex_lib.workload.shadow.ShadowPolicy` as the session's policy and step observer, :func:`summarize` per
+checkpoint), then once per method steered (:func:`_fidelity_pass`), and writes the file (:func:`_document`).
+Every count ratio of a checkpoint (selected fraction, reuse, tokens per cluster) is
+:func:`vrex_lib.runtime.trace.pooled_fraction`, the one definition the runtime's trace uses.
 """
 from __future__ import annotations
 
@@ -33,23 +41,24 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
+from tqdm.auto import tqdm
 
-from .. import _io
+from .. import _io, methods as method_table
 from ..config import REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
-from ..retrieval import POLICIES, make_policy
+from ..retrieval import make_policy
+from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes,
+                       memory_limit, pooled_fraction)
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
-from ..runtime.session import ContextTooLarge, StreamingSession, kv_bytes, memory_limit
 from ..streams import LongStream, build_stream
 from .shadow import ShadowPolicy, StepRecord
 
 MEASURE_VERSION = 1  # bump when a definition below changes: old files then mismatch their inputs_key
-ALL_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv")
-#: Measured beside a method whenever it is: ReKV as the paper compares it (Table II marks ReKV as retrieving
-#: during frame processing), i.e. deciding afresh at every step -- the behaviour the simulator's ReKV models.
-#: ``rekv`` itself is the reference code's once-per-question retrieval (docs/DECISIONS.md D60).
-COMPANION_VARIANTS: dict[str, tuple[str, tuple[str, dict]]] = {"rekv@frame": ("rekv", ("rekv", {"mode": "frame"}))}
+#: Every method with a simulator model (:data:`vrex_lib.methods.SIMULATED`); their :data:`vrex_lib.methods.VARIANTS`
+#: are measured beside them: ``rekv@frame``, ReKV deciding afresh at every step as the paper compares it (Table II
+#: marks ReKV as retrieving during frame processing) -- the behaviour the simulator's ReKV models; ``rekv`` itself is
+#: the reference code's once-per-question retrieval (docs/DECISIONS.md D60).
+ALL_METHODS: tuple[str, ...] = method_table.SIMULATED
 QUESTION = "What is the person doing now, and what was the previous step?"
 
 
@@ -88,10 +97,12 @@ def measure_profile(profile: str) -> MeasureProfile:
 # inputs
 # ---------------------------------------------------------------------------------------------------------------
 def _source_digest() -> str:
-    """Hash of the code that determines the numbers (runtime, policies, ReSV, DRE timing, streams, this package)."""
+    """Hash of the code that determines the numbers (runtime, policies, the method table, ReSV, DRE timing,
+    streams, this package)."""
     h = hashlib.sha256()
     lib = REPO_ROOT / "vrex_lib"
-    files = [lib / "streams.py", lib / "selection.py", lib / "hw" / "timing.py", lib / "config.py"]
+    files = [lib / "streams.py", lib / "selection.py", lib / "methods.py", lib / "hw" / "timing.py",
+             lib / "config.py"]
     for sub in ("runtime", "retrieval", "resv", "workload"):
         files += sorted((lib / sub).glob("*.py"))
     for f in files:
@@ -100,21 +111,21 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _policy_specs(methods: Sequence[str], variants: Mapping[str, tuple[str, dict]] | None,
-                  resv: ReSVConfig) -> dict[str, tuple[str, dict]]:
+def _policy_specs(methods: Sequence[str], variants: Mapping[str, tuple[str, dict]] | None) -> dict[str, tuple[str, dict]]:
     """{method name: (policy name, kwargs)}; validates every name before any work."""
     specs: dict[str, tuple[str, dict]] = {}
     for m in methods:
-        if m not in POLICIES:
-            raise ValueError(f"workload measure: unknown method {m!r} in --methods; choose from {', '.join(POLICIES)}")
+        if m not in method_table.METHODS:
+            raise ValueError(f"workload measure: unknown method {m!r} in --methods; choose from "
+                             f"{', '.join(method_table.NAMES)}")
         specs[m] = (m, {})
     for name, spec in (variants or {}).items():
         if not (isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[1], Mapping)):
             raise ValueError(f"workload measure: variant {name!r} must map to (policy name, kwargs dict), got {spec!r}")
         pname, kw = spec
-        if pname not in POLICIES:
+        if pname not in method_table.METHODS:
             raise ValueError(f"workload measure: variant {name!r} uses unknown policy {pname!r}; "
-                             f"choose from {', '.join(POLICIES)}")
+                             f"choose from {', '.join(method_table.NAMES)}")
         if name in specs:
             raise ValueError(f"workload measure: variant name {name!r} collides with a method; rename it")
         specs[name] = (pname, dict(kw))
@@ -147,90 +158,164 @@ def inputs_key(parts: dict) -> str:
     return hashlib.sha256(json.dumps(_jsonable(parts), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# the stream driver
-# ---------------------------------------------------------------------------------------------------------------
-class _HookedSession(StreamingSession):
-    """A session that tells a :class:`ShadowPolicy` where every forward step begins and ends."""
+@dataclasses.dataclass
+class _Plan:
+    """One measurement, decided before any forward pass: what every pass and the file need."""
 
-    shadow: ShadowPolicy | None = None
-
-    def _forward(self, embeds, kind, stage, frame_id=None, time_s=None):
-        if self.shadow is not None:
-            self.shadow.begin_step(stage, kind, self.n_tokens)
-        try:
-            return super()._forward(embeds, kind, stage, frame_id, time_s)
-        finally:
-            if self.shadow is not None:
-                self.shadow.end_step()
+    profile: str
+    mp: MeasureProfile
+    points: list[int]
+    fid: list[int]
+    specs: dict[str, tuple[str, dict]]
+    variants: dict
+    resv: ReSVConfig
+    cfg: RuntimeConfig
+    seed: int
+    out: Path
+    model: StreamingVideoLLM
+    tpf: int
+    stream: LongStream
+    position_note: str | None
+    key: str
 
 
 def _tokens_per_frame(model: StreamingVideoLLM, cfg: RuntimeConfig) -> int:
     return FRAME_TOKENS + (len(model.encode(",")) if cfg.interval_token else 0)
 
 
-def _drive(sess: _HookedSession, stream: LongStream, kv_points: Sequence[int], frame_steps: int, decode_tokens: int,
-           on_phase, force_answers: dict | None = None, stop_after: int | None = None, bar=None,
-           embed_batch: int = 32) -> dict:
-    """Stream ``stream`` through ``sess`` with a checkpoint at every kv point (see the module docstring).
+def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime, variants, model, long: bool,
+          fidelity_kv, stream_seed, model_kwargs) -> _Plan:
+    """Validate every input, build (or take) the model, refuse a context that cannot fit, build the stream and
+    the inputs key -- in that order, so bad input fails before any weight loads or any frame is encoded."""
+    mp = measure_profile(profile)
+    points = sorted({int(p) for p in (kv_points if kv_points else mp.kv_points)} |
+                    (set(mp.long_kv_points) if long else set()))
+    if not points or points[0] < 1:
+        raise ValueError(f"workload measure: --kv must be positive token counts, got {list(kv_points or [])}")
+    resv = resv or ReSVConfig()
+    cfg = runtime or mp.runtime
+    variants = {**method_table.variants_of(methods), **dict(variants or {})}
+    specs = _policy_specs(methods, variants)
+    fid = sorted(int(p) for p in (mp.fidelity_kv if fidelity_kv is None else fidelity_kv) if int(p) in points)
+    if fidelity_kv is not None and any(int(p) not in points for p in fidelity_kv):
+        raise ValueError(f"workload measure: fidelity points {list(fidelity_kv)} must be among the kv points {points}")
+    seed = mp.stream_seed if stream_seed is None else int(stream_seed)
+    out = Path(out) if out else results_dir() / "data" / f"workload_{profile}.json"
+    if model is None:
+        model = build_model(mp.model_profile, **dict(model_kwargs or {}))
+    tpf = _tokens_per_frame(model, cfg)
+    # frame budget: every checkpoint adds 1 + frame_steps frames and a question + answer (<= 64 tokens)
+    n_frames = math.ceil(points[-1] / tpf) + len(points) * (2 + mp.frame_steps) + 4
+    position_note = _check_fits(model, cfg, points, max_tokens=n_frames * tpf + len(points) * 64 + 64)
+    stream = build_stream(n_frames, seed=seed, fps=mp.fps, size=model.image_size)
+    key_parts = dict(version=MEASURE_VERSION, schema=SCHEMA, profile=profile, model=model.name,
+                     vision=model.vision_name, llm_params=sum(p.numel() for p in model.llm.parameters()),
+                     specs=specs, points=points, fidelity=fid, resv=resv, runtime=cfg, frame_steps=mp.frame_steps,
+                     decode_tokens=mp.decode_tokens, question=QUESTION, stream=stream.key(), seed=seed,
+                     code=_source_digest(), dtype=str(model.dtype))
+    return _Plan(profile, mp, points, fid, specs, variants, resv, cfg, seed, out, model, tpf, stream, position_note,
+                 inputs_key(key_parts))
 
-    ``on_phase(point, phase)`` is called with phase 'frame_warmup', 'frame', 'text', 'plain' before the steps
-    of that phase (the caller toggles measurement); ``force_answers`` {point: ids} teacher-forces the answers.
-    Returns {point: dict(answer ids, agreement, text step indices, frame step indices)}.
+
+def _check_fits(model: StreamingVideoLLM, cfg: RuntimeConfig, points: list[int], max_tokens: int) -> str | None:
+    """A clear error before any work if the context cannot fit in memory; a note (and a warning) if it runs past
+    the model's trained positions."""
+    need, limit = kv_bytes(model, max_tokens), memory_limit(model, cfg)
+    if need > limit:
+        raise ContextTooLarge(f"workload measure: {points[-1]} tokens need a {need / 2**30:.2f} GiB KV cache for "
+                              f"{model.name} but the budget is {limit / 2**30:.2f} GiB: drop the largest --kv "
+                              f"point(s) (or LONG=1), or raise RuntimeConfig.max_kv_bytes on a larger machine")
+    max_pos = int(getattr(model.config, "max_position_embeddings", 1 << 30))
+    if max_tokens <= max_pos:
+        return None
+    note = (f"{model.name} was trained on {max_pos} positions; checkpoints beyond that run RoPE "
+            "past its trained range (the selection statistics are still measured on its real keys)")
+    warnings.warn(f"workload measure: {note}", stacklevel=4)  # at the caller of measure()
+    return note
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the stream schedule
+# ---------------------------------------------------------------------------------------------------------------
+def _frame_tokens(model: StreamingVideoLLM, stream: LongStream, batch: int = 32):
+    """(frame tokens [10, hidden], time s) of every frame of ``stream``, encoded ``batch`` frames at a time as
+    they are needed."""
+    for a in range(0, stream.n_frames, batch):
+        emb = model.embed_frames(stream.frames(a, min(stream.n_frames, a + batch)))
+        for i in range(emb.shape[0]):
+            yield emb[i], (a + i) / stream.fps
+
+
+class _Checkpoints(Schedule):
+    """A checkpoint at every kv point (see the module docstring): once the cache holds >= the point, one warm-up
+    and ``frame_steps`` measured frame steps, then the question and its answer; the stream stops after the last.
+
+    ``on_phase(point, phase)`` is called with phase 'frame_warmup', 'frame', 'text', 'plain' before the steps of
+    that phase (the caller toggles measurement); ``force_answers`` {point: ids} teacher-forces the answers.
+    :attr:`result` {point: dict(frame_steps, text_steps = trace step indices, answer_ids, agreement)}.
     """
-    model = sess.model
-    sess.add_system_prompt()
-    points = sorted(int(p) for p in kv_points)
-    if stop_after is not None:
-        points = [p for p in points if p <= stop_after]
-    out: dict = {}
-    pi, fi = 0, 0
-    buf, buf_start = None, 0
-    pending = 0  # frame steps still to run in the current checkpoint
-    while pi < len(points):
-        if fi >= stream.n_frames:
-            raise RuntimeError(f"the stream ran out of frames ({stream.n_frames}) before {points[pi]} tokens; "
-                               "this is a bug in the frame budget of measure()")
-        if pending == 0 and sess.n_tokens >= points[pi]:
-            pending = 1 + frame_steps
-            out[points[pi]] = dict(frame_steps=[], text_steps=[])
-            on_phase(points[pi], "frame_warmup")
-        if buf is None or fi >= buf_start + buf.shape[0]:
-            buf_start = fi
-            buf = model.embed_frames(stream.frames(fi, min(stream.n_frames, fi + embed_batch)))
-        if pending:
-            if pending == frame_steps:
-                on_phase(points[pi], "frame")
-            if pending <= frame_steps:
-                out[points[pi]]["frame_steps"].append(len(sess.stats))
-        sess.add_frame_embeds(buf[fi - buf_start], fi / stream.fps)
-        fi += 1
-        if bar is not None:
-            bar.update(1)
-        if pending:
-            pending -= 1
-            if pending == 0:
-                p = points[pi]
-                on_phase(p, "text")
-                first = len(sess.stats)
-                force = None if force_answers is None else force_answers.get(p)
-                if force is not None and len(force) == 0:
-                    force = None
-                sess.ask(QUESTION, max_new_tokens=decode_tokens + 1 if force is None else len(force),
-                         force_ids=force)
-                out[p]["text_steps"] = list(range(first, len(sess.stats)))
-                out[p]["answer_ids"] = [int(i) for i in sess.last_answer.get("ids", [])]
-                out[p]["agreement"] = sess.last_answer.get("agreement")
-                on_phase(p, "plain")
-                pi += 1
-    return out
+
+    def __init__(self, points: Sequence[int], frame_steps: int, decode_tokens: int, on_phase,
+                 force_answers: dict | None = None, bar=None):
+        super().__init__()
+        self.points, self.frame_steps, self.decode_tokens = sorted(int(p) for p in points), frame_steps, decode_tokens
+        self.on_phase, self.force_answers, self.bar = on_phase, force_answers, bar
+        self.result: dict = {}
+        self._pi, self._pending = 0, 0  # next point; frame steps still to run in the current checkpoint
+
+    @property
+    def done(self) -> bool:
+        return self._pi >= len(self.points)
+
+    def before_frame(self, sess, index, time_s) -> None:
+        p = self.points[self._pi]
+        if self._pending == 0 and sess.n_tokens >= p:
+            self._pending = 1 + self.frame_steps
+            self.result[p] = dict(frame_steps=[], text_steps=[])
+            self.on_phase(p, "frame_warmup")
+        if self._pending:
+            if self._pending == self.frame_steps:
+                self.on_phase(p, "frame")
+            if self._pending <= self.frame_steps:
+                self.result[p]["frame_steps"].append(len(sess.stats))
+
+    def after_frame(self, sess, index, time_s, wall_s, cpu_s) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+        if not self._pending:
+            return
+        self._pending -= 1
+        if self._pending:
+            return
+        p = self.points[self._pi]
+        self.on_phase(p, "text")
+        force = None if self.force_answers is None else self.force_answers.get(p)
+        force = force or None  # an empty forced answer frees the decode
+        a = self.ask(sess, Question(QUESTION, self.decode_tokens + 1 if force is None else len(force),
+                                    force_ids=force))
+        self.result[p].update(text_steps=a.steps, answer_ids=a.ids, agreement=a.agreement)
+        self.on_phase(p, "plain")
+        self._pi += 1
+
+    def finish(self, sess) -> None:
+        if not self.done:
+            raise RuntimeError(f"the stream ran out of frames ({sess.n_frames}) before {self.points[self._pi]} "
+                               "tokens; this is a bug in the frame budget of measure()")
+
+
+def _stream(plan: _Plan, sess: StreamingSession, points: Sequence[int], on_phase, force_answers=None,
+            bar=None) -> dict:
+    """Drive ``plan.stream`` through ``sess`` with a checkpoint at every one of ``points``; the schedule's result."""
+    sched = _Checkpoints(points, plan.mp.frame_steps, plan.mp.decode_tokens, on_phase, force_answers, bar)
+    drive(sess, _frame_tokens(plan.model, plan.stream), sched)
+    return sched.result
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # checkpoint statistics
 # ---------------------------------------------------------------------------------------------------------------
-def _ratio(num: float, den: float) -> float | None:
-    return float(num / den) if den > 0 else None
+def _none(x: float) -> float | None:
+    return None if not math.isfinite(x) else float(x)
 
 
 def _layer_list(a: np.ndarray) -> list:
@@ -241,12 +326,25 @@ def summarize(recs: Sequence[StepRecord], model: StreamingVideoLLM, cfg: Runtime
     """Checkpoint fields (schema ``vrex.workload/1``) from the records of one method at one (kv point, stage)."""
     with warnings.catch_warnings():  # all-NaN slices (dense layers) are expected and become null
         warnings.simplefilter("ignore", RuntimeWarning)
-        return _summarize(recs, model, cfg, n_sink)
+        d = _selection_fields(recs, model.n_layers, model.n_kv_heads)
+        d.update(_byte_fields(recs, model, cfg, n_sink))
+        pl = dict(selected_frac=d.pop("per_layer_selected_frac"))
+        if recs[0].clusters is not None:
+            d.update(_cluster_fields(recs, model, cfg.dense_layers, pl))
+        else:
+            for k in ("tokens_per_cluster", "n_clusters", "hc_bytes", "hc_kv_overhead", "wics_exit_frac",
+                      "dre_hcu_cycles", "dre_wtu_cycles"):
+                d[k] = None
+            pl["tokens_per_cluster"] = [None] * model.n_layers
+            pl["wics_exit_frac"] = [None] * model.n_layers
+    d["per_layer"] = pl
+    d["n_steps"] = len(recs)
+    return d
 
 
-def _summarize(recs, model, cfg, n_sink) -> dict:
-    L, H, dense = model.n_layers, model.n_kv_heads, cfg.dense_layers
-    bpth = 2 * model.head_dim * model.kv_bytes_per_elem  # K+V bytes of one token in one KV head
+def _selection_fields(recs, L: int, H: int) -> dict:
+    """Candidates, selected fractions (all / offloaded tier), reuse, over the consulted (step, layer, KV head)
+    cells; ``per_layer_selected_frac`` [L] (null where never consulted)."""
     cons = np.array([r.consulted for r in recs])  # [n, L]
     w = cons[:, :, None] & np.ones((1, 1, H), bool)
     sel = np.array([r.sel for r in recs])
@@ -254,19 +352,23 @@ def _summarize(recs, model, cfg, n_sink) -> dict:
     cand = np.array([np.broadcast_to(r.n_cand[:, None], (L, H)) for r in recs])
     off = np.array([np.broadcast_to(r.n_off_cand[:, None], (L, H)) for r in recs])
     reu = np.array([r.reused_off for r in recs])
-    wr = w & (reu >= 0)
-    d = dict(
-        candidates=float(cand[w].mean()) if w.any() else 0.0,
-        selected_frac=_ratio(sel[w].sum(), cand[w].sum()),
-        offloaded_candidates=float(off[w].mean()) if w.any() else 0.0,
-        selected_frac_offloaded=_ratio(sel_off[w].sum(), off[w].sum()),
-        reuse_frac=_ratio(reu[wr].sum(), sel_off[wr].sum()),
-    )
     # the same share over every selected position (either tier): defined before anything is offloaded
     rea = np.array([r.reused_all for r in recs])
-    wa = w & (rea >= 0)
-    d["reuse_frac_all"] = _ratio(rea[wa].sum(), sel[wa].sum())
-    # bytes: the model's KV in the host tier, and what the step reads from it (dense layers read all of it)
+    return dict(
+        candidates=float(cand[w].mean()) if w.any() else 0.0,
+        selected_frac=_none(pooled_fraction(sel, cand, w)),
+        offloaded_candidates=float(off[w].mean()) if w.any() else 0.0,
+        selected_frac_offloaded=_none(pooled_fraction(sel_off, off, w)),
+        reuse_frac=_none(pooled_fraction(reu, sel_off, w & (reu >= 0))),
+        reuse_frac_all=_none(pooled_fraction(rea, sel, w & (rea >= 0))),
+        per_layer_selected_frac=_layer_list(pooled_fraction(sel, cand, w, axes=(0, 2))),
+    )
+
+
+def _byte_fields(recs, model: StreamingVideoLLM, cfg: RuntimeConfig, n_sink: int) -> dict:
+    """The model's KV in the host tier, what each step reads from it (dense layers read all of it), the cache."""
+    L, H, dense = model.n_layers, model.n_kv_heads, cfg.dense_layers
+    bpth = 2 * model.head_dim * model.kv_bytes_per_elem  # K+V bytes of one token in one KV head
     off_tokens, fetched = [], []
     for r in recs:
         seq = r.kv_len + r.n_new
@@ -275,59 +377,56 @@ def _summarize(recs, model, cfg, n_sink) -> dict:
         per_layer = np.where(r.consulted[:, None], r.sel_off, n_off)  # [L, H]
         per_layer[:dense] = n_off
         fetched.append(per_layer.sum() * bpth)
-    d["offloaded_bytes"] = float(np.mean(off_tokens) * L * H * bpth)
-    d["fetched_bytes"] = float(np.mean(fetched))
-    d["kv_bytes"] = float(np.mean([kv_bytes(model, r.kv_len + r.n_new) for r in recs]))
+    return dict(offloaded_bytes=float(np.mean(off_tokens) * L * H * bpth), fetched_bytes=float(np.mean(fetched)),
+                kv_bytes=float(np.mean([kv_bytes(model, r.kv_len + r.n_new) for r in recs])))
+
+
+def _cluster_fields(recs, model: StreamingVideoLLM, dense: int, pl: dict) -> dict:
+    """ReSV's HC-table statistics over the layers >= ``dense``; fills ``pl`` with their per-layer curves."""
+    L, H = model.n_layers, model.n_kv_heads
+    lay = np.arange(L) >= dense
+    cl = np.array([r.clusters for r in recs])          # [n, L, H]
+    tt = np.array([r.table_tokens for r in recs])      # [n, L]
+    pf = np.array([r.prefix_frac for r in recs])
+    hcb = np.array([r.hc_bytes for r in recs])
+    d: dict = {}
+    counted = lay[None, :, None] & np.isfinite(cl) & np.isfinite(tt)[:, :, None]
+    d["tokens_per_cluster"] = _none(pooled_fraction(tt[:, :, None], cl, counted))
+    d["n_clusters"] = float(np.nanmean(cl[:, lay])) if lay.any() else None
+    d["hc_bytes"] = float(np.nanmean(np.nansum(hcb[:, lay], 1)))
+    # HC table vs the same layers' KV in BF16 (docs/DECISIONS.md D10)
+    kv_bf16 = np.mean([lay.sum() * H * 2 * model.head_dim * 2 * (r.kv_len + r.n_new) for r in recs])
+    d["hc_kv_overhead"] = float(d["hc_bytes"] / kv_bf16) if kv_bf16 > 0 else None
+    d["wics_exit_frac"] = float(np.nanmean(pf[:, lay])) if np.isfinite(pf[:, lay]).any() else None
+    d["dre_hcu_cycles"], d["dre_wtu_cycles"] = _dre_cycles(recs, lay, H)
+    # per layer: tokens per cluster of each step (table tokens x heads / clusters over heads), mean over steps
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_layer_sel = np.where(cons.any(0), (sel * w).sum((0, 2)) / np.maximum((cand * w).sum((0, 2)), 1), np.nan)
-    pl = dict(selected_frac=_layer_list(per_layer_sel))
-    if recs[0].clusters is not None:
-        lay = np.arange(L) >= dense
-        cl = np.array([r.clusters for r in recs])          # [n, L, H]
-        tt = np.array([r.table_tokens for r in recs])      # [n, L]
-        pf = np.array([r.prefix_frac for r in recs])
-        hcb = np.array([r.hc_bytes for r in recs])
-        cb = np.array([r.clusters_before for r in recs])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpc_layer = np.nanmean(tt[:, :, None] * H / np.nansum(cl, 2, keepdims=True).clip(min=1), (0, 2))
-        sum_cl = np.nansum(cl[:, lay]) if lay.any() else 0
-        d["tokens_per_cluster"] = _ratio(np.nansum(tt[:, lay]) * H, sum_cl)
-        d["n_clusters"] = float(np.nanmean(cl[:, lay])) if lay.any() else None
-        d["hc_bytes"] = float(np.nanmean(np.nansum(hcb[:, lay], 1)))
-        # HC table vs the same layers' KV in BF16 (docs/DECISIONS.md D10)
-        kv_bf16 = np.mean([lay.sum() * H * 2 * model.head_dim * 2 * (r.kv_len + r.n_new) for r in recs])
-        d["hc_kv_overhead"] = _ratio(d["hc_bytes"], kv_bf16)
-        d["wics_exit_frac"] = float(np.nanmean(pf[:, lay])) if np.isfinite(pf[:, lay]).any() else None
-        hcu, wtu = [], []
-        for i, r in enumerate(recs):
-            c_h = w_c = 0
-            for layer in np.nonzero(lay)[0]:
-                if not r.consulted[layer]:
-                    continue
-                rows = r.rows[layer]
-                for g in range(H):
-                    before, after = cb[i, layer, g], cl[i, layer, g]
-                    c_h += hcu_cycles(r.n_new, int(before), n_opened=int(after - before))
-                    if np.isfinite(rows):
-                        w_c += wtu_cycles(int(rows), int(after))
-            hcu.append(c_h)
-            wtu.append(w_c)
-        d["dre_hcu_cycles"] = float(np.mean(hcu))
-        d["dre_wtu_cycles"] = float(np.mean(wtu))
-        pl["tokens_per_cluster"] = _layer_list(np.where(lay, tpc_layer, np.nan))
-        with np.errstate(invalid="ignore"):
-            pl["wics_exit_frac"] = _layer_list(np.where(lay, np.nanmean(pf, 0) if np.isfinite(pf).any() else np.nan,
-                                                        np.nan))
-        pl["n_clusters"] = _layer_list(np.where(lay, np.nanmean(cl, (0, 2)), np.nan))
-    else:
-        for k in ("tokens_per_cluster", "n_clusters", "hc_bytes", "hc_kv_overhead", "wics_exit_frac",
-                  "dre_hcu_cycles", "dre_wtu_cycles"):
-            d[k] = None
-        pl["tokens_per_cluster"] = [None] * L
-        pl["wics_exit_frac"] = [None] * L
-    d["per_layer"] = pl
-    d["n_steps"] = len(recs)
+        tpc_layer = np.nanmean(tt[:, :, None] * H / np.nansum(cl, 2, keepdims=True).clip(min=1), (0, 2))
+    pl["tokens_per_cluster"] = _layer_list(np.where(lay, tpc_layer, np.nan))
+    with np.errstate(invalid="ignore"):
+        pl["wics_exit_frac"] = _layer_list(np.where(lay, np.nanmean(pf, 0) if np.isfinite(pf).any() else np.nan,
+                                                    np.nan))
+    pl["n_clusters"] = _layer_list(np.where(lay, np.nanmean(cl, (0, 2)), np.nan))
     return d
+
+
+def _dre_cycles(recs, lay: np.ndarray, H: int) -> tuple[float, float]:
+    """Mean HCU and WTU cycles per step (:mod:`vrex_lib.hw.timing`) of the consulted layers in ``lay``."""
+    hcu, wtu = [], []
+    for r in recs:
+        c_h = w_c = 0
+        for layer in np.nonzero(lay)[0]:
+            if not r.consulted[layer]:
+                continue
+            rows = r.rows[layer]
+            for g in range(H):
+                before, after = r.clusters_before[layer, g], r.clusters[layer, g]
+                c_h += hcu_cycles(r.n_new, int(before), n_opened=int(after - before))
+                if np.isfinite(rows):
+                    w_c += wtu_cycles(int(rows), int(after))
+        hcu.append(c_h)
+        wtu.append(w_c)
+    return float(np.mean(hcu)), float(np.mean(wtu))
 
 
 def _fidelity(trace_rows: list[dict], steps: list[int], policy_name: str) -> float | None:
@@ -349,7 +448,7 @@ def _write_json(path: Path, obj: dict) -> None:
 
 
 def read_measurement(path: str | os.PathLike) -> dict:
-    """Load a schema-A workload file; a missing file or another schema is a clear error."""
+    """Load a workload file (schema ``vrex.workload/1``); a missing file or another schema is a clear error."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no workload measurement here; run "
@@ -371,7 +470,7 @@ def _cached(path: Path, key: str) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the API
+# the passes and the API
 # ---------------------------------------------------------------------------------------------------------------
 def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Sequence[int] | None = None,
             out: str | os.PathLike | None = None, *, resv: ReSVConfig | None = None,
@@ -379,11 +478,13 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
             model: StreamingVideoLLM | None = None, progress: bool = True, long: bool = False,
             fidelity_kv: Sequence[int] | None = None, stream_seed: int | None = None,
             model_kwargs: Mapping | None = None, force: bool = False) -> Path:
-    """Measure the retrieval workload (see the module docstring) and write it (schema ``vrex.workload/1``) to ``out``; returns ``out``.
+    """Measure the retrieval workload (see the module docstring) and write it (schema ``vrex.workload/1``) to
+    ``out``; returns ``out``.
 
     profile: 'smoke' | 'default' | 'full' (model build, default kv points, runtime, schedule).
-    methods: policy names (default: all of Table II and flexgen); ``variants`` adds {name: (policy, kwargs)};
-      :data:`COMPANION_VARIANTS` of the chosen methods are added (``rekv@frame`` beside ``rekv``).
+    methods: policy names (default: every method with a simulator model); ``variants`` adds
+      {name: (policy, kwargs)}; the :data:`vrex_lib.methods.VARIANTS` of the chosen methods are added
+      (``rekv@frame`` beside ``rekv``).
     kv_points: cache lengths of the checkpoints (default: the profile's; ``long`` adds its long points, 20K-40K).
     resv / runtime: ReSV and runtime configs (default: the paper's / the profile's, KVMU capacity 4,096).
     model: a prebuilt :class:`StreamingVideoLLM` (else built from the profile with ``model_kwargs``, e.g. the full
@@ -391,118 +492,92 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
     fidelity_kv: kv points with real steered runs for the fidelity proxies (default: the profile's; () for none).
     An existing ``out`` with the same inputs_key is reused (``force`` recomputes); any other is recomputed.
     """
-    mp = measure_profile(profile)
     t_start = time.perf_counter()
-    points = sorted({int(p) for p in (kv_points if kv_points else mp.kv_points)} |
-                    (set(mp.long_kv_points) if long else set()))
-    if not points or points[0] < 1:
-        raise ValueError(f"workload measure: --kv must be positive token counts, got {list(kv_points or [])}")
-    resv = resv or ReSVConfig()
-    cfg = runtime or mp.runtime
-    variants = {**{n: v for n, (m, v) in COMPANION_VARIANTS.items() if m in methods}, **dict(variants or {})}
-    specs = _policy_specs(methods, variants, resv)
-    fid = sorted(int(p) for p in (mp.fidelity_kv if fidelity_kv is None else fidelity_kv) if int(p) in points)
-    if fidelity_kv is not None and any(int(p) not in points for p in fidelity_kv):
-        raise ValueError(f"workload measure: fidelity points {list(fidelity_kv)} must be among the kv points {points}")
-    seed = mp.stream_seed if stream_seed is None else int(stream_seed)
-    out = Path(out) if out else results_dir() / "data" / f"workload_{profile}.json"
-
-    if model is None:
-        from ..runtime.model import build_model
-
-        model = build_model(mp.model_profile, **dict(model_kwargs or {}))
-    tpf = _tokens_per_frame(model, cfg)
-    # frame budget: every checkpoint adds 1 + frame_steps frames and a question + answer (<= 64 tokens)
-    n_frames = math.ceil(points[-1] / tpf) + len(points) * (2 + mp.frame_steps) + 4
-    max_tokens = n_frames * tpf + len(points) * 64 + 64
-    # ---- a clear error before any work if the context cannot fit --------------------------------------------
-    need, limit = kv_bytes(model, max_tokens), memory_limit(model, cfg)
-    n_pol = len(specs)
-    if need > limit:
-        raise ContextTooLarge(f"workload measure: {points[-1]} tokens need a {need / 2**30:.2f} GiB KV cache for "
-                              f"{model.name} but the budget is {limit / 2**30:.2f} GiB: drop the largest --kv "
-                              f"point(s) (or LONG=1), or raise RuntimeConfig.max_kv_bytes on a larger machine")
-    max_pos = int(getattr(model.config, "max_position_embeddings", 1 << 30))
-    position_note = None
-    if max_tokens > max_pos:
-        position_note = (f"{model.name} was trained on {max_pos} positions; checkpoints beyond that run RoPE "
-                         "past its trained range (the selection statistics are still measured on its real keys)")
-        warnings.warn(f"workload measure: {position_note}", stacklevel=2)
-
-    stream = build_stream(n_frames, seed=seed, fps=mp.fps, size=model.image_size)
-    key_parts = dict(version=MEASURE_VERSION, schema=SCHEMA, profile=profile, model=model.name,
-                     vision=model.vision_name, llm_params=sum(p.numel() for p in model.llm.parameters()),
-                     specs=specs, points=points, fidelity=fid, resv=resv, runtime=cfg, frame_steps=mp.frame_steps,
-                     decode_tokens=mp.decode_tokens, question=QUESTION, stream=stream.key(), seed=seed,
-                     code=_source_digest(), dtype=str(model.dtype))
-    key = inputs_key(key_parts)
-    if not force and (hit := _cached(out, key)) is not None:
-        return out
-    partial = out.with_name(out.name + ".partial.json")
-    state = _cached(partial, key) or dict(inputs_key=key, checkpoints=[], answers={}, fidelity={}, shadow_done=False)
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        fid_frames = math.ceil(fid[-1] / tpf) + len(fid) * (1 + mp.frame_steps) if fid else 0
-        n_fid = sum(1 for m, (p, _) in specs.items() if p != "full" and m not in state["fidelity"])
-        bar = tqdm(total=(0 if state["shadow_done"] else math.ceil(points[-1] / tpf) + len(points) * (1 + mp.frame_steps))
-                   + fid_frames * n_fid,
-                   desc=f"workload {profile}", unit="frame")
-
-    # ---- pass 1: one full-attention stream, every policy in shadow ---------------------------------------------
+    plan = _plan(profile, methods, kv_points, out, resv=resv, runtime=runtime, variants=variants, model=model,
+                 long=long, fidelity_kv=fidelity_kv, stream_seed=stream_seed, model_kwargs=model_kwargs)
+    if not force and _cached(plan.out, plan.key) is not None:
+        return plan.out
+    partial = plan.out.with_name(plan.out.name + ".partial.json")
+    state = _cached(partial, plan.key) or dict(inputs_key=plan.key, checkpoints=[], answers={}, fidelity={},
+                                               shadow_done=False)
+    bar = _progress_bar(plan, state) if progress else None
     if not state["shadow_done"]:
-        done_points = {int(c["kv_target"]) for c in state["checkpoints"]}
-        shadow = ShadowPolicy({m: _make(p, kw, resv) for m, (p, kw) in specs.items()}, cfg.dense_layers)
-        sess = _HookedSession(model, shadow, cfg)
-        shadow.store = sess.store
-        sess.shadow = shadow
-        current = {}
+        _shadow_pass(plan, state, partial, bar)
+    _fidelity_pass(plan, state, partial, bar)
+    if bar is not None:
+        bar.close()
+    _attach_fidelity(plan, state)
+    _write_json(plan.out, _document(plan, state, elapsed_s=time.perf_counter() - t_start))
+    partial.unlink(missing_ok=True)
+    return plan.out
 
-        def on_phase(point, phase):
-            if phase == "frame_warmup":
-                shadow.forget_previous()
-                shadow.records = {m: [] for m in specs}
-                current.update(point=point)
-            measuring = point not in done_points
-            shadow.active = measuring and phase in ("frame_warmup", "frame", "text")
-            if phase == "text" and measuring:
-                frame_recs = {m: [r for r in rs if r.stage == "frame"][1:] for m, rs in shadow.records.items()}
-                current["frame"] = frame_recs
-                shadow.records = {m: [] for m in specs}
-                shadow.forget_previous()
-            if phase == "plain" and measuring:
-                text_recs = {m: list(rs) for m, rs in shadow.records.items()}
-                shadow.records = {m: [] for m in specs}
-                for m in specs:
-                    for stage, recs in (("frame", current["frame"][m]), ("text", text_recs[m])):
-                        if not recs:
-                            continue
-                        c = dict(kv_len=int(recs[0].kv_len), kv_target=int(point), method=m, stage=stage,
-                                 policy=specs[m][0], policy_kwargs=specs[m][1])
-                        c.update(summarize(recs, model, cfg, sess.n_sink))
-                        c.update(answer_agreement=None, attn_rel_error=None, fidelity_source=None)
-                        state["checkpoints"].append(c)
-                _write_json(partial, state)
 
-        res = _drive(sess, stream, points, mp.frame_steps, mp.decode_tokens, on_phase, bar=bar)
-        state["answers"] = {str(p): r["answer_ids"] for p, r in res.items()}
-        state["shadow_done"] = True
-        _write_json(partial, state)
-        del sess, shadow
+def _progress_bar(plan: _Plan, state: dict):
+    """One bar over every frame both passes still stream."""
+    mp, fid, tpf = plan.mp, plan.fid, plan.tpf
+    fid_frames = math.ceil(fid[-1] / tpf) + len(fid) * (1 + mp.frame_steps) if fid else 0
+    n_fid = sum(1 for m, (p, _) in plan.specs.items() if p != "full" and m not in state["fidelity"])
+    shadow = 0 if state["shadow_done"] else math.ceil(plan.points[-1] / tpf) + len(plan.points) * (1 + mp.frame_steps)
+    return tqdm(total=shadow + fid_frames * n_fid, desc=f"workload {plan.profile}", unit="frame")
 
-    # ---- pass 2: fidelity proxies from real steered runs on the shorter stream ---------------------------------
+
+def _shadow_pass(plan: _Plan, state: dict, partial: Path, bar) -> None:
+    """Pass 1: one full-attention stream, every policy in shadow; one checkpoint record per (point, method,
+    stage), each kept in ``partial`` as soon as its point is done."""
+    done_points = {int(c["kv_target"]) for c in state["checkpoints"]}
+    specs = plan.specs
+    shadow = ShadowPolicy({m: _make(p, kw, plan.resv) for m, (p, kw) in specs.items()}, plan.cfg.dense_layers)
+    sess = StreamingSession(plan.model, shadow, plan.cfg, observers=[shadow])
+    frame_recs: dict = {}
+
+    def on_phase(point, phase):
+        measuring = point not in done_points
+        if phase == "frame_warmup":
+            shadow.forget_previous()
+            shadow.records = {m: [] for m in specs}
+        shadow.active = measuring and phase in ("frame_warmup", "frame", "text")
+        if phase == "text" and measuring:  # the warm-up step only gave the first measured step its predecessor
+            frame_recs.update({m: [r for r in rs if r.stage == "frame"][1:] for m, rs in shadow.records.items()})
+            shadow.records = {m: [] for m in specs}
+            shadow.forget_previous()
+        if phase == "plain" and measuring:
+            text_recs = {m: list(rs) for m, rs in shadow.records.items()}
+            shadow.records = {m: [] for m in specs}
+            for m in specs:
+                for stage, recs in (("frame", frame_recs[m]), ("text", text_recs[m])):
+                    if recs:
+                        state["checkpoints"].append(_checkpoint(plan, point, m, stage, recs, sess.n_sink))
+            _write_json(partial, state)
+
+    res = _stream(plan, sess, plan.points, on_phase, bar=bar)
+    state["answers"] = {str(p): r["answer_ids"] for p, r in res.items()}
+    state["shadow_done"] = True
+    _write_json(partial, state)
+
+
+def _checkpoint(plan: _Plan, point: int, method: str, stage: str, recs, n_sink: int) -> dict:
+    """One checkpoint record of the file (fidelity fields filled in later by :func:`_attach_fidelity`)."""
+    c = dict(kv_len=int(recs[0].kv_len), kv_target=int(point), method=method, stage=stage,
+             policy=plan.specs[method][0], policy_kwargs=plan.specs[method][1])
+    c.update(summarize(recs, plan.model, plan.cfg, n_sink))
+    c.update(answer_agreement=None, attn_rel_error=None, fidelity_source=None)
+    return c
+
+
+def _fidelity_pass(plan: _Plan, state: dict, partial: Path, bar) -> None:
+    """Pass 2: fidelity proxies from real steered runs of each method on the stream up to the fidelity points,
+    teacher-forced on full attention's answers."""
+    fid = plan.fid
     answers = {int(p): ids for p, ids in state["answers"].items()}
-    for m, (pname, kw) in specs.items():
+    for m, (pname, kw) in plan.specs.items():
         if not fid or m in state["fidelity"]:
             continue
         if pname == "full":
             state["fidelity"][m] = {str(p): dict(frame=(1.0, 0.0), text=(1.0, 0.0)) for p in fid}
             continue
-        sess = _HookedSession(model, _make(pname, kw, resv), cfg.replace(measure_attn_error=True))
-        res = _drive(sess, stream, points, mp.frame_steps, mp.decode_tokens, lambda p, ph: None,
-                     force_answers=answers, stop_after=fid[-1], bar=bar)
+        sess = StreamingSession(plan.model, _make(pname, kw, plan.resv), plan.cfg.replace(measure_attn_error=True))
+        res = _stream(plan, sess, [p for p in plan.points if p <= fid[-1]], lambda p, ph: None,
+                      force_answers=answers, bar=bar)
         rows = sess.stats
         state["fidelity"][m] = {}
         for p in fid:
@@ -512,17 +587,18 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
                 frame=(None, _fidelity(rows, r["frame_steps"], pname)),
                 text=(None if not agree else float(np.mean(agree)), _fidelity(rows, r["text_steps"], pname)))
         _write_json(partial, state)
-        del sess
-    if bar is not None:
-        bar.close()
 
+
+def _attach_fidelity(plan: _Plan, state: dict) -> None:
+    """Copy each method's fidelity proxies into its checkpoints at the fidelity points, naming their source."""
+    fid = plan.fid
     for c in state["checkpoints"]:
         f = state["fidelity"].get(c["method"], {}).get(str(c["kv_target"]))
         if f is None:
             continue
         agree, err = f[c["stage"]]
         c["answer_agreement"], c["attn_rel_error"] = agree, err
-        if specs[c["method"]][0] == "full":
+        if plan.specs[c["method"]][0] == "full":
             c["fidelity_source"] = "reference: full attention is what both proxies compare against"
         else:
             c["fidelity_source"] = (f"steered run: {c['method']} selects on the same stream and schedule up to "
@@ -530,23 +606,25 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
                                     + ("; answer teacher-forced on full attention's tokens" if c["stage"] == "text"
                                        else "; answer agreement is a text-stage proxy"))
 
-    d = dict(schema=SCHEMA, profile=profile, model=model.name,
-             vision={"patch-dct": "patch-embed stand-in (fixed DCT patch embedding; docs/DECISIONS.md D40)"}.get(
-                 model.vision_name, model.vision_name),
-             vision_encoder=model.vision_name,
-             stream=dict(source=stream.source, n_frames=stream.n_frames, seed=seed, fps=stream.fps,
-                         clips=[c.name for c in stream.clips], size=stream.size),
-             tokens_per_frame=tpf, kv_capacity=cfg.kv_capacity, recent_frames=cfg.recent_frames,
-             dense_layers=cfg.dense_layers, resv=dataclasses.asdict(resv),
-             n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, n_q_heads=model.n_q_heads,
-             head_dim=model.head_dim, kv_bytes_per_elem=model.kv_bytes_per_elem,
-             kv_bytes_per_token=kv_bytes(model, 1), methods=list(specs), variants=_jsonable(dict(variants or {})),
-             kv_points=points, fidelity_kv=fid, frame_steps=mp.frame_steps, decode_tokens=mp.decode_tokens,
-             question=QUESTION, position_note=position_note,
-             measurement=("one full-attention stream, every method's policy in shadow on the same keys and queries "
-                          "(selection statistics); fidelity proxies from real steered runs (docs/DECISIONS.md D42)"),
-             inputs_key=key, elapsed_s=round(time.perf_counter() - t_start, 2),
-             checkpoints=sorted(state["checkpoints"], key=lambda c: (c["kv_target"], c["method"], c["stage"])))
-    _write_json(out, d)
-    partial.unlink(missing_ok=True)
-    return out
+
+def _document(plan: _Plan, state: dict, elapsed_s: float) -> dict:
+    """The workload file's content (schema ``vrex.workload/1``)."""
+    model, stream, cfg, mp = plan.model, plan.stream, plan.cfg, plan.mp
+    return dict(schema=SCHEMA, profile=plan.profile, model=model.name,
+                vision={"patch-dct": "patch-embed stand-in (fixed DCT patch embedding; docs/DECISIONS.md D40)"}.get(
+                    model.vision_name, model.vision_name),
+                vision_encoder=model.vision_name,
+                stream=dict(source=stream.source, n_frames=stream.n_frames, seed=plan.seed, fps=stream.fps,
+                            clips=[c.name for c in stream.clips], size=stream.size),
+                tokens_per_frame=plan.tpf, kv_capacity=cfg.kv_capacity, recent_frames=cfg.recent_frames,
+                dense_layers=cfg.dense_layers, resv=dataclasses.asdict(plan.resv),
+                n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, n_q_heads=model.n_q_heads,
+                head_dim=model.head_dim, kv_bytes_per_elem=model.kv_bytes_per_elem,
+                kv_bytes_per_token=kv_bytes(model, 1), methods=list(plan.specs), variants=_jsonable(plan.variants),
+                kv_points=plan.points, fidelity_kv=plan.fid, frame_steps=mp.frame_steps,
+                decode_tokens=mp.decode_tokens, question=QUESTION, position_note=plan.position_note,
+                measurement=("one full-attention stream, every method's policy in shadow on the same keys and "
+                             "queries (selection statistics); fidelity proxies from real steered runs "
+                             "(docs/DECISIONS.md D42)"),
+                inputs_key=plan.key, elapsed_s=round(elapsed_s, 2),
+                checkpoints=sorted(state["checkpoints"], key=lambda c: (c["kv_target"], c["method"], c["stage"])))

@@ -2,7 +2,9 @@
 (``docs/DECISIONS.md D42``).
 
 :class:`ShadowPolicy` is a :class:`~vrex_lib.retrieval.base.RetrievalPolicy` that the runtime drives like any
-other: ``observe`` is forwarded to every wrapped policy at every step (so their tables, block means and running
+other, and a step observer of the same session (:class:`~vrex_lib.runtime.session.StepObserver`: pass it as
+``StreamingSession(model, shadow, cfg, observers=[shadow])``), which tells it where each step begins -- and which
+KV store it reads -- and ends. ``observe`` is forwarded to every wrapped policy at every step (so their tables, block means and running
 statistics grow exactly as in a real run), and while ``active`` its ``select`` asks every wrapped policy for its
 selection on the step's real post-RoPE queries and keys, records what it chose, and returns ``None`` -- the stream
 itself always attends to everything, so no method steers what the others see.
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+
+from ..runtime.attention import StepContext
 
 
 @dataclass
@@ -53,8 +57,8 @@ def _is_resv_like(policy) -> bool:
 class ShadowPolicy:
     """Runs ``policies`` ({method name: policy}) in shadow; see the module docstring.
 
-    Set :attr:`store` to the session's KV store after ``session.reset()``; toggle :attr:`active`; read and clear
-    :attr:`records` ({method: [StepRecord]}).
+    Register it as the session's policy and observer; toggle :attr:`active`; read and clear :attr:`records`
+    ({method: [StepRecord]}).
     """
 
     name = "shadow"
@@ -81,12 +85,14 @@ class ShadowPolicy:
         """Start a new checkpoint: reuse is measured only between consecutive active steps of one checkpoint."""
         self._prev = {}
 
-    # ---- step boundaries (called by the measurement driver) -------------------------------------------------
-    def begin_step(self, stage: str, kind: str, kv_len: int) -> None:
+    # ---- step boundaries (the StepObserver protocol) ---------------------------------------------------------
+    def begin_step(self, step: StepContext) -> None:
+        self.store = step.store
         if not self.active:
             self._cur = None
             return
         L, H = self.L, self.H
+        stage, kind, kv_len = step.stage, step.kind, step.start
         self._cur = {}
         for m, p in self.policies.items():
             rec = StepRecord(stage, kind, int(kv_len), 0, np.zeros(L), np.zeros(L), np.zeros((L, H)),
@@ -100,7 +106,7 @@ class ShadowPolicy:
                 rec.rows = np.full(L, np.nan)
             self._cur[m] = rec
 
-    def end_step(self) -> None:
+    def end_step(self, step: StepContext, row: dict) -> None:
         if self._cur is not None:
             for m, rec in self._cur.items():
                 self.records[m].append(rec)

@@ -1,0 +1,55 @@
+"""The method table (vrex_lib.methods): every list of method names derives from it, and it agrees with the policy
+classes it names and with the simulator's method models."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from vrex_lib import accuracy, methods
+from vrex_lib.perf import methods as perf_methods
+from vrex_lib.perf import workload as perf_workload
+from vrex_lib.retrieval import POLICIES, TABLE2_METHODS, make_policy
+from vrex_lib.workload import ALL_METHODS
+
+
+def test_every_list_reads_the_table():
+    assert tuple(POLICIES) == methods.NAMES
+    assert TABLE2_METHODS == methods.TABLE2 == ("full", "infinigen", "infinigen_p", "rekv", "resv")  # Table II rows
+    assert ALL_METHODS == methods.SIMULATED
+    assert accuracy.STUDY_METHODS == methods.STUDY and "resv_candwics" not in methods.STUDY
+    assert dict(perf_workload.SIM_METHOD) == dict(methods.SIM_METHOD)
+    assert set(methods.SIMULATED) == set(methods.SIM_METHOD)
+
+
+@pytest.mark.parametrize("name", methods.NAMES)
+def test_policy_classes_match_their_rows(name):
+    row = methods.METHODS[name]
+    cls = POLICIES[name]
+    assert cls.__name__ == row.policy and cls.name == name
+    # the stages a row names are the paper's; a row whose default policy differs says which variant has them
+    spec = methods.VARIANTS[row.sim_source] if row.sim_source else (name, {})
+    assert make_policy(spec[0], **spec[1]).retrieves_at_frame == row.retrieves_at_frame
+
+
+def test_simulator_methods_exist_and_agree_on_frame_retrieval():
+    for name in methods.TABLE2:
+        sim = perf_methods.METHODS[methods.METHODS[name].sim]
+        assert (sim.frame_predictor != "none") == methods.METHODS[name].retrieves_at_frame, name
+    assert dict(methods.SIM_SOURCES) == perf_workload.SIM_METHOD_SOURCES
+    assert set(methods.SIM_SOURCES.values()) <= set(methods.VARIANTS)
+
+
+def test_unknown_names_list_the_choices():
+    with pytest.raises(ValueError, match="unknown retrieval method 'resvv'.*resv_noclust"):
+        methods.get("resvv")
+    with pytest.raises(ValueError, match="unknown retrieval method"):
+        make_policy("resvv")
+    assert methods.variants_of(["resv"]) == {} and methods.variants_of(["rekv"]) == {"rekv@frame": ("rekv",
+                                                                                                     {"mode": "frame"})}
+
+
+def test_the_table_imports_without_torch(python_exe, repo):
+    code = "import sys, vrex_lib.methods; assert 'torch' not in sys.modules, 'torch imported'"
+    p = subprocess.run([python_exe, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
