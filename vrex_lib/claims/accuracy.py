@@ -172,7 +172,8 @@ def _infinigen_cause(prov: Provenance, ev: StudyEvidence, method: str, stage: st
         fact = (f"every layer it is consulted in ({c.n_layers_applied} of this model's {ev.n_layers}) attends densely "
                 "(InfiniGen's reference keeps layers 0-1 dense), so it fetches 100 %")
     else:
-        fact = (f"{c.n_layers_dense} of the {c.n_layers_applied} layers it is consulted in attend densely "
+        verb = "attends" if c.n_layers_dense == 1 else "attend"
+        fact = (f"{c.n_layers_dense} of the {c.n_layers_applied} layers it is consulted in {verb} densely "
                 f"(InfiniGen's reference keeps layers 0-1 dense) and the others fetch at most its {c.cap:.0%} cap, "
                 f"so the ratio is at most {c.bound_pct:.1f} %")
     if c.n_selections:
@@ -208,7 +209,8 @@ def ratio_cause(method: str, stage: str, prov: Provenance, ev: StudyEvidence) ->
     if method == "rekv":
         return _rekv_cause(prov, ev, stage)
     return workload_cause(prov, f"ReSV's ratio follows how the model's attention concentrates over its cache: "
-                          f"{ev.n_layers} layers x {ev.n_kv_heads} KV heads, {ev.streams()}",
+                          f"{ev.n_layers} layers x {ev.n_kv_heads} KV heads, {ev.streams()}; not separated here from "
+                          "ReSV's own choices D1-D4 (notebook 02's sensitivity shows their effect)",
                           "ReSV's choices where the paper is silent (D1-D4) and the ratio's definition (D7)")
 
 
