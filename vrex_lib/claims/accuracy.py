@@ -131,7 +131,7 @@ class StudyEvidence:
     clamped: bool
     n_layers: int
     n_kv_heads: int
-    infinigen: Mapping[tuple[str, str], CapEvidence] = field(default_factory=dict)  # (method, stage) ->
+    infinigen: Mapping[tuple[str, str], CapEvidence] = field(default_factory=dict)  # by (method, stage)
     rekv: BudgetEvidence | None = None
 
     def streams(self) -> str:
@@ -222,17 +222,19 @@ def ratio_rows(summ: pd.DataFrame, by_m: pd.DataFrame, prov: Provenance, ev: Stu
     for m in PAPER_METHODS:
         for stage in STAGES:
             ours = by_m.loc[m, f"ratio_{stage}"] * 100
-            kw = _nan_cause(prov, ev, _undefined(f'ratio_{stage}')) if math.isnan(ours) else \
+            kw = _nan_cause(prov, ev, _undefined(f"ratio_{stage}")) if math.isnan(ours) else \
                 dict(zip(("cause", "cause_detail"), ratio_cause(m, stage, prov, ev)))
-            rows.append(report.row(f"table2.ratio.{m}.{stage}.avg", ours, quantity=f"{m} retrieval ratio @ {stage}, avg",
+            rows.append(report.row(f"table2.ratio.{m}.{stage}.avg", ours,
+                                   quantity=f"{m} retrieval ratio @ {stage}, avg",
                                    note=f"ours: {prov.model}, profile {prov.profile}; the paper's: Llama-3-8B on COIN",
                                    **kw))
         for t in tasks:
             s = summ[(summ.method == m) & (summ.task == t)].iloc[0]
             for stage in STAGES:
                 v = s[f"ratio_{stage}"] * 100
-                rows.append(report.row(f"table2.ratio.{m}.{stage}.{t}", v, quantity=f"{m} retrieval ratio @ {stage}, {t}",
-                                       **(_nan_cause(prov, ev, _undefined(f'ratio_{stage}')) if math.isnan(v) else {})))
+                kw = _nan_cause(prov, ev, _undefined(f"ratio_{stage}")) if math.isnan(v) else {}
+                rows.append(report.row(f"table2.ratio.{m}.{stage}.{t}", v,
+                                       quantity=f"{m} retrieval ratio @ {stage}, {t}", **kw))
     return rows
 
 

@@ -1,7 +1,7 @@
 """ReSV's algorithm statistics (Fig. 7(b), §VI.B tokens per cluster and HC-table size, §IV.C WiCSum prefix) as
 notebook 02's claim rows, with the cause of each miss.
 
-Inputs are the notebook's measured frames (shapes below). The HC-table share is also computed in closed form at
+Inputs are the notebook's measured tables (columns in each function's docstring). The HC-table share is also computed in closed form at
 the paper's model shape (:func:`hc_overhead_pct`), which decides whether a miss comes from our inputs (head_dim,
 tokens per cluster: ``stand-in-workload``) or from the row layout this artifact assumes (``model``).
 """
@@ -82,8 +82,8 @@ def _tpc_cause(prov: Provenance, enc_cmp: pd.DataFrame, layer: int, tpc_clip: fl
                               "clustering choices D3/D4 (per KV head, founder's code)")
     cos, tpc_stream = float(clip.adjacent_frame_key_cos.iloc[0]), float(stream.tokens_per_cluster.iloc[0])
     where = "within" if pvv.tol.check(pvv.value, tpc_stream) else "also outside"
-    return workload_cause(prov, f"the clip (adjacent-frame key cosine {cos:.2f} at layer {layer}) forms clusters of "
-                          f"{tpc_clip:.1f} tokens on average; the composed stream with scene changes gives "
+    return workload_cause(prov, f"the clip (adjacent-frame key cosine {cos:.2f} at layer {layer}) forms clusters "
+                          f"of {tpc_clip:.1f} tokens on average; the composed stream with scene changes gives "
                           f"{tpc_stream:.1f} at the same layer and encoder, {where} the tolerance: the input's temporal "
                           "redundancy sets it",
                           f"clustering choices D3/D4 (per KV head, founder's code); the composed stream gives "

@@ -54,4 +54,3 @@ def peak_rows(core: VRexCoreConfig | None = None) -> list[report.Row]:
                                 n8 * dpe_only_tflops(core),
                                 note="52.4 would mean Table I does not count the VPE; 53.3 means it does"))
     return rows
-
