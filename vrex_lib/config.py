@@ -191,6 +191,72 @@ def torch_threads(default: int = 1) -> int:
     return int(raw)
 
 
+class ParamError(ValueError):
+    """A notebook parameter (papermill ``-p NAME VALUE``) of the wrong type or out of range; one line that names it."""
+
+
+def _param_fail(name: str, value: object, expected: str, fix: str) -> ParamError:
+    return ParamError(f"notebook parameter {name}={value!r} {expected}; {fix}")
+
+
+def param_int(name: str, value: object, *, minimum: int | None = None, fix: str = "") -> int:
+    """``value`` as an int (an integral float such as papermill's ``2.0`` is accepted; a bool or a string is not),
+    ``>= minimum`` when given; else :class:`ParamError` naming ``name``. ``fix`` says what to pass instead."""
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    ok = ok or (isinstance(value, float) and value.is_integer())
+    bound = "" if minimum is None else f" >= {minimum}"
+    if not ok:
+        raise _param_fail(name, value, "is not an integer", fix or f"pass -p {name} <an integer{bound}>")
+    if minimum is not None and int(value) < minimum:
+        raise _param_fail(name, value, f"must be{bound}", fix or f"pass -p {name} <an integer{bound}>")
+    return int(value)
+
+
+def param_bool(name: str, value: object) -> bool:
+    """``value`` if it is a bool, else :class:`ParamError`: papermill turns only ``True`` / ``False`` into booleans,
+    so ``-p FRESH false`` arrives as the (truthy) string ``'false'``."""
+    if not isinstance(value, bool):
+        raise _param_fail(name, value, "is not a boolean",
+                          f"pass -p {name} True or -p {name} False (papermill reads only these two as booleans)")
+    return value
+
+
+def param_str(name: str, value: object, *, choices: tuple[str, ...] | None = None) -> str:
+    """``value`` if it is a string (and one of ``choices`` when given, compared exactly), else :class:`ParamError`."""
+    if not isinstance(value, str):
+        raise _param_fail(name, value, "is not a string", f"pass -p {name} <text>" if choices is None else
+                          f"pass -p {name} with one of {', '.join(choices)}")
+    if choices is not None and value not in choices:
+        raise _param_fail(name, value, f"is not one of {', '.join(choices)}", f"pass -p {name} with one of them")
+    return value
+
+
+def param_path(name: str, value: object, *, kind: Literal["file", "dir"]) -> Path | None:
+    """An optional path parameter: None for ``''`` (not given), else the existing file (``kind='file'``, a regular
+    file) or folder (``kind='dir'``); anything else is a :class:`ParamError` naming ``name``."""
+    if param_str(name, value) == "":
+        return None
+    path = Path(value).expanduser()
+    ok = path.is_file() if kind == "file" else path.is_dir()
+    if not ok:
+        what = "an existing file" if kind == "file" else "an existing folder"
+        state = "does not exist" if not path.exists() else f"is not {what}"
+        raise _param_fail(name, value, state, f"pass -p {name} <{what}>, or leave it empty for the default")
+    return path
+
+
+def param_profile(name: str, value: object, profile: str, *, used_by: tuple[str, ...],
+                  required_by: tuple[str, ...] = ()) -> None:
+    """Refuse a parameter set under a profile that ignores it (docs/DECISIONS.md D74), or left empty under a
+    profile of ``required_by``: :class:`ParamError` naming ``name``. Empty = ``''`` or None."""
+    given = value not in ("", None)
+    if given and profile not in used_by:
+        raise _param_fail(name, value, f"is used only by the {' / '.join(used_by)} profile, not {profile}",
+                          f"leave it empty, or pass -p PROFILE {used_by[-1]}")
+    if not given and profile in required_by:
+        raise _param_fail(name, value, f"is required by the {profile} profile", f"pass -p {name} <path>")
+
+
 def seed_everything(seed: int) -> None:
     """Seed python, numpy and torch so a rerun gives the same tables."""
     random.seed(seed)
