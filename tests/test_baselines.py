@@ -564,3 +564,23 @@ def test_session_binds_members_of_a_composite_policy(tiny):
     for i in range(3):
         sess.add_frame_embeds(torch.zeros(10, tiny.hidden_size), float(i))
     assert comp.policies["rekv"]._pre is tiny._vrex_pre_rope
+
+
+def test_infinigen_speculation_leaves_rekv_pre_rope_capture_alone(tiny4):
+    """Both in one shadow session (the workload measurement): InfiniGen's speculated query applies layer ℓ's W_q
+    itself, which must not overwrite this step's q_proj output that ReKV scores (runtime/capture.py)."""
+    from vrex_lib.config import RuntimeConfig
+    from vrex_lib.runtime import StreamingSession
+    from vrex_lib.workload.shadow import ShadowPolicy
+
+    shadow = ShadowPolicy({"infinigen": make_policy("infinigen"), "rekv": make_policy("rekv", mode="frame")}, 1)
+    sess = StreamingSession(tiny4, shadow, RuntimeConfig(kv_capacity=24), observers=[shadow])
+    shadow.active = True
+    sess.add_system_prompt("s")
+    torch.manual_seed(1)
+    for i in range(6):
+        sess.add_frame_embeds(torch.randn(10, tiny4.hidden_size) * 0.02, float(i))
+    picked = [r for r in shadow.records["rekv"] if r.stage == "frame" and r.sel.sum() > 0]
+    assert picked, "ReKV selected nothing: the test no longer exercises the shared layers"
+    q = tiny4._vrex_pre_rope[3][0]
+    assert q.dim() == 3 and q.shape[1] == 11  # this step's tokens (interval + 10 frame tokens), with its batch dim

@@ -259,7 +259,9 @@ class InfiniGen:
             raise ValueError(f"infinigen: no captured attention input for layers {layer - 1}/{layer} in this step")
         h = prev[0][0, -n_q:]                                               # [N, hidden]
         w = self._q_proj[layer]
-        q = w(h.to(w.weight.dtype)).float()                                  # [N, Hq*D] pre-RoPE
+        # The projection as a function, not a module call: the module's forward hooks (ReKV's pre-RoPE capture of
+        # this step, runtime/capture.py) must see only the model's own forward.
+        q = torch.nn.functional.linear(h.to(w.weight.dtype), w.weight, w.bias).float()  # [N, Hq*D] pre-RoPE
         q = q.reshape(n_q, -1, self.head_dim).transpose(0, 1)              # [Hq, N, D]
         cos, sin = here[1]
         return rope(q, cos[0, -n_q:].float().to(q.device), sin[0, -n_q:].float().to(q.device))
