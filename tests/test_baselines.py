@@ -567,13 +567,13 @@ def test_session_binds_members_of_a_composite_policy(tiny):
 
 
 def test_infinigen_speculation_leaves_rekv_pre_rope_capture_alone(tiny4):
-    """Both in one shadow session (the workload measurement): InfiniGen's speculated query applies layer ℓ's W_q
+    """Both in one shadow session (the workload measurement): InfiniGen(P)'s speculated query applies layer ℓ's W_q
     itself, which must not overwrite this step's q_proj output that ReKV scores (runtime/capture.py)."""
     from vrex_lib.config import RuntimeConfig
     from vrex_lib.runtime import StreamingSession
     from vrex_lib.workload.shadow import ShadowPolicy
 
-    shadow = ShadowPolicy({"infinigen": make_policy("infinigen"), "rekv": make_policy("rekv", mode="frame")}, 1)
+    shadow = ShadowPolicy({"infinigen_p": make_policy("infinigen_p"), "rekv": make_policy("rekv", mode="frame")}, 1)
     sess = StreamingSession(tiny4, shadow, RuntimeConfig(kv_capacity=24), observers=[shadow])
     shadow.active = True
     sess.add_system_prompt("s")
