@@ -276,8 +276,9 @@ def test_simulation_rows_label_every_workload(smoke_study, tmp_path):
 
     wl = longctx.write_workload(smoke_study, tmp_path / "workload_retrieval_smoke.json")
     sim = C.simulate_text({"paper": "paper", "retrieval": wl}, (1000, 40000), points=(("vrex8", "resv"),))
-    rows = C.simulation_rows(sim)
+    rows = C.simulation_rows(sim, kv_lens=(1000, 40000))
     assert len(rows) == 4 and {r.verdict() for r in rows} == {report.INFO_V}
+    assert {r.claim.split(".")[-2] for r in C.simulation_rows(sim)} == {"40000"}  # ROW_KV: 8000 and 40000
     by = {r.claim: r for r in rows}
     assert by["retrieval_demand.sim.vrex8.resv.text.40000.paper"].quantity.endswith("[V-Rex: paper-stated workload]")
     ret = by["retrieval_demand.sim.vrex8.resv.text.40000.retrieval"]

@@ -2,6 +2,7 @@
 
     df = load_results(path)                          # one row per (trial, method)
     acc = accuracy_table(df, by=("method", "context_tokens"))
+    layers = recall_per_layer(path)                  # one row per (method, layer)
     write_workload(path, "results/data/workload_retrieval_default.json")
 
 :func:`write_workload` writes schema ``vrex.workload/1`` (the fields of :mod:`vrex_lib.workload.measure`, read by
@@ -52,6 +53,19 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
             df[c] = pd.to_numeric(df[c], errors="coerce")
     df["correct"] = df["correct"].astype(bool)
     return df
+
+
+def recall_per_layer(path: str | os.PathLike) -> pd.DataFrame:
+    """Needle recall per (method, layer): the mean over a method's trials of each record's per-layer recall (the
+    key's digit tokens attended, mean over KV heads and text steps); NaN where the layer was never consulted."""
+    out = []
+    for m, recs in pd.DataFrame(read_results(path)["records"]).groupby("method", sort=False):
+        a = np.array([[np.nan if v is None else v for v in r] for r in recs.recall_value_per_layer], dtype=float)
+        with warnings.catch_warnings():  # never-consulted (dense) layers are all-NaN: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(a, 0)
+        out += [dict(method=m, layer=i, recall_value=float(v)) for i, v in enumerate(mean)]
+    return pd.DataFrame(out)
 
 
 def _ratio(num: float, den: float) -> float:

@@ -48,11 +48,13 @@ STOP_STRINGS = (".", "\n")
 
 
 def _source_digest() -> str:
-    """Hash of the code and text that determine the records (this package, runtime, policies, ReSV, the texts)."""
+    """Hash of the code and text that determine the records: the task, grid, policy and runner modules of this
+    package (not its exports), the runtime, the policies, ReSV and the texts (InfiniGen calibrates on chapter I)."""
     lib = REPO_ROOT / "vrex_lib"
     files = [lib / "selection.py", lib / "config.py", lib / "workload" / "shadow.py", lib / "workload" / "measure.py",
              BOOK_TEXT, REPO_ROOT / "data" / "text" / "alice_ch1.txt"]
-    for sub in ("longctx", "runtime", "retrieval", "resv"):
+    files += [lib / "longctx" / f"{m}.py" for m in ("task", "grid", "policy", "run")]
+    for sub in ("runtime", "retrieval", "resv"):
         files += sorted((lib / sub).glob("*.py"))
     h = hashlib.sha256()
     for f in files:
