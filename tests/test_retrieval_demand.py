@@ -285,3 +285,12 @@ def test_simulation_rows_label_every_workload(smoke_study, tmp_path):
     assert ret.quantity.endswith("[V-Rex: retrieval-demand workload]") and "workload_retrieval_smoke.json" in ret.note
     with pytest.raises(ValueError, match="workload label 'mine'"):
         C.simulate_text({"mine": wl}, (1000,))
+
+
+def test_cli_refuses_bad_grid_values_before_loading_a_model(capsys):
+    from vrex_lib.longctx.__main__ import main
+
+    assert main(["run", "--profile", "smoke", "--depths", "0,2"]) == 2
+    assert "depths (0.0, 2.0) must lie in [0, 1]" in capsys.readouterr().err
+    assert main(["run", "--profile", "smoke", "--lengths", "1k"]) == 2
+    assert "--lengths expects comma-separated int values" in capsys.readouterr().err
