@@ -40,8 +40,8 @@ def _note(model: str, profile: str, g: pd.DataFrame) -> str:
 def accuracy_rows(df: pd.DataFrame, *, profile: str, model: str,
                   methods: Sequence[str] | None = None) -> list[report.Row]:
     """Per method: exact-match accuracy (all trials, per context length, and on the trials ``full`` answers
-    correctly, when there are any), needle recall at the question and answer, and the selected fractions of the candidates and of the
-    offloaded tier there. ``df``: :func:`vrex_lib.longctx.load_results`."""
+    correctly, when there are any), needle recall at the question and answer, and the selected fractions of the
+    candidates and of the offloaded tier there. ``df``: :func:`vrex_lib.longctx.load_results`."""
     methods = list(methods or dict.fromkeys(df.method))
     by_m = accuracy_table(df, by=("method",)).set_index("method")
     by_n = accuracy_table(df, by=("method", "context_tokens")).set_index(["method", "context_tokens"])

@@ -1,4 +1,4 @@
-"""What the study runs: the methods (policy + kwargs) and the grid of trials, per profile (docs/DECISIONS.md D161).
+"""What the study runs: the methods (policy + kwargs) and the grid of trials, per profile (docs/DECISIONS.md D165).
 
     methods = method_specs(("full", "resv", "resv@r0.7", "resv@text"))
     grid = study_grid("default")            # the default profile's share of make reproduce
@@ -39,7 +39,7 @@ class MethodSpec:
     kwargs: tuple[tuple[str, object], ...] = ()
     text_only: bool = False
 
-    def build(self, resv: ReSVConfig):
+    def build(self, resv: ReSVConfig) -> object | None:
         """The policy object (None for ``full``: no policy, full attention)."""
         if self.policy == "full":
             return None

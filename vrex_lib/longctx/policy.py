@@ -52,10 +52,11 @@ class TextStageOnly:
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.inner.reset(n_layers, n_kv_heads, head_dim)
 
-    def observe(self, layer, new_keys, start, stage, frame_id) -> None:
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: str, frame_id: int | None) -> None:
         self.inner.observe(layer, new_keys, start, stage, frame_id)
 
-    def select(self, layer, query, keys, candidates, stage):
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: str) -> Selection | None:
         return None if stage == "frame" else self.inner.select(layer, query, keys, candidates, stage)
 
 
@@ -80,10 +81,11 @@ class ExactTopK:
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.head_dim = head_dim
 
-    def observe(self, layer, new_keys, start, stage, frame_id) -> None:
+    def observe(self, layer: int, new_keys: torch.Tensor, start: int, stage: str, frame_id: int | None) -> None:
         pass
 
-    def select(self, layer, query, keys, candidates, stage):
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: str) -> Selection | None:
         if stage == "frame" or candidates.numel() == 0:
             return None
         hkv = keys.shape[0]
@@ -149,7 +151,8 @@ class StudyPolicy:
                 self._cur.clusters_before[layer] = np.zeros(self.H) if t is None else _per_head(t.n_clusters, self.H)
             p.observe(layer, new_keys, start, stage, frame_id)
 
-    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor, stage: str):
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: str) -> Selection | None:
         if self.route is None:
             return None  # shared dense prefill: attend to everything
         p = self.members[self.route]

@@ -63,7 +63,7 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def jsonable(x):
+def jsonable(x: object) -> object:
     """JSON-safe copy: numpy scalars to Python, NaN/inf to None, tuples to lists."""
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
