@@ -39,8 +39,9 @@ def _note(model: str, profile: str, g: pd.DataFrame) -> str:
 
 def accuracy_rows(df: pd.DataFrame, *, profile: str, model: str,
                   methods: Sequence[str] | None = None) -> list[report.Row]:
-    """Per method: exact-match accuracy (all trials, per context length, and on the trials ``full`` answers
-    correctly, when there are any), needle recall at the question and answer, and the selected fractions of the
+    """Per method: exact-match accuracy (all trials and per context length); for every method but ``full`` (the
+    ceiling, whose recall and fractions are 1 by definition) also the accuracy on the trials ``full`` answers
+    correctly (when there are any), the needle recall at the question and answer, and the selected fractions of the
     candidates and of the offloaded tier there. ``df``: :func:`vrex_lib.longctx.load_results`."""
     methods = list(methods or dict.fromkeys(df.method))
     by_m = accuracy_table(df, by=("method",)).set_index("method")
@@ -56,6 +57,8 @@ def accuracy_rows(df: pd.DataFrame, *, profile: str, model: str,
         for n in sorted(g.context_tokens.unique()):
             rows.append(report.info_row(f"{base}.accuracy.{n}", f"{m}: exact-match accuracy at {n} tokens",
                                         "fraction", by_n.loc[(m, n)].accuracy, note))
+        if m == "full":  # the ceiling: its recall and selected fractions are 1 by definition
+            continue
         where = g[g.trial.isin(full_ok)]
         if len(where):  # undefined (and left out) where full answers no trial correctly
             rows.append(report.info_row(f"{base}.accuracy_where_full_correct",
