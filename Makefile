@@ -150,6 +150,8 @@ EXEC_DIR := $(RESULTS)/executed
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[2368]_*.ipynb))))): $(WORKLOAD_FILE)
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/05_*.ipynb))))): \
   $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/04_*.ipynb)))))
+# 09 reads the workload file too: the simulator's measured column beside its own retrieval-demand workload.
+$(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/09_*.ipynb))))): $(WORKLOAD_FILE)
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/07_*.ipynb))))): \
   $(filter-out %/07_summary.ipynb,$(EXECUTED))
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[13]_*.ipynb))))): $(COIN_STAMP)

@@ -9,7 +9,9 @@ notebook, envcheck, dse, live       notebook set-up; what this machine can run; 
 perf, estimate, report, claims
                                     performance simulator; energy/area estimator (cited constants);
                                     paper-vs-reproduced tables, figures and REPORT.md
-accuracy, eval, workload, streams   measurement runners: COIN evaluation, accuracy study, workload file
+accuracy, eval, workload, streams, longctx
+                                    measurement runners: COIN evaluation, accuracy study, workload file,
+                                    long-context retrieval study
 hw                                  MyHDL DRE (HCU, WTU, KVMU), timing, Verilog/yosys verification
 runtime, retrieval                  streaming video LLM + hierarchical KV store; one policy per method
 resv, keys, selection               ReSV (hash bits, HC table, WiCSum); post-RoPE Q/K capture; Selection
@@ -24,7 +26,7 @@ __version__ = "0.1.0"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("notebook", "envcheck", "dse", "live"),
     ("perf", "estimate", "report", "claims"),
-    ("accuracy", "eval", "workload", "streams"),
+    ("accuracy", "eval", "workload", "streams", "longctx"),
     ("hw",),
     ("runtime", "retrieval"),
     ("resv", "keys", "selection"),

@@ -1,0 +1,177 @@
+"""What the study runs: the methods (policy + kwargs) and the grid of trials, per profile (docs/DECISIONS.md D165).
+
+    methods = method_specs(("full", "resv", "resv@r0.7", "resv@text"))
+    grid = study_grid("default")            # the default profile's share of make reproduce
+    grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 3 seeds x both tasks
+
+Method names: a registry policy (``full``, ``flexgen``, ``infinigen``, ``infinigen_p``, ``rekv``, ``resv``), or a
+variant ``<policy>@<tag>``: ``rekv@frame`` (ReKV deciding at every step, the paper's Table II row), ``resv@r0.5``
+(ReSV at Th_r-wics = 0.5), ``resv@text`` / ``resv@text-r0.5`` (ReSV at the question and answer only: the document
+is encoded densely, as InfiniGen and ReKV's reference do); the same tags apply to ``resv_candwics`` (ReSV with the
+WiCSum total over candidate tokens only, docs/DECISIONS.md D7) and ``resv_noclust``. ``exact@k0.01`` is a reference,
+not a paper method: exact attention scores, the top 1 % of candidates per KV head, at the question and answer.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from ..config import ReSVConfig
+from ..retrieval import POLICIES, make_policy
+from .policy import ExactTopK, TextStageOnly
+from .task import TASKS
+
+#: Every method of Table II, FlexGen, and ReKV's and ReSV's variants (the notebook's order).
+ALL_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "rekv@frame", "resv",
+                                "resv@text")
+_TAG = re.compile(r"^(?P<policy>[a-z_]+)(@(?P<tag>.+))?$")
+#: Policies of this study that are not retrieval methods of the paper (references).
+LOCAL_POLICIES = {"exact": ExactTopK}
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One compared method: the registry policy, its kwargs (sorted pairs) and whether frame steps are dense."""
+
+    name: str
+    policy: str
+    kwargs: tuple[tuple[str, object], ...] = ()
+    text_only: bool = False
+
+    def build(self, resv: ReSVConfig) -> object | None:
+        """The policy object (None for ``full``: no policy, full attention)."""
+        if self.policy == "full":
+            return None
+        kw = dict(self.kwargs)
+        if self.policy in LOCAL_POLICIES:
+            return LOCAL_POLICIES[self.policy](**kw)
+        p = make_policy(self.policy, cfg=resv, **kw) if self.policy.startswith("resv") else make_policy(self.policy,
+                                                                                                        **kw)
+        return TextStageOnly(p) if self.text_only else p
+
+
+def method_spec(name: str) -> MethodSpec:
+    """Parse a method name (see the module docstring); an unknown one is an error listing the forms."""
+    m = _TAG.match(name)
+    forms = ("a policy (" + ", ".join(POLICIES) + "), rekv@frame, resv@r<ratio>, resv@text, resv@text-r<ratio> "
+             "or the reference exact@k<frac>")
+    if not m or m["policy"] not in {**POLICIES, **LOCAL_POLICIES}:
+        raise ValueError(f"long-context study: unknown method {name!r}; use {forms}")
+    pol, tag = m["policy"], m["tag"]
+    if pol == "exact":
+        k = re.fullmatch(r"k(?P<f>\d*\.?\d+)", tag or "")
+        if k is None or not 0.0 < float(k["f"]) <= 1.0:
+            raise ValueError(f"long-context study: {name!r}: the exact reference needs a budget exact@k<frac>, "
+                             "frac in (0, 1], e.g. exact@k0.01")
+        return MethodSpec(name, pol, (("frac", float(k["f"])),))
+    if tag is None:
+        return MethodSpec(name, pol)
+    if pol == "rekv" and tag == "frame":
+        return MethodSpec(name, pol, (("mode", "frame"),))
+    t = re.fullmatch(r"(text)?-?(r(?P<r>\d*\.?\d+))?", tag) if pol.startswith("resv") else None
+    if t is None or not tag:
+        raise ValueError(f"long-context study: unknown variant {name!r}; use {forms}")
+    kw = (("ratio", float(t["r"])),) if t["r"] else ()
+    if kw and not 0.0 < kw[0][1] <= 1.0:
+        raise ValueError(f"long-context study: {name!r}: Th_r-wics must be in (0, 1]")
+    return MethodSpec(name, pol, kw, text_only=bool(t.group(1)))
+
+
+def method_specs(names) -> tuple[MethodSpec, ...]:
+    specs = tuple(method_spec(n) for n in names)
+    dup = sorted({s.name for s in specs if [x.name for x in specs].count(s.name) > 1})
+    if dup:
+        raise ValueError(f"long-context study: methods {dup} are listed twice")
+    if not specs:
+        raise ValueError("long-context study: no methods given")
+    return specs
+
+
+@dataclass(frozen=True)
+class Block:
+    """Trials of one task: every (length, depth, seed) combination."""
+
+    task: str
+    lengths: tuple[int, ...]
+    depths: tuple[float, ...]
+    seeds: tuple[int, ...] = (0,)
+
+
+@dataclass(frozen=True)
+class StudyGrid:
+    """The trials and the runtime of one study.
+
+    blocks: the trials; lengths are the KV-cache length when the question arrives (system prompt + document).
+    methods: method names (:func:`method_spec`); chunk_tokens: document tokens per streamed step (one "frame");
+    kv_capacity: device-tier capacity (``RuntimeConfig.kv_capacity``), below every length so the document is
+    offloaded; max_new_tokens: answer budget; system_prompt: the pinned sink text.
+    """
+
+    name: str
+    model_profile: str
+    blocks: tuple[Block, ...]
+    methods: tuple[str, ...]
+    chunk_tokens: int = 256
+    kv_capacity: int = 512
+    max_new_tokens: int = 16
+    system_prompt: str = "You are a helpful assistant."
+
+    def __post_init__(self) -> None:
+        if self.chunk_tokens < 1 or self.kv_capacity < 1 or self.max_new_tokens < 1:
+            raise ValueError(f"study grid {self.name!r}: chunk_tokens, kv_capacity and max_new_tokens must be >= 1")
+        for b in self.blocks:
+            if b.task not in TASKS:
+                raise ValueError(f"study grid {self.name!r}: unknown task {b.task!r}; choose {', '.join(TASKS)}")
+            if any(not 0.0 <= d <= 1.0 for d in b.depths):
+                raise ValueError(f"study grid {self.name!r}: depths {b.depths} must lie in [0, 1]")
+            if min(b.lengths) <= self.kv_capacity:
+                raise ValueError(f"study grid {self.name!r}: context length {min(b.lengths)} does not exceed "
+                                 f"kv_capacity {self.kv_capacity}, so nothing would be offloaded; lower kv_capacity")
+        method_specs(self.methods)
+
+    def trials(self) -> list[tuple[str, int, float, int]]:
+        """(task, length, depth, seed) of every trial, in run order (short contexts first)."""
+        cells = {(b.task, n, float(d), s) for b in self.blocks for n in b.lengths for d in b.depths for s in b.seeds}
+        return sorted(cells, key=lambda c: (c[1], list(TASKS).index(c[0]), c[3], c[2]))
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return tuple(sorted({n for b in self.blocks for n in b.lengths}))
+
+    def replace(self, **changes) -> "StudyGrid":
+        return dataclasses.replace(self, **changes)
+
+
+_DEPTHS_FULL = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: ReSV along Th_r-wics at the question and answer (cheap: one shared prefill), and the D7 alternative WiCSum total.
+_TEXT_SWEEP = ("resv@text-r0.7", "resv@text-r0.9", "resv_candwics@text", "exact@k0.01")
+#: The full grid adds ReSV streaming (frame-stage retrieval too) along the sweep.
+_SWEEP = ("resv@r0.1", "resv@r0.5", "resv@r0.7", "resv@r0.9", "resv@text-r0.1", "resv@text-r0.5",
+          "exact@k0.05") + _TEXT_SWEEP
+GRIDS: dict[tuple[str, str], StudyGrid] = {
+    # the tiny random model: seconds, exercises every code path (offload, shared prefill, recall, the workload file)
+    ("smoke", "profile"): StudyGrid("smoke", "smoke", (Block("passkey", (384, 512), (0.25, 0.75)),
+                                                       Block("needle", (384,), (0.5,))),
+                                    ALL_METHODS + ("resv@r0.7", "exact@k0.05"), chunk_tokens=64, kv_capacity=128,
+                                    max_new_tokens=6),
+    # ~3 CPU-minutes of make reproduce (measured, notebook 09)
+    ("default", "profile"): StudyGrid("default", "default", (Block("passkey", (1000, 2000), (0.25, 0.75)),
+                                                             Block("needle", (1000,), (0.5,))),
+                                      ALL_METHODS + _TEXT_SWEEP),
+    ("default", "full"): StudyGrid("default-full", "default",
+                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, (0, 1, 2)) for t in TASKS),
+                                   ALL_METHODS + _SWEEP),
+}
+
+
+def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
+    """The study of ``profile`` ('smoke', 'default'): ``grid='profile'`` its share of make reproduce, ``'full'`` the
+    whole grid (default profile). The ``full`` profile (VideoLLM-online 8B) runs the full grid."""
+    key = ("default", "full") if profile == "full" else (profile, grid)
+    if key not in GRIDS:
+        have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
+        raise ValueError(f"long-context study: no grid {grid!r} for profile {profile!r} (have {have}); "
+                         "use grid='profile' or grid='full'")
+    g = GRIDS[key]
+    return g.replace(model_profile="full") if profile == "full" else g
