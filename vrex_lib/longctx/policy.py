@@ -230,12 +230,12 @@ def target_recall(positions: torch.Tensor, candidates: torch.Tensor, selected: l
 def fork(sess, *others) -> tuple:
     """Copies of ``sess`` (a StreamingSession) and of ``others`` (e.g. its policy), made together so references
     between them are kept: the copy continues independently (KV store, policy state and trace are copied), while
-    the model, its modules and the attention-input capture list (:func:`vrex_lib.runtime.capture.attach`) are
+    the model, its modules and the capture lists (:func:`vrex_lib.runtime.capture.attach`, ``attach_pre_rope``) are
     shared, so a policy bound to the model keeps reading the live capture. Returns ``(sess_copy, *others_copies)``."""
     model = sess.model
     memo = {id(model): model}
     for obj in (model.llm, model.vision, model.connector, model.tokenizer,
-                getattr(model, "_vrex_attn_inputs", None)):
+                getattr(model, "_vrex_attn_inputs", None), getattr(model, "_vrex_pre_rope", None)):
         if obj is not None:
             memo[id(obj)] = obj
     for net in (model.llm, model.vision, model.connector):
