@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from tiny_videollm import ALPHA, CONNECTOR_NAME, LORA_TARGETS, R
+from tiny_videollm import ALPHA, CONNECTOR_NAME, LORA_TARGETS, R, write_tiny_videollm
 from vrex_lib import eval as ev
 from vrex_lib.perf import Workload
 from vrex_lib.report.content import profile_models
@@ -118,6 +118,13 @@ def test_checkpoint_names_and_fingerprints(tmp_path):
         assert fingerprint(d) != f0
     (d / "model.safetensors").write_bytes(blob + b"\x00")
     assert fingerprint(d) != f0
+
+
+def test_the_tiny_checkpoint_is_deterministic(tiny_videollm, tmp_path):
+    again = write_tiny_videollm(tmp_path)
+    assert fingerprint(again.llm, again.vision, again.connector) == fingerprint(
+        tiny_videollm.llm, tiny_videollm.vision, tiny_videollm.connector)
+    assert fingerprint(write_tiny_videollm(tmp_path / "other", seed=1).connector) != fingerprint(again.connector)
 
 
 # ------------------------------------------------------------------------------------------------ the commands

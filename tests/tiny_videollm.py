@@ -12,7 +12,8 @@ Three folders, as the full profile reads them (README "Running the full profile 
   ``base_model.model.<module>.lora_A.weight`` [r, in] / ``lora_B.weight`` [out, r] per target and
   ``base_model.model.connector.{0,2}.{weight,bias}``.
 
-Seeded and deterministic; about a second once transformers is imported. ``python tests/tiny_videollm.py DIR``
+Seeded and deterministic; about a second once transformers is imported (its model classes are imported inside
+the functions that build them, docs/DECISIONS.md D143). ``python tests/tiny_videollm.py DIR``
 writes one (e.g. to try ``--profile full`` on a CPU).
 """
 from __future__ import annotations
@@ -24,6 +25,9 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+from vrex_lib.llm_weights import tiny_llama_config
 
 R, ALPHA = 4, 8  # LoRA rank and alpha: scale alpha / r = 2
 LORA_TARGETS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
@@ -49,7 +53,6 @@ class TinyVideoLLM:
 
 def _tokenizer():
     """A byte-level BPE tokenizer with no merges (every byte one token) plus Llama-3's two special tokens."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
@@ -64,8 +67,6 @@ def _tokenizer():
 
 def _llama(folder: Path) -> None:
     from transformers import LlamaForCausalLM
-
-    from vrex_lib.llm_weights import tiny_llama_config
 
     tok = _tokenizer()
     cfg = tiny_llama_config(vocab_size=len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -101,7 +102,7 @@ def _adapter(folder: Path, llm_folder: Path, vision_hidden: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     save_file(state, str(folder / "adapter_model.safetensors"), metadata={"format": "pt"})
     (folder / "adapter_config.json").write_text(json.dumps(dict(
-        peft_type="LORA", task_type="CAUSAL_LM", base_model_name_or_path=str(llm_folder), r=R, lora_alpha=ALPHA,
+        peft_type="LORA", task_type="CAUSAL_LM", base_model_name_or_path=llm_folder.name, r=R, lora_alpha=ALPHA,
         lora_dropout=0.05, bias="none", fan_in_fan_out=False, use_rslora=False, inference_mode=True,
         target_modules="model.*(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)|lm_head$",
         modules_to_save=["connector"]), indent=2))
