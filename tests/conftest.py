@@ -47,3 +47,11 @@ def tiny():
     from vrex_lib.runtime import build_model
 
     return build_model("smoke")
+
+
+@pytest.fixture(scope="session")
+def tiny_videollm(tmp_path_factory):
+    """A tiny random checkpoint in VideoLLM-online's layout (tests/tiny_videollm.py), written once per session."""
+    from tiny_videollm import write_tiny_videollm
+
+    return write_tiny_videollm(tmp_path_factory.mktemp("tiny_videollm"))

@@ -109,4 +109,5 @@ def test_full_profile_context_too_large_before_loading_weights(tmp_path, repo):
     save_file({"base_model.model.connector.0.weight": torch.zeros(64, 32)}, str(ck_d / "adapter_model.safetensors"))
     with pytest.raises(ContextTooLarge, match="max_position_embeddings"):
         ev.run_eval("task", "full", "full", tmp_path / "o.jsonl", coin_root=str(repo / "data" / "coin_tiny"),
-                    llm_path=str(llm_d), vision_path=str(vis_d), connector_path=str(ck_d), progress=False)
+                    llm_path=str(llm_d), vision_path=str(vis_d), connector_path=str(ck_d), progress=False,
+                    device="cpu")

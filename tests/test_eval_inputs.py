@@ -219,12 +219,13 @@ def test_every_video_unreadable_is_a_nonzero_exit(tmp_path, coin_copy, capsys, m
         v.write_bytes(b"\x00not a video" * 100)
     out = tmp_path / "o" / "task.jsonl"
     args = ["--task", "task", "--method", "full", "--profile", "full", "--coin-root", str(coin_copy),
-            "--out", str(out), "--no-progress", "--max-new-tokens", "2"]
+            "--out", str(out), "--no-progress", "--max-new-tokens", "2", "--device", "cpu"]
     from vrex_lib.runtime import build_model
 
     tiny = build_model("smoke")
     monkeypatch.setattr("vrex_lib.eval.run.build_model", lambda *a, **k: tiny)
     monkeypatch.setattr("vrex_lib.eval.run.validate_full_paths", lambda *a: {"llm": {}})
+    monkeypatch.setattr("vrex_lib.eval.run.model_identity", lambda *a: tiny.identity)
     monkeypatch.setattr("vrex_lib.eval.run._check_all", lambda *a: None)
     monkeypatch.setattr("vrex_lib.eval.run._shape_from_config", lambda *a: None)
     assert ev.main(args) == 2

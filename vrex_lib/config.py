@@ -140,13 +140,15 @@ class ProfileConfig:
     max_samples_per_task: int | None
     seed: int = 0
     device: str = "cpu"
+    dtype: str = "float32"  # the decoder's (runtime.checkpoint.DTYPES)
     extra: dict = field(default_factory=dict)
 
 
 PROFILE_CONFIGS: dict[str, ProfileConfig] = {
     "smoke": ProfileConfig("smoke", llm="tiny", coin="tiny", max_samples_per_task=2),
     "default": ProfileConfig("default", llm="smollm2", coin="mini", max_samples_per_task=6),
-    "full": ProfileConfig("full", llm="videollm_online", coin="user", max_samples_per_task=None, device="cuda"),
+    "full": ProfileConfig("full", llm="videollm_online", coin="user", max_samples_per_task=None, device="cuda",
+                          dtype="bfloat16"),
 }
 
 

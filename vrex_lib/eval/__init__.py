@@ -3,7 +3,8 @@
     python -m vrex_lib.eval --task step --method resv --profile default \\
         --out results/eval/default/resv/step.jsonl [--max-samples N] [--num-shards K --shard-index i]
     torchrun --nproc-per-node 8 -m vrex_lib.eval --task step --method resv --profile full \\
-        --coin-root ~/coin --llm-path ... --vision-path ... --connector-path ... --out results/eval/full/resv/step.jsonl
+        --coin-root ~/coin --llm-path ... --vision-path ... --connector-path ... --device cuda --dtype bfloat16 \\
+        --out results/eval/full/resv/step.jsonl
     python -m vrex_lib.eval merge --out results/eval/full/resv/step.jsonl results/eval/full/resv/step.shard*.jsonl
 
 Each sample is streamed through :class:`~vrex_lib.runtime.StreamingSession` in the COIN prompt layout the
@@ -13,7 +14,12 @@ skips the sample ids already in the file; a torn last line (interrupted write) i
 (``RANK``/``WORLD_SIZE`` set) each rank takes shard ``RANK`` of ``WORLD_SIZE``; shard k holds samples k, k+K, ...
 and writes ``<out stem>.shard<k>of<K>.jsonl``; ``merge`` orders the shards' lines by sample index.
 
-A JSON line (see :func:`evaluate_sample`): sample_id, index, n_total, task, method, profile, prediction, target,
+``--device`` / ``--dtype`` default to the profile's (cuda and bfloat16 for ``full``, each torchrun rank on
+``cuda:$LOCAL_RANK``; cpu and float32 otherwise); a CUDA device on a machine without one is an error before
+anything loads (docs/DECISIONS.md D211).
+
+A JSON line (see :func:`evaluate_sample`): sample_id, index, n_total, task, method, profile, model (the model's
+name, :class:`~vrex_lib.runtime.ModelIdentity`), prediction, target,
 correct (COIN Top-1 of this sample, %), n_frames, n_tokens, ratio_frame / ratio_text (retrieval ratio: selected /
 candidates over layers where the policy ran), host_bytes_frame / host_bytes_text (KV bytes fetched from the
 offload tier), first_token, frame_argmax (the next-token argmax after every frame step), answer_ids, the
@@ -27,8 +33,9 @@ Spans longer than ``max_frames`` (default: Live1+'s ``max_num_frames`` = 1,200) 
 without frames, as ``StreamMixIn.max_frames_clip`` does); each such sample and each video shorter than its
 annotated span is listed in the skip file with its counts.
 
-Next to each results file: ``<stem>.run.json`` (the run's configuration and its hash ``config_key``, the shard,
-n_total, and the samples skipped with the reason) and ``<stem>.skips.csv`` (the human-readable skip log, including
+Next to each results file: ``<stem>.run.json`` (the run's configuration -- with the model's whole identity
+record ``model_identity``: shape, dtype, adapter rank and alpha, fingerprint -- and its hash ``config_key``, the
+device, the shard, n_total, and the samples skipped with the reason) and ``<stem>.skips.csv`` (the human-readable skip log, including
 the annotation ``clamp`` notes). Every line carries ``config_key``: resuming a file written under another
 configuration (method, kwargs, profile, model, task, split, annotation-file hash, ...) is an error naming the
 file, and ``merge`` accepts only the shards of one run, complete up to the samples their run.json lists as skipped

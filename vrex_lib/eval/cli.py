@@ -18,6 +18,7 @@ import torch
 from .. import methods
 from ..config import RuntimeConfig
 from ..retrieval import make_policy
+from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .plan import NoSamplesEvaluated
 from .results import merge_shards, read_jsonl
 from .run import run_eval, score_results
@@ -34,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--llm-path", default=None)
     p.add_argument("--vision-path", default=None)
     p.add_argument("--connector-path", default=None)
+    p.add_argument("--device", default=None, help=DEVICE_HELP)
+    p.add_argument("--dtype", default=None, help=DTYPE_HELP)
     p.add_argument("--max-samples", type=int, default=None)
     p.add_argument("--max-frames", type=int, default=None, help="frames per span above which --frames-policy "
                    "applies (default: run_eval's, Live1+'s max_num_frames 1,200)")
@@ -111,7 +114,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
                     trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
                     connector_path=a.connector_path, progress=not a.no_progress, prompt_layout=a.prompt_layout,
-                    frames_policy=a.frames_policy)
+                    frames_policy=a.frames_policy, device=a.device, dtype=a.dtype)
     rows = read_jsonl(path)
     if rows:
         acc = score_results(path, a.profile, a.coin_root, a.split)

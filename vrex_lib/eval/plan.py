@@ -1,18 +1,17 @@
 """What an evaluation run is, decided before any weight loads: shards, the configuration and its key, the model's
-identity, how ``max_frames`` applies to a span, and the checks of flags, paths and context size."""
+identity and device, how ``max_frames`` applies to a span, and the checks of flags, paths and context size."""
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import types
-from pathlib import Path
 
 import torch
 
 from ..coin import FRAMES_POLICIES
 from ..config import RuntimeConfig, arg_name
-from ..runtime import check_context, tokens_for
+from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
 MAX_NEW_TOKENS = {"smoke": 8, "default": 24, "full": 512}
@@ -42,43 +41,46 @@ def _env_int(name: str, default: int) -> int:
                          "--shard-index") from None
 
 
-def model_identity(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None) -> str:
-    """What decides the model's outputs, known before any weight loads (the name ``build_model`` gives it)."""
+def model_identity(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None,
+                   dtype: str | torch.dtype | None = None) -> ModelIdentity:
+    """Which model the run uses (:class:`~vrex_lib.runtime.ModelIdentity`): the prebuilt ``model``'s, else the one
+    ``build_model`` will give it, read from config files before any weight loads."""
     if model is not None:
-        return str(getattr(model, "name", type(model).__name__))
-    if profile == "smoke":
-        return "tiny-llama"
-    if profile == "default":
-        return Path(llm_path).name if llm_path else "SmolLM2-135M-Instruct"
-    return "videollm-online-8b:" + ":".join(str(Path(p).expanduser().resolve()) for p in
-                                             (llm_path, vision_path, connector_path) if p)
+        return model.identity
+    return identify(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path, dtype=dtype)
 
 
-def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: str, split: str,
+def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: ModelIdentity, split: str,
                data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
                runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
                frames_policy: str = "videollm-online") -> dict:
     """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
 
-    The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file.
+    The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file; the model
+    by its name and its whole identity record (``model_identity``: shape, dtype, adapter, fingerprint), so results
+    of another checkpoint or dtype never resume or merge with these (docs/DECISIONS.md D210).
     """
     h = hashlib.sha256()
     with open(data_file, "rb") as f:
         for blk in iter(lambda: f.read(1 << 20), b""):
             h.update(blk)
-    cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model,
-               split=split, data_file=str(data_file), data_sha256=h.hexdigest(), max_new_tokens=max_new_tokens,
-               max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed, prompt_layout=prompt_layout,
-               frames_policy=frames_policy)
+    cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model.name,
+               model_identity=model.record(), split=split, data_file=str(data_file), data_sha256=h.hexdigest(),
+               max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed,
+               prompt_layout=prompt_layout, frames_policy=frames_policy)
     keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
     cfg["config_key"] = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return cfg
 
 
-def _device_for_rank(profile: str) -> str | None:
-    if profile == "full" and torch.cuda.is_available():
-        return f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-    return None
+def run_device(profile: str, device: str | torch.device | None) -> torch.device:
+    """The device this rank builds the model on: ``device`` or the profile's default, checked against the machine
+    before anything loads (:func:`~vrex_lib.runtime.resolve_device`); under torchrun a plain ``cuda`` is this
+    rank's GPU, ``cuda:$LOCAL_RANK``."""
+    dev = resolve_device(profile, device)
+    if dev.type == "cuda" and dev.index is None and "LOCAL_RANK" in os.environ:
+        dev = resolve_device(profile, f"cuda:{_env_int('LOCAL_RANK', 0)}")
+    return dev
 
 
 def frames_action(n_frames: int, max_frames: int | None, frames_policy: str) -> str:
@@ -108,14 +110,12 @@ def _check_profile_args(profile: str, **paths) -> None:
                          "or select the full profile.")
 
 
-def _shape_from_config(cfg: dict):
-    """The KV shape of a model from its config.json (BF16, on the rank's device): enough for check_context."""
-    hq = int(cfg["num_attention_heads"])
-    dev = torch.device(_device_for_rank("full") or "cpu")
+def _shape_from_config(cfg: dict, identity: ModelIdentity, device: torch.device):
+    """What check_context needs of a model, before it loads: its identity's KV shape and dtype, the device, and
+    the trained positions from its config.json."""
     return types.SimpleNamespace(
-        name=cfg.get("_name_or_path", "llm"), n_layers=int(cfg["num_hidden_layers"]),
-        n_kv_heads=int(cfg.get("num_key_value_heads", hq)), kv_bytes_per_elem=2, device=dev,
-        head_dim=int(cfg.get("head_dim") or cfg["hidden_size"] // hq),
+        name=identity.name, n_layers=identity.n_layers, n_kv_heads=identity.n_kv_heads, head_dim=identity.head_dim,
+        kv_bytes_per_elem=torch.finfo(getattr(torch, identity.dtype)).bits // 8, device=device,
         config=types.SimpleNamespace(max_position_embeddings=int(cfg.get("max_position_embeddings", 1 << 30))))
 
 

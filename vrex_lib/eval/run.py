@@ -11,9 +11,9 @@ from tqdm.auto import tqdm
 from .. import _io, coin, methods, video
 from ..config import RuntimeConfig, arg_name, profile_config, seed_everything
 from ..retrieval import make_policy
-from ..runtime import ContextTooLarge, build_model, validate_full_paths
+from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full_paths
 from .plan import (MAX_NEW_TOKENS, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all, _check_profile_args,
-                   _device_for_rank, _shape_from_config, frames_action, model_identity, run_config, shard_from_env)
+                   _shape_from_config, frames_action, model_identity, run_config, run_device, shard_from_env)
 from .results import _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path, skips_file
 from .sample import evaluate_sample
 
@@ -49,7 +49,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
              reference: str | os.PathLike | None = "auto", trace_dir: str | os.PathLike | None = None,
              model=None, llm_path: str | None = None, vision_path: str | None = None,
              connector_path: str | None = None, progress: bool = True, prompt_layout: str = "coin",
-             frames_policy: str = "videollm-online") -> Path:
+             frames_policy: str = "videollm-online", device: str | None = None, dtype: str | None = None) -> Path:
     """Run (or resume) one method on one COIN task; returns the JSONL path of this shard.
 
     Samples are built from the split's videos whose files exist (VideoLLM-online's ``video_uid in metadata``), so
@@ -57,14 +57,17 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     ``frames_policy`` decide long spans (:func:`frames_action`); ``prompt_layout`` 'coin' (default) or 'live'.
 
     ``model``: a prebuilt :class:`~vrex_lib.runtime.StreamingVideoLLM` to reuse (else built from the profile and
-    paths, after every input has been checked). ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when
-    it exists (the full method's lines give the agreement columns); None disables it.
+    paths, after every input has been checked) on ``device`` in ``dtype`` (default: the profile's, cuda and
+    bfloat16 for ``full``, cpu and float32 otherwise; under torchrun ``cuda`` is the rank's GPU).
+    ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when it exists (the full method's lines give the
+    agreement columns); None disables it. The run record and every line name the model (its identity, D210).
     """
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
     num_shards, shard_index = _check_flags(task, method, profile, max_samples, max_frames, max_new_tokens,
                                            num_shards, shard_index, coin_root=coin_root, vision_path=vision_path,
                                            connector_path=connector_path, llm_path=llm_path)
+    dev = _check_device(profile, model, device, dtype)
     out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir)
     runtime_cfg = runtime_cfg or RuntimeConfig()
     max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
@@ -74,8 +77,8 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     js, videos_dir, samples = _load_samples(task, split, profile, coin_root, max_samples, prompt_layout,
                                             max_frames, frames_policy, skips)
     mine, available, skipped = _shard(samples, num_shards, shard_index, videos_dir, skips)
-    cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile,
-                     model=model_identity(profile, model, llm_path, vision_path, connector_path), split=split,
+    ident = model_identity(profile, model, llm_path, vision_path, connector_path, dtype)
+    cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile, model=ident, split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
                      seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
@@ -84,16 +87,19 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
         done = {r["sample_id"] for r in check_resume(out_path, cfg)}
         if profile == "full" and model is None:
-            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"])
+            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
             _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
         ref = _read_reference(reference, out, method, task, profile)
         todo = _todo(run, mine, done, available)
         run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=run.n_total,
-                          indices=len(mine), skipped=skipped, complete=False)
+                          indices=len(mine), skipped=skipped, complete=False, device=str(dev))
         _io.write_json(run_file(out_path), run_record)
         if model is None:
             model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
-                                device=_device_for_rank(profile), seed=pcfg.seed)
+                                device=dev, dtype=dtype, seed=pcfg.seed)
+            if model.identity != ident:  # the files changed between the check and the load
+                raise ValueError(f"the model loaded is {model.identity.summary()}, but its folders described "
+                                 f"{ident.summary()} a moment before; rerun once the checkpoint files stop changing")
         _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)
         read_jsonl(out_path, repair=True)  # cut a torn last line before appending
         open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
@@ -114,6 +120,17 @@ def _check_flags(task: str, method: str, profile: str, max_samples, max_frames, 
         if v is not None and v < 1:
             raise ValueError(f"{flag} must be >= 1, got {v}")
     return shard_from_env(num_shards, shard_index)
+
+
+def _check_device(profile: str, model, device, dtype):
+    """The device the run's model is on: checked now, before any input is read (a prebuilt model's own)."""
+    if model is not None:
+        if device is not None or dtype is not None:
+            raise ValueError("run_eval: device and dtype apply when run_eval builds the model; a prebuilt model "
+                             "runs where it is, in its dtype (build it with build_model(device=..., dtype=...))")
+        return model.device
+    resolve_dtype(profile, dtype)
+    return run_device(profile, device)
 
 
 def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir) -> Path:
@@ -241,7 +258,7 @@ def _evaluate(run: _Run, model, todo: list, ref: dict, config_key: str, progress
             run.skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
                           f"{rec['n_frames_expected']} annotated frames decoded (video shorter than its annotation)",
                           action="short")
-        rec["config_key"] = config_key
+        rec["config_key"], rec["model"] = config_key, model.identity.name
         append_jsonl(run.out_path, rec)
         n_written += 1
     return n_written

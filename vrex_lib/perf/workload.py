@@ -275,7 +275,7 @@ class Workload:
             raise ValueError(f"{p}: no checkpoint carries a selected fraction; regenerate it with `python -m "
                              f"vrex_lib.workload measure`")
         kvs = sorted({float(c["kv_len"]) for c in d["checkpoints"]})
-        where = f"{p.name}, profile {d['profile']}, model {d['model']}"
+        where = f"{p.name}, profile {d['profile']}, model {(d.get('model_identity') or {}).get('summary', d['model'])}"
         rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
         rng += "".join(f"; {s}" for s in substituted + notes)
         prov, kw = _measured_provenance(p, where, rng, by, curves)

@@ -5,6 +5,7 @@ Cells are Markdown-ready strings (``|`` escaped); the templates only arrange the
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -288,6 +289,23 @@ def per_table_counts(tables: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def profile_models(base: Path, profiles: list[str]) -> str:
+    """Which model each profile ran, as its workload file records it (``model_identity``, docs/DECISIONS.md D210):
+    '; model — default: SmolLM2-135M-Instruct (...), recorded in `data/workload_default.json`'."""
+    said = []
+    for p in profiles:
+        rel = f"data/workload_{p}.json"
+        try:
+            d = json.loads((base / rel).read_text())
+        except (OSError, ValueError):
+            said.append(f"{p}: not recorded (`{rel}` is missing or unreadable)")
+            continue
+        ident = d.get("model_identity") if isinstance(d, dict) else None
+        said.append(f"{p}: {ident['summary']}, recorded in `{rel}`" if isinstance(ident, dict) and "summary" in ident
+                    else f"{p}: not recorded (`{rel}` has no model_identity)")
+    return f"; model — {'; '.join(said)}" if said else ""
+
+
 def context(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None) -> dict:
     """Everything the report templates need, from ``results/``."""
     base = results_dir(out)
@@ -297,7 +315,8 @@ def context(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLik
     profiles = sorted({str(p) for p in tables["profile"].dropna().unique()}) if len(tables) else []
     hl_path = base / "tables" / f"{layout.HEADLINE_TABLE}.csv"
     return dict(
-        profiles=", ".join(profiles) or "none", profile_set=profiles, n_tables=int(tables["table"].nunique()),
+        profiles=", ".join(profiles) or "none", models=profile_models(base, profiles), profile_set=profiles,
+        n_tables=int(tables["table"].nunique()),
         totals=totals_line(summary), incomplete=incomplete(base, notebook_dir), headline=headline(tables),
         headline_csv=f"tables/{hl_path.name}" if hl_path.is_file() else "",
         causes=[dict(name=c, meaning=cell(m), fail=_n(summary, FAIL, c), not_run=_n(summary, MISSING, c))

@@ -6,7 +6,8 @@
     answers = drive(sess, zip(frame_embeds, times), AskAtEnd([Question("What is he doing?", 32)]))
     sess.trace().retrieval_ratio("frame")
 
-By job: :mod:`.model` (model builds, vision tower + connector), :mod:`.vision` (the stand-in encoder),
+By job: :mod:`.model` (model builds, vision tower + connector), :mod:`.checkpoint` (what a build loads: the full
+profile's folders, device and dtype, the model's identity), :mod:`.vision` (the stand-in encoder),
 :mod:`.kvstore` (the two-tier KV cache), :mod:`.attention` (the registered attention hook that consults the
 policy), :mod:`.capture` (attention inputs for policies that need them), :mod:`.session` (one stream: prompt,
 frame and question steps, step observers), :mod:`.driver` (the loop over a stream's frames and questions),
@@ -16,14 +17,17 @@ from __future__ import annotations
 
 from .attention import ATTN_IMPL, StepContext, register, vrex_attention
 from .driver import Answer, AskAtEnd, AskAtTimes, Question, Schedule, drive
+from .checkpoint import (DTYPES, ModelIdentity, checkpoint_name, fingerprint, merge_lora, resolve_device,
+                         resolve_dtype, validate_full_paths)
 from .kvstore import KVStore, KVStoreLayer
-from .model import FRAME_TOKENS, ByteTokenizer, StreamingVideoLLM, build_model, merge_lora, validate_full_paths
+from .model import FRAME_TOKENS, ByteTokenizer, StreamingVideoLLM, build_model, identify
 from .session import (DEFAULT_SYSTEM_PROMPT, ContextTooLarge, StepObserver, StreamingSession, check_context,
                       kv_bytes, memory_limit, tokens_for)
 from .trace import SCHEMA_VERSION, RetrievalTrace, load_trace, pooled_fraction, step_stats
 
 __all__ = ["ATTN_IMPL", "Answer", "AskAtEnd", "AskAtTimes", "ByteTokenizer", "ContextTooLarge",
-           "DEFAULT_SYSTEM_PROMPT", "FRAME_TOKENS", "KVStore", "KVStoreLayer", "Question", "RetrievalTrace",
-           "SCHEMA_VERSION", "Schedule", "StepContext", "StepObserver", "StreamingSession", "StreamingVideoLLM",
-           "build_model", "check_context", "drive", "kv_bytes", "load_trace", "memory_limit", "merge_lora",
-           "pooled_fraction", "register", "step_stats", "tokens_for", "validate_full_paths", "vrex_attention"]
+           "DEFAULT_SYSTEM_PROMPT", "DTYPES", "FRAME_TOKENS", "KVStore", "KVStoreLayer", "ModelIdentity", "Question",
+           "RetrievalTrace", "SCHEMA_VERSION", "Schedule", "StepContext", "StepObserver", "StreamingSession",
+           "StreamingVideoLLM", "build_model", "check_context", "checkpoint_name", "drive", "fingerprint", "identify",
+           "kv_bytes", "load_trace", "memory_limit", "merge_lora", "pooled_fraction", "register", "resolve_device",
+           "resolve_dtype", "step_stats", "tokens_for", "validate_full_paths", "vrex_attention"]

@@ -9,8 +9,8 @@
 One code path, three builds (:func:`build_model`):
 
 * ``full``: the user's Llama-3-8B-Instruct + SigLIP-L/16-384 + the VideoLLM-online checkpoint (a PEFT LoRA
-  adapter holding the connector), all from local paths. peft is not a dependency: the LoRA deltas are merged
-  into the base weights here (W += α/r · B·A), which is what ``PeftModel.merge_and_unload`` does.
+  adapter holding the connector), all from local paths, checked and merged by :mod:`vrex_lib.runtime.checkpoint`
+  (W += α/r · B·A, as ``PeftModel.merge_and_unload``; peft is not a dependency).
 * ``default``: the real SmolLM2-135M-Instruct (offline, :func:`vrex_lib.llm_weights.load_smollm2`), the
   content-preserving patch-embedding stand-in for the vision tower (``vision='patch-dct'``,
   :mod:`vrex_lib.runtime.vision`, docs/DECISIONS.md D40) and a seeded connector; ``vision='siglip-random'``
@@ -18,13 +18,14 @@ One code path, three builds (:func:`build_model`):
 * ``smoke``: a tiny random Llama + tiny SigLIP (or ``vision='patch-dct'``) + a byte-level toy tokenizer (CI speed).
 
 The untrained connector of ``default``/``smoke`` is rescaled once (seeded, deterministic) so its outputs have
-the RMS of the LLM's token embeddings: the decoder then sees inputs of the scale it was trained on.
+the RMS of the LLM's token embeddings: the decoder then sees inputs of the scale it was trained on. Every build
+carries its :class:`~vrex_lib.runtime.checkpoint.ModelIdentity` (docs/DECISIONS.md D210); :func:`identify` gives
+the same identity from config files alone.
 """
 from __future__ import annotations
 
-import json
+import functools
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +34,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from torch import nn
 
-from ..config import arg_name
-from ..llm_weights import load_smollm2, tiny_llama_config
+from ..config import PROFILES, arg_name
+from ..llm_weights import GGUF_NAME, load_smollm2, smollm2_dir, tiny_llama_config
 from .attention import ATTN_IMPL, register
+from .checkpoint import (ModelIdentity, _read_json, _require_file, build_sources, load_connector,
+                         make_identity, merge_lora, resolve_device, resolve_dtype, validate_full_paths)
 from .vision import VISION_ENCODERS, PatchEmbedEncoder, smooth_calibration_frames
 
 # transformers' model classes are imported inside the builds: importing one loads transformers.modeling_utils
@@ -74,7 +77,9 @@ class StreamingVideoLLM:
     """The model the runtime streams through. ``llm`` is a ``LlamaForCausalLM``-like decoder.
 
     Attributes: llm, tokenizer, vision (``SiglipVisionModel`` or the stand-in ``PatchEmbedEncoder``), connector
-    (``nn.Sequential``), name (build tag), image_size (vision input side, pixels), vision_name (which encoder).
+    (``nn.Sequential``), name (``identity.name``), image_size (vision input side, pixels), vision_name (which
+    encoder), identity (:class:`~vrex_lib.runtime.checkpoint.ModelIdentity`: what was loaded; ``build_model``
+    sets it, a model assembled by hand gets one from its modules' shapes, named ``name``, profile 'custom').
     """
 
     llm: nn.Module
@@ -84,6 +89,12 @@ class StreamingVideoLLM:
     name: str
     image_size: int
     vision_name: str = "siglip"
+    identity: ModelIdentity | None = None
+
+    def __post_init__(self) -> None:
+        if self.identity is None:
+            self.identity = make_identity("custom", self.llm.config.to_dict(), self.dtype, name=self.name,
+                                          llm=self.name, vision=self.vision_name)
 
     # ---- shapes --------------------------------------------------------------------------------------------
     @property
@@ -236,51 +247,85 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
     adapter_model.safetensors); every path and shape is checked before any weight is loaded. In ``default`` an
     ``llm_path`` replaces SmolLM2 by any local Llama-family HF folder.
 
-    ``vision`` (default and smoke only): 'patch-dct' (the stand-in of :mod:`vrex_lib.runtime.vision`; the default
-    profile's default) or 'siglip-random' (a seeded random SigLIP tower; the smoke profile's default). The full
-    profile always uses the user's pretrained SigLIP-L/16-384.
+    ``device`` / ``dtype``: :func:`~vrex_lib.runtime.checkpoint.resolve_device` / ``resolve_dtype`` (default: cuda
+    and bfloat16 for ``full``, cpu and float32 otherwise), checked before any weight loads. ``vision`` (default and
+    smoke only): 'patch-dct' (the stand-in of :mod:`vrex_lib.runtime.vision`; the default profile's default) or
+    'siglip-random' (a seeded random SigLIP tower; the smoke profile's default). The full profile always uses the
+    user's pretrained SigLIP. The model's :attr:`StreamingVideoLLM.identity` names what was loaded.
     """
-    register()
-    if isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    if profile == "smoke":
-        from transformers import LlamaForCausalLM
-
-        torch.manual_seed(seed)
-        tok = ByteTokenizer()
-        llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size)).eval()
-        enc, hv, vname = _vision(vision or "siglip-random", (32, 1, 2), 64)
-        model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), "tiny-llama", 64, vname)
-        _match_embedding_rms(model, seed)
-    elif profile == "default":
-        if llm_path:
-            llm, tok = _load_hf_llm(Path(llm_path), dtype or torch.float32)
-            name = Path(llm_path).name
-        else:
-            llm, tok = load_smollm2("float32" if dtype is None else str(dtype).replace("torch.", ""))
-            name = "SmolLM2-135M-Instruct"
-        torch.manual_seed(seed)
-        enc, hv, vname = _vision(vision or "patch-dct", (192, 4, 3), 224)
-        model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), name, 224, vname)
-        model.connector.to(model.dtype)
-        _match_embedding_rms(model, seed)
-    elif profile == "full":
-        if vision not in (None, "siglip"):
-            raise ValueError(f"build_model: the full profile uses the pretrained SigLIP-L/16-384 (--vision-path); "
-                             f"vision={vision!r} applies to the smoke and default profiles only")
-        model = _build_full(llm_path, vision_path, connector_path, dtype or torch.bfloat16)
-    else:
+    if profile not in PROFILES:
         raise ValueError(f"build_model: unknown profile {profile!r}; choose smoke, default or full")
-    if device is not None:
-        model.llm.to(device)
-        model.vision.to(device)
-        model.connector.to(device)
+    if profile == "full" and vision not in (None, "siglip"):
+        raise ValueError(f"build_model: the full profile uses the pretrained SigLIP-L/16-384 (--vision-path); "
+                         f"vision={vision!r} applies to the smoke and default profiles only")
+    dev, dt = resolve_device(profile, device), resolve_dtype(profile, dtype)
+    register()
+    if profile == "smoke":
+        model = _build_smoke(vision, seed, dt)
+    elif profile == "default":
+        model = _build_default(llm_path, vision, seed, dt)
+    else:
+        model = _build_full(llm_path, vision_path, connector_path, dt)
     for m in (model.llm, model.vision, model.connector):
+        m.to(dev)
         m.eval()
         m.requires_grad_(False)
     # Shared SmolLM2 instance: only the attention implementation name changes; with no runtime step attached the
     # registered function is exactly transformers' SDPA, so other users of the shared model are unaffected.
     model.llm.set_attn_implementation(ATTN_IMPL)
+    return model
+
+
+def _build_smoke(vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    tok = ByteTokenizer()
+    llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size)).eval()
+    enc, hv, vname = _vision(vision or "siglip-random", (32, 1, 2), 64)
+    src = build_sources("smoke", vision=vname)
+    model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), src["name"], 64, vname)
+    _match_embedding_rms(model, seed)  # in float32, then cast: the same weights in every dtype
+    model.llm.to(dtype)
+    model.connector.to(dtype)
+    model.identity = make_identity("smoke", llm.config.to_dict(), model.dtype, **src)
+    return model
+
+
+def _build_default(llm_path, vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
+    if llm_path:
+        llm, tok = _load_hf_llm(Path(llm_path), dtype)
+    else:
+        llm, tok = load_smollm2(str(dtype).removeprefix("torch."))
+    torch.manual_seed(seed)
+    enc, hv, vname = _vision(vision or "patch-dct", (192, 4, 3), 224)
+    src = build_sources("default", llm_path=llm_path, vision=vname)
+    model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), src["name"], 224, vname)
+    model.connector.to(model.dtype)
+    _match_embedding_rms(model, seed)
+    model.identity = make_identity("default", llm.config.to_dict(), model.dtype, **src)
+    return model
+
+
+def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> StreamingVideoLLM:
+    from transformers import SiglipVisionModel
+
+    cfgs = validate_full_paths(llm_path, vision_path, connector_path)
+    llm, tok = _load_hf_llm(Path(llm_path), dtype)
+    vision, info = SiglipVisionModel.from_pretrained(vision_path, dtype=dtype, output_loading_info=True)
+    if info.get("missing_keys"):
+        raise ValueError(f"{vision_path}: SigLIP weights missing {info['missing_keys'][:3]} ...; check "
+                         f"{arg_name('--vision-path')}")
+    adapter_file = Path(connector_path) / "adapter_model.safetensors"
+    state = load_file(str(adapter_file))
+    ad = cfgs["adapter"]
+    merge_lora(llm, state, float(ad["lora_alpha"]), int(ad["r"]), bool(ad.get("use_rslora", False)))
+    conn = make_connector(vision.config.hidden_size, llm.config.hidden_size).to(dtype)
+    load_connector(conn, state, adapter_file)
+    src = build_sources("full", llm_path=llm_path, vision_path=vision_path, connector_path=connector_path)
+    model = StreamingVideoLLM(llm, tok, vision.eval(), conn, src["name"], int(vision.config.image_size),
+                              src["vision"])
+    model.identity = make_identity("full", llm.config.to_dict(), model.dtype, adapter_config=ad, **src)
     return model
 
 
@@ -295,142 +340,28 @@ def _load_hf_llm(path: Path, dtype: torch.dtype):
     return llm, tok
 
 
-def _require_file(p: Path, why: str) -> None:
-    if not p.exists():
-        raise FileNotFoundError(f"{p} not found: {why}.")
+def identify(profile: str, *, llm_path=None, vision_path=None, connector_path=None,
+             dtype: str | torch.dtype | None = None, vision: str | None = None) -> ModelIdentity:
+    """The :class:`ModelIdentity` that ``build_model`` with these arguments gives its model, from config files
+    alone (no weight is read): what an evaluation keys its results on before 16 GB of weights load."""
+    dt = resolve_dtype(profile, dtype)
+    if profile == "full":
+        cfgs = validate_full_paths(llm_path, vision_path, connector_path)
+        src = build_sources(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path)
+        return make_identity(profile, cfgs["llm"], dt, adapter_config=cfgs["adapter"], **src)
+    src = build_sources(profile, llm_path=llm_path if profile == "default" else None, vision=vision)
+    if profile == "smoke":
+        cfg = tiny_llama_config(vocab_size=ByteTokenizer.vocab_size).to_dict()
+    elif llm_path:
+        cfg = _read_json(Path(llm_path) / "config.json", arg_name("--llm-path"))
+    else:
+        cfg = _smollm2_config()
+    return make_identity(profile, cfg, dt, **src)
 
 
-def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Tensor name -> shape from a .safetensors header, without loading any data; a ValueError naming the file
-    if it is empty, truncated or not safetensors."""
-    fix = "re-download it or convert the .bin checkpoint with safetensors"
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if size < 8:
-            raise ValueError(f"{path}: {size} bytes, too short for a safetensors file (empty or truncated); {fix}")
-        n = int.from_bytes(f.read(8), "little")
-        if n > size - 8:
-            raise ValueError(f"{path}: header claims {n} bytes but the file has {size}: truncated or not a "
-                             f"safetensors file; {fix}")
-        try:
-            header = json.loads(f.read(n))
-            return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            raise ValueError(f"{path}: unreadable safetensors header ({type(err).__name__}); {fix}") from None
+@functools.lru_cache(maxsize=1)
+def _smollm2_config() -> dict:
+    """SmolLM2's HF config read from the GGUF header the way transformers reads it to load the weights (~2 s)."""
+    from transformers import AutoConfig
 
-
-def _read_json(path: Path, what: str) -> dict:
-    """A JSON config file as a dict; a ValueError naming the file (and the flag it came from) if it is not."""
-    try:
-        obj = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not a valid JSON file ({err}); {what} must point at an unmodified Hugging Face "
-                         "folder -- re-download it") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"{path}: expected a JSON object, found {type(obj).__name__}; {what} must point at an "
-                         "unmodified Hugging Face folder")
-    return obj
-
-
-_PEFT_PREFIX = re.compile(r"^(base_model\.model\.)+")
-
-
-def _adapter_key(k: str) -> str:
-    """PEFT state-dict key -> the plain module path ('model.layers.0.self_attn.q_proj.lora_A.weight', ...)."""
-    k = _PEFT_PREFIX.sub("", k)
-    return k.replace(".modules_to_save.default", "").replace(".default.weight", ".weight")
-
-
-def validate_full_paths(llm_path, vision_path, connector_path) -> dict:
-    """Check the full profile's three folders and their shapes agree; returns their configs. Loads no weights.
-
-    Messages name the flag (``--vision-path``) or, in a notebook, the parameter (``VISION_PATH``).
-    """
-    fl, fv, fc = arg_name("--llm-path"), arg_name("--vision-path"), arg_name("--connector-path")
-    missing = [n for n, p in ((fl, llm_path), (fv, vision_path), (fc, connector_path)) if not p]
-    if missing:
-        raise ValueError(f"the full profile needs {', '.join(missing)}: local folders of Llama-3-8B-Instruct, "
-                         "google/siglip-large-patch16-384 and the VideoLLM-online checkpoint "
-                         "(chenjoya/videollm-online-8b-v1plus or your COIN-trained one)")
-    llm_path, vision_path, connector_path = Path(llm_path), Path(vision_path), Path(connector_path)
-    for p, what, flag in ((llm_path, "LLM", fl), (vision_path, "SigLIP", fv),
-                          (connector_path, "VideoLLM-online checkpoint", fc)):
-        if not p.is_dir():
-            raise FileNotFoundError(f"{flag} {p} does not exist or is not a folder ({what}); pass the local folder")
-    _require_file(llm_path / "config.json", f"{fl} must hold a Hugging Face Llama model (config.json)")
-    _require_file(vision_path / "config.json", f"{fv} must hold a Hugging Face SigLIP model (config.json)")
-    _require_file(connector_path / "adapter_config.json",
-                  f"{fc} must hold the VideoLLM-online PEFT checkpoint (adapter_config.json)")
-    _require_file(connector_path / "adapter_model.safetensors",
-                  f"{fc} must hold adapter_model.safetensors (convert a .bin with safetensors first)")
-    llm_cfg = _read_json(llm_path / "config.json", fl)
-    if llm_cfg.get("model_type") != "llama":
-        raise ValueError(f"{llm_path / 'config.json'}: model_type is {llm_cfg.get('model_type')!r}, expected "
-                         f"'llama' (VideoLLM-online uses Llama-3-8B-Instruct); check {fl}")
-    vis_cfg = _read_json(vision_path / "config.json", fv)
-    vis_cfg = vis_cfg.get("vision_config", vis_cfg)
-    if "siglip" not in str(vis_cfg.get("model_type", "siglip")):
-        raise ValueError(f"{vision_path / 'config.json'}: not a SigLIP config (model_type "
-                         f"{vis_cfg.get('model_type')!r}); check {fv}")
-    adapter = _read_json(connector_path / "adapter_config.json", fc)
-    shapes = _safetensors_shapes(connector_path / "adapter_model.safetensors")
-    conn = {_adapter_key(k): s for k, s in shapes.items() if "connector" in k}
-    w0 = [s for k, s in conn.items() if k.endswith("connector.0.weight")]
-    if not w0:
-        raise ValueError(f"{connector_path / 'adapter_model.safetensors'} has no connector.0.weight: not a "
-                         f"VideoLLM-online checkpoint (the connector is saved with the LoRA adapter); check {fc}")
-    if "hidden_size" not in llm_cfg:
-        raise ValueError(f"{llm_path / 'config.json'} has no hidden_size: not a complete Llama config; check {fl}")
-    hv, h = int(vis_cfg.get("hidden_size", 0)), int(llm_cfg["hidden_size"])
-    if tuple(w0[0]) != (h, hv):
-        raise ValueError(f"connector.0.weight has shape {w0[0]}, but the LLM hidden size is {h} and SigLIP's is "
-                         f"{hv}: the checkpoint does not match these base models ({fl}, {fv}, {fc})")
-    return dict(llm=llm_cfg, vision=vis_cfg, adapter=adapter)
-
-
-def merge_lora(llm: nn.Module, adapter_state: dict[str, torch.Tensor], alpha: float, r: int,
-               use_rslora: bool = False) -> int:
-    """Merge PEFT LoRA deltas into ``llm`` in place: W += s · B @ A, s = α/r (α/√r with rsLoRA).
-
-    Non-LoRA tensors (modules_to_save other than the connector) overwrite the matching weights. Returns the
-    number of merged LoRA pairs; raises naming the first key that has no target in the model.
-    """
-    scale = alpha / math.sqrt(r) if use_rslora else alpha / r
-    params = dict(llm.named_parameters())
-    merged = 0
-    keys = {_adapter_key(k): v for k, v in adapter_state.items() if "connector" not in k}
-    for k, a in keys.items():
-        if ".lora_A." not in k:
-            continue
-        base = k.replace(".lora_A.weight", ".weight")
-        b = keys.get(k.replace(".lora_A.", ".lora_B."))
-        if base not in params or b is None:
-            raise ValueError(f"LoRA tensor {k} has no target {base} (or no lora_B) in the LLM: wrong base model")
-        w = params[base]
-        w.data += (scale * (b.float() @ a.float())).to(w.dtype).to(w.device)
-        merged += 1
-    for k, v in keys.items():
-        if ".lora_" in k:
-            continue
-        if k not in params:
-            raise ValueError(f"checkpoint tensor {k} has no counterpart in the LLM: wrong base model")
-        params[k].data.copy_(v.to(params[k].dtype))
-    return merged
-
-
-def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> StreamingVideoLLM:
-    from transformers import SiglipVisionModel
-
-    cfgs = validate_full_paths(llm_path, vision_path, connector_path)
-    llm, tok = _load_hf_llm(Path(llm_path), dtype)
-    vision, info = SiglipVisionModel.from_pretrained(vision_path, dtype=dtype, output_loading_info=True)
-    if info.get("missing_keys"):
-        raise ValueError(f"{vision_path}: SigLIP weights missing {info['missing_keys'][:3]} ...")
-    state = load_file(str(Path(connector_path) / "adapter_model.safetensors"))
-    ad = cfgs["adapter"]
-    merge_lora(llm, state, float(ad.get("lora_alpha", 1)), int(ad.get("r", 1)), bool(ad.get("use_rslora", False)))
-    conn = make_connector(vision.config.hidden_size, llm.config.hidden_size).to(dtype)
-    conn_state = {_adapter_key(k).split("connector.", 1)[1]: v for k, v in state.items() if "connector" in k}
-    conn.load_state_dict(conn_state, strict=True)
-    return StreamingVideoLLM(llm, tok, vision.eval(), conn, "videollm-online-8b", int(vision.config.image_size),
-                             "siglip-large-patch16-384")
+    return AutoConfig.from_pretrained(smollm2_dir(), gguf_file=GGUF_NAME).to_dict()

@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from ..config import results_dir
-from ..runtime import validate_full_paths
+from ..runtime import resolve_device, resolve_dtype, validate_full_paths
+from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .measure import ALL_METHODS, measure
 
 
@@ -37,20 +38,17 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--llm-path", help="full profile: Llama-3-8B-Instruct HF folder")
     m.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
     m.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder (PEFT adapter)")
-    m.add_argument("--device", default=None, help="e.g. cuda (full profile default: cuda)")
-    m.add_argument("--dtype", default=None, help="e.g. bfloat16")
+    m.add_argument("--device", default=None, help=DEVICE_HELP)
+    m.add_argument("--dtype", default=None, help=DTYPE_HELP)
     a = ap.parse_args(argv)
-    kw = {}
-    if a.profile == "full":
-        kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
-                  device=a.device or "cuda", dtype=a.dtype)
-        try:
+    try:
+        kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
+        if a.profile == "full":
+            kw.update(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
             validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
-        except (ValueError, FileNotFoundError) as err:
-            print(f"workload measure: {err}", file=sys.stderr)
-            return 2
-    elif a.device or a.dtype:
-        kw = {k: v for k, v in dict(device=a.device, dtype=a.dtype).items() if v}
+    except (ValueError, FileNotFoundError) as err:
+        print(f"workload measure: {err}", file=sys.stderr)
+        return 2
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
     if os.environ.get("VREX_THREADS"):
         torch.set_num_threads(int(os.environ["VREX_THREADS"]))

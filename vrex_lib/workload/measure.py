@@ -209,7 +209,8 @@ def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime
     position_note = _check_fits(model, cfg, points, max_tokens=n_frames * tpf + len(points) * 64 + 64)
     stream = build_stream(n_frames, seed=seed, fps=mp.fps, size=model.image_size)
     key_parts = dict(version=MEASURE_VERSION, schema=SCHEMA, profile=profile, model=model.name,
-                     vision=model.vision_name, llm_params=sum(p.numel() for p in model.llm.parameters()),
+                     model_identity=model.identity.record(), vision=model.vision_name,
+                     llm_params=sum(p.numel() for p in model.llm.parameters()),
                      specs=specs, points=points, fidelity=fid, resv=resv, runtime=cfg, frame_steps=mp.frame_steps,
                      decode_tokens=mp.decode_tokens, question=QUESTION, stream=stream.key(), seed=seed,
                      code=_source_digest(), dtype=str(model.dtype))
@@ -610,7 +611,7 @@ def _attach_fidelity(plan: _Plan, state: dict) -> None:
 def _document(plan: _Plan, state: dict, elapsed_s: float) -> dict:
     """The workload file's content (schema ``vrex.workload/1``)."""
     model, stream, cfg, mp = plan.model, plan.stream, plan.cfg, plan.mp
-    return dict(schema=SCHEMA, profile=plan.profile, model=model.name,
+    return dict(schema=SCHEMA, profile=plan.profile, model=model.identity.name, model_identity=model.identity.record(),
                 vision={"patch-dct": "patch-embed stand-in (fixed DCT patch embedding; docs/DECISIONS.md D40)"}.get(
                     model.vision_name, model.vision_name),
                 vision_encoder=model.vision_name,
