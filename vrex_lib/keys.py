@@ -17,7 +17,7 @@ from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 ATTN_NAME = "vrex_capture_qk"
 _state = threading.local()
-_registered = False
+_REGISTERED: set[str] = set()
 
 
 def _capture_attention(module, query, key, value, attention_mask, **kwargs):
@@ -29,22 +29,24 @@ def _capture_attention(module, query, key, value, attention_mask, **kwargs):
     return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 
-def _register() -> None:
-    global _registered
-    if _registered:
+def register_attention(name: str, fn) -> None:
+    """Register ``fn`` as the transformers attention implementation ``name``, with transformers' SDPA mask function
+    (without a mask function the attention gets no mask), once per process. The runtime's serving attention
+    (:func:`vrex_lib.runtime.attention.register`) and this module's capture attention both register through it."""
+    if name in _REGISTERED:
         return
     # imported here, not at the top: the registries load transformers.modeling_utils (~4 s on 2 cores)
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import sdpa_mask
 
-    AttentionInterface.register(ATTN_NAME, _capture_attention)
-    AttentionMaskInterface.register(ATTN_NAME, sdpa_mask)
-    _registered = True
+    AttentionInterface.register(name, fn)
+    AttentionMaskInterface.register(name, sdpa_mask)
+    _REGISTERED.add(name)
 
 
 @contextlib.contextmanager
 def _capturing(model, layers):
-    _register()
+    register_attention(ATTN_NAME, _capture_attention)
     prev = model.config._attn_implementation
     out: dict = {}
     _state.record = dict(layers=None if layers is None else set(layers), out=out)

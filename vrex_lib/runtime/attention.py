@@ -29,8 +29,9 @@ import torch
 import torch.nn.functional as F
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+from ..keys import register_attention
+
 ATTN_IMPL = "vrex"
-_REGISTERED = False
 
 
 @dataclass
@@ -205,13 +206,4 @@ def _check(sel, step: StepContext, layer: int, hkv: int) -> None:
 
 def register() -> None:
     """Register the ``"vrex"`` attention (and its mask function: transformers' SDPA mask) once per process."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    # imported here, not at the top: the registries load transformers.modeling_utils (~4 s on 2 cores)
-    from transformers import AttentionInterface, AttentionMaskInterface
-    from transformers.masking_utils import sdpa_mask
-
-    AttentionInterface.register(ATTN_IMPL, vrex_attention)
-    AttentionMaskInterface.register(ATTN_IMPL, sdpa_mask)
-    _REGISTERED = True
+    register_attention(ATTN_IMPL, vrex_attention)
