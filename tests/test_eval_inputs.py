@@ -338,6 +338,12 @@ def test_merge_onto_another_runs_results_is_refused(tiny, tmp_path, capsys):
     # the same run merges again onto its own earlier merge
     merged = ev.merge_shards([resv], tmp_path / "m.jsonl")
     assert ev.merge_shards([resv], merged) == merged and len(ev.read_jsonl(merged)) == 1
+    # but never drops results of the same configuration the shards do not hold (a 2-sample file, a 1-sample shard)
+    two = ev.run_eval("step", "resv", "smoke", tmp_path / "two" / "step.jsonl", model=tiny, max_samples=2, **KW)
+    with pytest.raises(ValueError, match=r"holds 1 result\(s\) of this run that the shards do not"):
+        ev.merge_shards([resv], two)
+    assert len(ev.read_jsonl(two)) == 2
+    assert len(ev.read_jsonl(ev.merge_shards([resv, two], two))) == 2  # passed among the shards: kept
 
 
 def test_reference_of_another_configuration_is_refused(tiny, tmp_path):

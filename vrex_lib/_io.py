@@ -96,6 +96,10 @@ def check_writable_dir(folder: str | os.PathLike, what: str) -> Path:
         os.close(fd)
         os.unlink(tmp)
     except OSError as err:
+        blocker = next((a for a in (d, *d.parents) if a.exists() and not a.is_dir()), None)
+        if blocker is not None:  # e.g. --out results/README.md/x.json: mkdir says only "File exists"
+            raise PermissionError(f"{what}: cannot write in {d}: {blocker} is a file, not a folder; choose "
+                                  "another folder") from None
         raise PermissionError(f"{what}: cannot write in {d} ({err.strerror or err}); choose a writable folder "
                               "or fix its permissions") from None
     return d

@@ -145,7 +145,7 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
     if not rows:
         raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
                          + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
-    _check_merge_out(out, paths, rows[0], runs)
+    _check_merge_out(out, paths, rows, runs)
     base = None
     if runs:
         base = dict(runs[0][1])
@@ -164,9 +164,11 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
     return out
 
 
-def _check_merge_out(out: Path, paths: list[Path], row: dict, runs: list) -> None:
+def _check_merge_out(out: Path, paths: list[Path], rows: list[dict], runs: list) -> None:
     """Refuse an ``out`` that would overwrite something other than this run's merge: a folder, a file that is not
-    a results file, or the results (or run record) of another run (docs/DECISIONS.md D70)."""
+    a results file, the results (or run record) of another run, or results of this run the shards do not hold
+    (docs/DECISIONS.md D70)."""
+    row = rows[0]
     if out.exists() and not out.is_file():
         raise ValueError(f"merge: --out {out} is a folder; pass the merged results file, e.g. "
                          f"{out}/{row['task']}.jsonl")
@@ -188,6 +190,11 @@ def _check_merge_out(out: Path, paths: list[Path], row: dict, runs: list) -> Non
                          f"({'; '.join(diff) if diff else 'another configuration key'}); merging would replace them "
                          f"and {run_file(out).name}. Pass another --out, or delete that file (and its "
                          f"{run_file(out).name} / {skips_file(out).name}) first")
+    lost = sorted({r["sample_id"] for r in old_rows} - {r["sample_id"] for r in rows})
+    if lost:
+        raise ValueError(f"merge: --out {out} holds {len(lost)} result(s) of this run that the shards do not (e.g. "
+                         f"{lost[0]}); merging would drop them. Pass that file among the shards to keep them, or "
+                         "another --out")
 
 
 def _collect_shards(paths: list[Path]) -> tuple[dict, dict, list]:

@@ -19,24 +19,24 @@ from ..runtime import validate_full_paths
 from .measure import ALL_METHODS, measure
 
 
-def _token_counts(flag: str, allow_empty: bool = False):
-    """An argparse type: comma-separated whole token counts (1000,5e3) -> [int] (``''`` -> [] if
-    ``allow_empty``); anything else names ``flag``."""
-    def parse(s: str) -> list[int]:
-        out = []
-        for x in (x.strip() for x in s.split(",") if x.strip()):
-            try:
-                v = float(x)
-            except ValueError:
-                v = math.nan
-            if not (math.isfinite(v) and v.is_integer() and v >= 1):
-                raise argparse.ArgumentTypeError(f"{flag} expects comma-separated whole token counts >= 1 like "
-                                                 f"1000,5000; {x!r} in {s!r} is not one")
-            out.append(int(v))
-        if not out and not allow_empty:
-            raise argparse.ArgumentTypeError(f"{flag} expects comma-separated token counts like 1000,5000, got {s!r}")
-        return out
-    return parse
+def _token_counts(flag: str, s: str | None, allow_empty: bool = False) -> list[int] | None:
+    """Comma-separated whole token counts (1000,5e3) -> [int] (None stays None; ``''`` -> [] if ``allow_empty``);
+    anything else is a one-line ValueError naming ``flag``."""
+    if s is None:
+        return None
+    out = []
+    for x in (x.strip() for x in s.split(",") if x.strip()):
+        try:
+            v = float(x)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v.is_integer() and v >= 1):
+            raise ValueError(f"workload measure: {flag} expects comma-separated whole token counts >= 1 like "
+                             f"1000,5000; {x!r} in {s!r} is not one")
+        out.append(int(v))
+    if not out and not allow_empty:
+        raise ValueError(f"workload measure: {flag} expects comma-separated token counts like 1000,5000, got {s!r}")
+    return out
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,10 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--methods", default=",".join(ALL_METHODS),
                    help="comma-separated method names (default: every method with a simulator model, "
                         "vrex_lib.methods.SIMULATED)")
-    m.add_argument("--kv", type=_token_counts("--kv"), default=None,
+    m.add_argument("--kv", default=None,
                    help="checkpoint kv lengths, e.g. 1000,5000,10000")
     m.add_argument("--long", action="store_true", help="add the profile's long points (default: 20000,40000)")
-    m.add_argument("--fidelity-kv", type=_token_counts("--fidelity-kv", allow_empty=True), default=None,
+    m.add_argument("--fidelity-kv", default=None,
                    help="kv points with steered fidelity runs ('' for none)")
     m.add_argument("--out", type=Path, default=None, help="output file (default results/data/workload_<profile>.json)")
     m.add_argument("--replace", action="store_true",
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _measure(a: argparse.Namespace) -> int:
+    kv, fid = _token_counts("--kv", a.kv), _token_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
     kw = {}
     if a.profile == "full":
         kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
@@ -93,8 +94,8 @@ def _measure(a: argparse.Namespace) -> int:
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
     torch.set_num_threads(torch_threads(torch.get_num_threads()))
     before = out.stat().st_mtime_ns if out.is_file() else None
-    path = measure(a.profile, [x for x in a.methods.split(",") if x], a.kv, out, long=a.long,
-                   fidelity_kv=a.fidelity_kv, model_kwargs=kw, progress=not a.no_progress, force=a.force,
+    path = measure(a.profile, [x for x in a.methods.split(",") if x], kv, out, long=a.long,
+                   fidelity_kv=fid, model_kwargs=kw, progress=not a.no_progress, force=a.force,
                    replace=a.replace)
     reused = before is not None and path.stat().st_mtime_ns == before
     print(f"workload measure: {'reused (inputs_key matches)' if reused else 'wrote'} {path}")
