@@ -19,7 +19,7 @@ from ..runtime import validate_full_paths
 from .measure import ALL_METHODS, measure
 
 
-def _token_counts(flag: str, s: str | None, allow_empty: bool = False) -> list[int] | None:
+def _parse_counts(flag: str, s: str | None, allow_empty: bool = False) -> list[int] | None:
     """Comma-separated whole token counts (1000,5e3) -> [int] (None stays None; ``''`` -> [] if ``allow_empty``);
     anything else is a one-line ValueError naming ``flag``."""
     if s is None:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _measure(a: argparse.Namespace) -> int:
-    kv, fid = _token_counts("--kv", a.kv), _token_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
+    kv, fid = _parse_counts("--kv", a.kv), _parse_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
     kw = {}
     if a.profile == "full":
         kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
