@@ -137,11 +137,12 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(LIB_SRC) $(PARAMS_STAMP)
 # The retrieval workload at 1K-10K tokens (LONG=1: to 40K), measured once and reused while its inputs_key matches
 # (docs/DECISIONS.md D42); the notebooks read it, so they run after it. PROFILE=full needs
 # WORKLOAD_ARGS='--llm-path ... --vision-path ... --connector-path ...' (README: "Measuring the workload on a GPU").
+# --replace: make owns this file, so a request of another configuration (e.g. LONG=1) replaces it (D200).
 WORKLOAD_FILE := $(RESULTS)/data/workload_$(PROFILE).json
 WORKLOAD_ARGS ?=
 $(WORKLOAD_FILE): $(LIB_SRC) $(if $(LONG),FORCE,) | $(PROFILE_STAMP)
 	@mkdir -p $(@D)
-	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
+	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --replace --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
 	@touch $@
 
 # What each notebook reads from another's output, so `-j$(JOBS)` keeps the order that matters: 02/03/06/08 read the

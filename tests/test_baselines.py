@@ -489,11 +489,12 @@ def test_eval_cut_skip_and_short_video_are_logged(tiny, tmp_path):
     assert all(r["prompt_layout"] == "coin" for r in rows.values())
     log = list(csv.DictReader(open(out.with_name("step.skips.csv"))))
     assert sum(e["action"] == "cut" for e in log) == len(cut)
-    # the short video (default max_frames 1,200): its last step expects 24 frames (8.5 s .. 20 s), the file has 8
-    # -> run on 8, logged with the counts
+    # the short video (default max_frames 1,200): its last step is annotated with 24 frames (8.5 s .. 20 s), the
+    # file has 8 -> the span is clamped to the decoded length (VideoLLM-online's rule, D59), run on 8, logged with
+    # the counts
     full = ev.run_eval("step", "full", "full", tmp_path / "all" / "step.jsonl", **kw)
     r = {x["sample_id"]: x for x in ev.read_jsonl(full)}["step/tinyC-plane1/2"]
-    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (8, 24)
+    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (8, 8)
     log_all = list(csv.DictReader(open(full.with_name("step.skips.csv"))))
     assert [e["video_id"] for e in log_all if e["action"] == "short"] == ["tinyC-plane1"]
     assert "8 of 24 annotated frames" in [e for e in log_all if e["action"] == "short"][0]["reason"]

@@ -107,9 +107,9 @@ def test_bad_entry_raises_or_is_counted(tmp_path):
     out = log.write(tmp_path / "res" / "coin_skips.csv")
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["video_id", "stage", "action", "reason"] and len(rows) == 4
-    # The step past the video's end is clamped to the duration when frames are picked.
+    # The step past the video's end keeps its annotated time and is clamped to the duration when frames are picked.
     s = coin.build_task(ann, "step", "testing")[-1]
-    assert s.end == 60.0 and s.frame_range()[-1] == 120
+    assert s.end == 61.5 and s.frame_range()[-1] == 120
 
 
 def test_validation_subset_is_testing_with_warning(tmp_path):
@@ -139,7 +139,8 @@ def test_task_counts_and_shapes_tiny(tiny):
             assert s.task == t and s.split == "testing" and s.prompt and s.answer
             assert isinstance(s.target, tuple if t in coin.PROCEDURE_TASKS else str)
             assert all(x in s.categories for x in s.targets)
-            assert 0 <= s.start <= s.end <= s.duration and s.num_frames() >= 1
+            assert 0 <= s.start <= s.end and s.num_frames() >= 1
+            assert s.frame_range()[-1] <= int(s.duration * 2.0)
 
 
 def test_sample_construction_pinned(tiny):
@@ -431,3 +432,49 @@ def test_span_frames_truncate_like_the_reference():
     # end clamped to a duration off the 2 fps grid: int(12.3456 * 2) = 24 (round would give 25)
     assert coin.span_frame_range(10.0, 20.0, 12.3456) == range(20, 25)
     assert coin.span_frame_range(4.0, 7.3, 16.5) == range(8, 16)
+
+
+# ------------------------------------------------------------------------------------------ decoded length (D59)
+
+def test_spans_clamp_to_the_decoded_length_as_videollm_online(tmp_path):
+    """Hand-computed against VideoLLM-online's rule (data/coin/benchmarks.py with COIN.get_metadata's duration
+    (len(frames) - 1) / fps): COIN.json says 60 s, the file decodes to 41.5 s."""
+    p = _write(tmp_path, {"v": _entry([((1, 5), "loosen the nuts"), ((40.2, 59.0), "jack up the car")])})
+    ann = coin.load_annotations(p)
+    by_json = coin.build_task(ann, "step", "testing")[1]
+    assert by_json.frame_range() == range(81, 119)  # ceil(80.4)=81 .. int(59 * 2)=118 under 60 s
+    dec = coin.build_task(ann, "step", "testing", durations={"v": 41.5})[1]
+    # start_time = min(ceil(80.4) / 2, 41.5) = 40.5, end_time = min(118 / 2, 41.5) = 41.5 -> int(81) .. int(83)
+    assert dec.frame_range() == range(81, 84) and dec.duration == 41.5
+    assert by_json.with_duration(41.5) == dec  # the same sample, clamped afterwards
+    assert (dec.start, dec.end) == (40.2, 59.0)  # the annotated times are kept; only the clamp moved
+    # a span that starts past the decoded end still shows the last frame, as the reference's range does
+    late = coin.build_task(ann, "step", "testing", durations={"v": 30.0})[1]
+    assert late.frame_range() == range(60, 61)
+    with pytest.raises(ValueError, match="no decoded duration for video"):
+        coin.build_task(ann, "step", "testing", durations={})
+    with pytest.raises(ValueError, match="not a length in seconds"):
+        dec.with_duration(float("nan"))
+
+
+def test_decoded_duration_is_the_last_whole_frame_of_the_2fps_grid(tmp_path):
+    clip = REPO_ROOT / "data" / "coin_tiny" / "videos" / "tinyC-plane1.mp4"
+    info = video.probe(clip)
+    d = coin.decoded_duration(clip)
+    assert d == int(info.last_time * 2 + 1e-6) / 2
+    frames, _ = video.read_frames(clip, fps=2.0, max_side=32)
+    assert (len(frames) - 1) / 2.0 == d  # VideoLLM-online's (len(frames) - 1) / fps of the 2 fps frames
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"\x00" * 64)
+    with pytest.raises(video.VideoDecodeError, match="junk.mp4"):
+        coin.decoded_duration(junk)
+
+
+def test_a_fifo_or_folder_is_not_a_video_file(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "a.mp4")
+    (tmp_path / "b.mp4").mkdir()
+    for vid in ("a", "b"):
+        with pytest.raises(coin.MissingVideoError, match=f"{vid}.mp4 is not a regular file"):
+            coin.video_path(tmp_path, vid)

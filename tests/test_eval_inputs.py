@@ -311,3 +311,202 @@ def test_cli_leaves_max_frames_to_run_eval_default(tmp_path, monkeypatch):
     assert ev.main(["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(tmp_path / "o.jsonl"),
                     "--max-frames", "5"]) == 0
     assert seen["max_frames"] == 5
+
+
+# ------------------------------------------------------------------------------------------------ sturdiness (#23)
+
+def _one_line_error(capsys, *parts: str) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("python -m vrex_lib.eval: error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert all(p in lines[0] for p in parts), lines[0]
+    return lines[0]
+
+
+def test_merge_onto_another_runs_results_is_refused(tiny, tmp_path, capsys):
+    resv = ev.run_eval("step", "resv", "smoke", tmp_path / "resv" / "step.jsonl", model=tiny, max_samples=1, **KW)
+    full = ev.run_eval("step", "full", "smoke", tmp_path / "full" / "step.jsonl", model=tiny, max_samples=1, **KW)
+    before = (full.read_bytes(), ev.run_file(full).read_bytes())
+    assert ev.main(["merge", "--out", str(full), str(resv)]) == 2
+    _one_line_error(capsys, str(full), "another run", "method: 'full' there, 'resv' now", "another --out")
+    assert (full.read_bytes(), ev.run_file(full).read_bytes()) == before  # nothing replaced
+    # a file that is not a results file (a README copy) is not overwritten either
+    readme = tmp_path / "README.md"
+    readme.write_text("# notes\nnot json\nat all\n")
+    with pytest.raises(ValueError, match="README.md exists and is not a vrex results file"):
+        ev.merge_shards([resv], readme)
+    assert readme.read_text().startswith("# notes")
+    # the same run merges again onto its own earlier merge
+    merged = ev.merge_shards([resv], tmp_path / "m.jsonl")
+    assert ev.merge_shards([resv], merged) == merged and len(ev.read_jsonl(merged)) == 1
+    # but never drops results of the same configuration the shards do not hold (a 2-sample file, a 1-sample shard)
+    two = ev.run_eval("step", "resv", "smoke", tmp_path / "two" / "step.jsonl", model=tiny, max_samples=2, **KW)
+    with pytest.raises(ValueError, match=r"holds 1 result\(s\) of this run that the shards do not"):
+        ev.merge_shards([resv], two)
+    assert len(ev.read_jsonl(two)) == 2
+    assert len(ev.read_jsonl(ev.merge_shards([resv, two], two))) == 2  # passed among the shards: kept
+
+
+def test_reference_of_another_configuration_is_refused(tiny, tmp_path):
+    ref = ev.run_eval("step", "full", "smoke", tmp_path / "full" / "step.jsonl", model=tiny, max_samples=1,
+                      max_new_tokens=2, progress=False, reference=None)
+    out = tmp_path / "resv" / "step.jsonl"
+    with pytest.raises(ValueError, match=r"--reference .* another configuration \(max_new_tokens: 2 there, 3 now\)"):
+        ev.run_eval("step", "resv", "smoke", out, model=tiny, max_samples=1, max_new_tokens=3, progress=False,
+                    reference=ref)
+    assert not out.exists() and not ev.run_file(out).exists()  # refused before anything was written
+    with pytest.raises(ValueError, match="prompt_layout"):
+        ev.run_eval("step", "resv", "smoke", out, model=tiny, max_samples=1, max_new_tokens=2, progress=False,
+                    reference=ref, prompt_layout="live")
+    # the same configuration (another method and options) is accepted and compared sample by sample
+    rows = ev.read_jsonl(ev.run_eval("step", "flexgen", "smoke", out, model=tiny, max_samples=1, max_new_tokens=2,
+                                     progress=False, reference=ref))
+    assert rows[0]["ref_answer_match"] is True and rows[0]["reference_key"] == ev.read_jsonl(ref)[0]["reference_key"]
+    # a reference whose lines carry no configuration and that has no run record cannot be checked: refused
+    ev.run_file(ref).unlink()
+    ref.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "reference_key"}) + "\n"
+                           for r in ev.read_jsonl(ref)))
+    with pytest.raises(ValueError, match="carry no configuration key"):
+        ev.run_eval("step", "rekv", "smoke", tmp_path / "rekv" / "step.jsonl", model=tiny, max_samples=1,
+                    max_new_tokens=2, progress=False, reference=ref)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ('{"ratio": 7}', "ratio (Th_r-wics) must be a number in [0, 1], got 7"),
+    ('{"n_hp": 0}', "n_hp (N_hp, hash bits) must be an integer in [1, 64], got 0"),
+    ('{"n_hp": "32"}', "must be an integer in [1, 64], got '32'"),
+    ('{"th_hp": 1.5}', "th_hp (Th_hp, Hamming threshold) must be an integer >= 0, got 1.5"),
+    ('{"score": "max"}', "score must be one of 'softmax', 'raw'"),
+    ('{"quant_bits": 0}', "quant_bits must be an integer in [1, 32]"),
+    ('{"ratios": 0.3}', "unknown option(s) ratios"),
+    ('{"cfg": {"ratio": 0.3}}', "cfg must be a ReSVConfig"),
+])
+def test_method_kwargs_are_checked_when_the_flag_is_parsed(tmp_path, capsys, monkeypatch, kwargs, named):
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)
+    out = tmp_path / "o" / "step.jsonl"
+    rc = ev.main(["--task", "step", "--method", "resv", "--profile", "smoke", "--out", str(out), "--no-progress",
+                  "--method-kwargs", kwargs])
+    assert rc == 2
+    _one_line_error(capsys, "--method-kwargs", "'resv'", named)
+    assert not out.parent.exists() or not any(out.parent.iterdir())  # no jsonl, no run.json
+    # the library entry point checks the same, before any file is written
+    with pytest.raises(ValueError, match=r"method_kwargs \(--method-kwargs\)"):
+        ev.run_eval("step", "resv", "smoke", out, method_kwargs=json.loads(kwargs), progress=False)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("method, kwargs, named", [
+    ("rekv", {"topk_blocks": 2.5}, "topk_blocks must be an integer >= 1"),
+    ("rekv", {"ratio": 0}, "ratio must be a number in (0, 1]"),
+    ("infinigen", {"cap": True}, "cap must be a number in (0, 1], got True"),
+    ("infinigen_p", {"dense_layers": 0}, "dense_layers must be an integer >= 1"),
+    ("infinigen", {"alpha": float("nan")}, "alpha (logit margin) must be a number"),
+    ("infinigen", {"calibration_text": "/nonexistent.txt"}, "calibration_text must name an existing text file"),
+    ("full", {"ratio": 0.3}, "does not fit method 'full'"),
+    ("resv_candwics", {"hash_mode": "concat"}, "resv_candwics supports hash_mode='per_head'"),
+])
+def test_every_policy_checks_its_options(method, kwargs, named):
+    from vrex_lib.retrieval import check_policy_kwargs
+
+    with pytest.raises(ValueError) as e:
+        check_policy_kwargs(method, kwargs)
+    assert named in str(e.value) and "--method-kwargs" in str(e.value) and "\n" not in str(e.value)
+    check_policy_kwargs(method, {})  # the defaults are valid
+
+
+def test_a_smaller_max_samples_keeps_the_file_and_its_record_in_agreement(tiny, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "e" / "step.jsonl"
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", lambda *a, **k: tiny)
+    args = ["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(out), "--no-progress",
+            "--max-new-tokens", "2", "--reference", "none"]
+    assert ev.main(args + ["--max-samples", "3"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)  # nothing left to evaluate: no model
+    assert ev.main(args + ["--max-samples", "2"]) == 0
+    cap = capsys.readouterr()
+    run = json.loads(ev.run_file(out).read_text())
+    assert f"{out}: 3 samples" in cap.out and run["n_total"] == 3 and run["indices"] == 3 and run["complete"]
+    assert "holds 3 samples, more than the 2" in cap.err
+    # the file still merges as one complete run
+    assert len(ev.read_jsonl(ev.merge_shards([out], tmp_path / "m.jsonl"))) == 3
+
+
+def _enospc_on(monkeypatch, suffix: str):
+    """Make fsync fail with ENOSPC (a full disk) for the files whose name ends with ``suffix`` (temp files of an
+    atomic write end with ``.tmp``: their name holds the target's)."""
+    import errno
+
+    real = os.fsync
+
+    def fsync(fd):
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if suffix in Path(name).name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_full_disk_names_the_file_and_a_rerun_completes_the_record(tiny, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "e" / "step.jsonl"
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", lambda *a, **k: tiny)
+    args = ["--task", "step", "--method", "full", "--profile", "smoke", "--out", str(out), "--no-progress",
+            "--max-new-tokens", "2", "--max-samples", "2", "--reference", "none"]
+    real_write = ev.run._io.write_json
+
+    def write_json(path, obj, **kw):  # the disk fills up after the last sample's line
+        if str(path).endswith(".run.json") and obj.get("complete"):
+            _enospc_on(monkeypatch, "step.run.json")
+        return real_write(path, obj, **kw)
+
+    monkeypatch.setattr(ev.run._io, "write_json", write_json)
+    assert ev.main(args) == 2
+    line = _one_line_error(capsys, f"cannot write {ev.run_file(out)}", "No space left on device",
+                           f"Every evaluated sample is in {out}", "rerun the same command")
+    assert len(ev.read_jsonl(out)) == 2 and json.loads(ev.run_file(out).read_text())["complete"] is False
+    assert "\n" not in line
+    monkeypatch.undo()
+    monkeypatch.setattr("vrex_lib.eval.run.build_model", _no_model)  # the rerun evaluates nothing again
+    assert ev.main(args) == 0
+    assert json.loads(ev.run_file(out).read_text())["complete"] is True and len(ev.read_jsonl(out)) == 2
+
+
+def test_a_full_disk_during_append_or_merge_names_the_file(tiny, tmp_path, monkeypatch):
+    import errno
+
+    with pytest.raises(OSError, match="cannot write /dev/full: No space left on device") as e:
+        ev.append_jsonl("/dev/full", {"sample_id": "x"})  # a real ENOSPC
+    assert e.value.errno == errno.ENOSPC
+    part = ev.run_eval("step", "full", "smoke", tmp_path / "e" / "step.jsonl", model=tiny, max_samples=1, **KW)
+    _enospc_on(monkeypatch, "merged.run.json")
+    out = tmp_path / "merged.jsonl"
+    with pytest.raises(OSError, match=r"merge: cannot write .*merged.run.json: No space left on device.*nothing was "
+                                      r"merged"):
+        ev.merge_shards([part], out)
+    assert not out.exists() and not ev.run_file(out).exists()  # never a merged file without its record
+
+
+def test_decoded_length_clamps_the_span_and_a_fifo_is_not_a_video(tiny, tmp_path, coin_copy):
+    # tinyC's file decodes to 12 s; COIN.json claims 30 s with its last step reaching 20 s
+    js = coin_copy / "COIN.json"
+    d = json.loads(js.read_text())
+    d["database"]["tinyC-plane1"]["duration"] = 30.0
+    d["database"]["tinyC-plane1"]["annotation"][2]["segment"] = [8.5, 20.0]
+    js.write_text(json.dumps(d))
+    out = ev.run_eval("step", "full", "full", tmp_path / "r" / "step.jsonl", coin_root=str(coin_copy), model=tiny,
+                      **KW)
+    r = {x["sample_id"]: x for x in ev.read_jsonl(out)}["step/tinyC-plane1/2"]
+    # VideoLLM-online: duration = (len(frames) - 1) / 2 = 12.0; start ceil(17) / 2 = 8.5, end min(20, 12) = 12
+    # -> frames int(17) .. int(24): 8 frames, expected and decoded alike
+    assert (r["n_frames"], r["n_frames_expected"]) == (8, 8)
+    skips = ev.skips_file(out).read_text()
+    assert "8 of 24 annotated frames" in skips and "decodes to 12 s, COIN.json says 30 s" in skips
+    # a FIFO in the videos folder would block the decoder forever: it is no video file, refused by name
+    fifo = coin_copy / "videos" / "tinyB-ssd02.mp4"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    out2 = ev.run_eval("task", "full", "full", tmp_path / "f" / "task.jsonl", coin_root=str(coin_copy), model=tiny,
+                       **KW)
+    # like a missing file, it leaves the video out of the split (VideoLLM-online's `video_uid in metadata`), logged
+    assert {r["video_id"] for r in ev.read_jsonl(out2)} == {"tinyC-plane1"}
+    assert "tinyB-ssd02.mp4 is not a regular file" in ev.skips_file(out2).read_text()

@@ -96,3 +96,62 @@ def test_tier_sizes_follow_kv_capacity(repo, tiny):
     steps = {round((b["host_mib"] - a["host_mib"]) / per_tok) for a, b in zip(off, off[1:])}
     assert steps == {off[1]["kv_len"] - off[0]["kv_len"]}
     assert math.isnan(rows[-1]["sel_frac"])  # full attention selects nothing
+
+
+def _no_model(*a, **k):
+    raise AssertionError("the model was built although the input was bad")
+
+
+def test_huge_fps_is_refused_by_the_frame_limit_without_allocating(repo):
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(live.StreamInputError, match=r"at --fps 1e\+09 is 14000000001 frames, more than --max-frames"):
+        live.plan_stream(repo / CLIP, 1e9, [])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 << 20  # the 14e9-frame grid (112 GB of float64) was never built
+
+
+def test_trace_path_is_checked_before_the_model_loads(repo, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(live, "build_model", _no_model)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "d.npz").mkdir()
+    for trace, named in ((tmp_path / "afile" / "t.npz", f"--trace: cannot write in {tmp_path / 'afile'}"),
+                         (tmp_path / "d.npz", "is a folder"), (tmp_path / "t.txt", "ending in .npz")):
+        assert live.main([str(repo / CLIP), "--profile", "smoke", "--trace", str(trace), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("vrex_lib.live: error: --trace") and named in err and err.count("\n") == 1, err
+
+
+def test_a_full_disk_at_the_trace_names_it(repo, tmp_path, capsys, monkeypatch, tiny):
+    import errno
+    import os
+    from pathlib import Path
+
+    monkeypatch.setattr(live, "build_model", lambda *a, **k: tiny)
+    real = os.fsync
+
+    def fsync(fd):
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(".t.npz."):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    trace = tmp_path / "t.npz"
+    assert live.main([str(repo / CLIP), "--profile", "smoke", "--end", "1", "--trace", str(trace),
+                      "--no-progress"]) == 2
+    cap = capsys.readouterr()
+    assert f"cannot write {trace}: No space left on device" in cap.err and "table above is complete" in cap.err
+    assert live.HEADER in cap.out and not trace.exists()
+
+
+def test_a_fifo_is_refused_not_read(python_exe, repo, tmp_path):
+    """A FIFO would block the decoder until a writer appears: refused at once (exit 2), never opened."""
+    import os
+
+    fifo = tmp_path / "pipe.mp4"
+    os.mkfifo(fifo)
+    p = subprocess.run([python_exe, "-m", "vrex_lib.live", str(fifo), "--profile", "smoke"], cwd=repo,
+                       capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(repo), "PATH": "/usr/bin"})
+    assert p.returncode == 2 and "not a regular file" in p.stderr and "Traceback" not in p.stderr

@@ -114,11 +114,15 @@ def test_measure_smoke(tmp_path, tiny):
 
     w = Workload.from_measurement(p)
     assert ("resv", "frame") in w.selected_frac and ("rekv", "text") in w.selected_frac
-    # cached: same inputs -> the file is reused untouched; other inputs -> recomputed with another key
+    # cached: same inputs -> the file is reused untouched; another configuration -> refused before any work unless
+    # replace=True, which recomputes it under another key
     mtime = out.stat().st_mtime_ns
     measure("smoke", methods, [200, 320], out, model=tiny, progress=False)
     assert out.stat().st_mtime_ns == mtime
-    measure("smoke", ["full", "rekv"], [200, 320], out, model=tiny, progress=False, fidelity_kv=())
+    with pytest.raises(ValueError, match=r"another configuration \(methods .*fidelity_kv \[200\] there, \[\] now"):
+        measure("smoke", ["full", "rekv"], [200, 320], out, model=tiny, progress=False, fidelity_kv=())
+    assert out.stat().st_mtime_ns == mtime
+    measure("smoke", ["full", "rekv"], [200, 320], out, model=tiny, progress=False, fidelity_kv=(), replace=True)
     d2 = json.loads(out.read_text())
     assert d2["inputs_key"] != d["inputs_key"] and {c["method"] for c in d2["checkpoints"]} == {"full", "rekv", "rekv@frame"}
     assert list(curve_table(p, "selected_frac", "text").columns) == ["full", "rekv", "rekv@frame"]

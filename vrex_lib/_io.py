@@ -8,6 +8,7 @@ read by a web server) would then be unreadable. The temp file is therefore chmod
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -43,10 +44,28 @@ def write_bytes(path: str | os.PathLike, data: bytes, *, fsync: bool = True) -> 
                 os.fsync(f.fileno())
         os.chmod(tmp, umask_mode())
         os.replace(tmp, p)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise write_error(p, err) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return p
+
+
+def write_error(path: str | os.PathLike, err: OSError) -> OSError:
+    """``err`` (raised while writing ``path``) as an OSError of the same errno whose message names the file and the
+    fix: the bare ``[Errno 28] No space left on device`` says neither. The file itself is untouched (the write was
+    atomic) or, for an append, ends at most in a torn last line."""
+    fixes = {errno.ENOSPC: "free space on that disk (or choose another folder) and run again",
+             errno.EDQUOT: "free space within your disk quota (or choose another folder) and run again",
+             errno.EROFS: "that file system is read-only: choose a writable folder",
+             errno.EACCES: "fix its permissions or choose a writable folder",
+             errno.EPERM: "fix its permissions or choose a writable folder"}
+    fix = fixes.get(err.errno, "check the disk and the folder, then run again")
+    out = type(err)(f"cannot write {path}: {err.strerror or err}; {fix}")
+    out.errno = err.errno  # kept for callers that test it (str(out) stays the message)
+    return out
 
 
 def write_text(path: str | os.PathLike, text: str, *, fsync: bool = True) -> Path:
@@ -77,6 +96,10 @@ def check_writable_dir(folder: str | os.PathLike, what: str) -> Path:
         os.close(fd)
         os.unlink(tmp)
     except OSError as err:
+        blocker = next((a for a in (d, *d.parents) if a.exists() and not a.is_dir()), None)
+        if blocker is not None:  # e.g. --out results/README.md/x.json: mkdir says only "File exists"
+            raise PermissionError(f"{what}: cannot write in {d}: {blocker} is a file, not a folder; choose "
+                                  "another folder") from None
         raise PermissionError(f"{what}: cannot write in {d} ({err.strerror or err}); choose a writable folder "
                               "or fix its permissions") from None
     return d

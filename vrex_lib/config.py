@@ -7,6 +7,8 @@ the artifact makes where the paper is silent (docs/DECISIONS.md D1–D6) are fie
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import os
 import random
 from dataclasses import dataclass, field
@@ -20,6 +22,35 @@ WORKLOAD_SCHEMA = "vrex.workload/1"
 
 Profile = Literal["smoke", "default", "full"]
 PROFILES: tuple[str, ...] = ("smoke", "default", "full")
+
+#: The most hash bits a code holds: codes are packed into int64 (``vrex_lib.resv.hashing.MAX_BITS``).
+MAX_HASH_BITS = 64
+
+
+def check_int(owner: str, name: str, value: object, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as an int (a bool or a float is refused, an integral numpy scalar accepted) within [lo, hi];
+    else a one-line ValueError naming ``owner.name`` and the range. For config dataclasses and policy kwargs."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok and (lo is None or value >= lo) and (hi is None or value <= hi):
+        return int(value)
+    rng = (f" in [{lo}, {hi}]" if hi is not None else f" >= {lo}") if lo is not None else ""
+    raise ValueError(f"{owner}: {name} must be an integer{rng}, got {value!r}")
+
+
+def check_real(owner: str, name: str, value: object, lo: float, hi: float, *, lo_open: bool = False) -> float:
+    """``value`` as a finite float in [lo, hi] (``(lo, hi]`` with ``lo_open``; a bool or a string is refused);
+    else a one-line ValueError naming ``owner.name`` and the range."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok and (float(value) > lo if lo_open else float(value) >= lo) and float(value) <= hi:
+        return float(value)
+    raise ValueError(f"{owner}: {name} must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}], got {value!r}")
+
+
+def check_choice(owner: str, name: str, value: object, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices`` (compared exactly), else a one-line ValueError naming them."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise ValueError(f"{owner}: {name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -45,6 +76,19 @@ class ReSVConfig:
     hash_mode: Literal["per_head", "concat"] = "per_head"
     code_rule: Literal["founder", "mean"] = "founder"
     seed: int = 0
+
+    def __post_init__(self):
+        # Checked here, where every ReSV policy, sweep and CLI flag builds its config: a wrong type or range would
+        # otherwise surface mid-stream inside the attention hook (n_hp=0) or run as another point (ratio=7).
+        who = "ReSVConfig"
+        check_int(who, "n_hp (N_hp, hash bits)", self.n_hp, 1, MAX_HASH_BITS)
+        check_int(who, "th_hp (Th_hp, Hamming threshold)", self.th_hp, 0)
+        check_real(who, "ratio (Th_r-wics)", self.ratio, 0.0, 1.0)
+        check_choice(who, "score", self.score, ("softmax", "raw"))
+        check_choice(who, "granularity", self.granularity, ("kv_head", "q_head", "layer"))
+        check_choice(who, "hash_mode", self.hash_mode, ("per_head", "concat"))
+        check_choice(who, "code_rule", self.code_rule, ("founder", "mean"))
+        check_int(who, "seed", self.seed, 0)
 
     def replace(self, **changes) -> "ReSVConfig":
         return dataclasses.replace(self, **changes)
@@ -212,6 +256,25 @@ def param_int(name: str, value: object, *, minimum: int | None = None, fix: str 
     if minimum is not None and int(value) < minimum:
         raise _param_fail(name, value, f"must be{bound}", fix or f"pass -p {name} <an integer{bound}>")
     return int(value)
+
+
+def param_int_list(name: str, value: object, *, minimum: int | None = None) -> tuple[int, ...]:
+    """A list of integers given as comma-separated text (``-r SHADOW_KV 1000,5000``), or one integer (papermill's
+    ``-p SHADOW_KV 1000`` arrives as an int); ``''`` is the empty tuple. Every item must be a whole number
+    ``>= minimum``, else :class:`ParamError` naming ``name`` and the bad item."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (param_int(name, value, minimum=minimum),)
+    text = param_str(name, value)
+    bound = "" if minimum is None else f" >= {minimum}"
+    fix = f"pass -r {name} with comma-separated whole numbers{bound}, e.g. 1000,5000 (or '' for the default)"
+    out = []
+    for item in (x.strip() for x in text.split(",")) if text.strip() else ():
+        if not (item.lstrip("-").isdigit()):
+            raise _param_fail(name, value, f"has {item!r}, which is not a whole number", fix)
+        if minimum is not None and int(item) < minimum:
+            raise _param_fail(name, value, f"has {item}, which is not{bound}", fix)
+        out.append(int(item))
+    return tuple(out)
 
 
 def param_bool(name: str, value: object) -> bool:

@@ -244,7 +244,7 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
     variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
                 if n != paper}
     path = measure(spec.profile, ["resv"], list(spec.shadow_kv), out, variants=variants, model=model,
-                   progress=progress, fidelity_kv=())
+                   progress=progress, fidelity_kv=(), replace=True)  # this notebook's own cache file
     doc = json.loads(Path(path).read_text())
     res: dict = {}
     for c in doc["checkpoints"]:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from . import methods
+from . import _io, methods
 from .config import PROFILES, RuntimeConfig, profile_config, seed_everything
 from .notebook import _set_threads
 from .perf.sim import step_latency_ms
@@ -87,21 +87,26 @@ def plan_stream(video: str | Path, fps: float, asks: list[str], max_frames: int 
     if max_frames < 1:
         raise StreamInputError(f"--max-frames {max_frames}: must be >= 1")
     questions = sorted((parse_ask(a) for a in asks), key=lambda q: q.time_s)
+    if Path(video).exists() and not Path(video).is_file():  # a FIFO or device would block the decoder forever
+        raise StreamInputError(f"{video}: not a regular file (a folder, FIFO or device); pass a video file")
+    if end_s is not None and not (end_s > 0 and math.isfinite(end_s)):
+        raise StreamInputError(f"--end {end_s}: must be a positive time in seconds")
     try:
         info = probe(video)
     except FileNotFoundError as err:
         raise StreamInputError(f"{video}: no such video file ({err})") from None
     except VideoDecodeError as err:
         raise StreamInputError(str(err)) from None
-    if end_s is not None and not end_s > 0:
-        raise StreamInputError(f"--end {end_s}: must be a positive time in seconds")
     end = info.last_time if end_s is None else min(float(end_s), info.last_time)
-    times = request_times(info, fps, None, end)
-    if len(times) > max_frames:
+    # request_times' grid 0, 1/fps, ... up to ``end`` (and the last decoded frame), counted before it is built:
+    # at --fps 1e9 the grid alone would take gigabytes
+    n_frames = min(math.ceil(end * fps - 1e-9), math.floor(info.last_time * fps + 1e-6)) + 1
+    if n_frames > max_frames:
         raise StreamInputError(
-            f"{video}: {end:.1f} s at --fps {fps} is {len(times)} frames, more than --max-frames "
+            f"{video}: {end:.1f} s at --fps {fps:g} is {n_frames} frames, more than --max-frames "
             f"{max_frames}: lower --fps, stream a prefix with --end SECONDS, or raise --max-frames if the model's "
             "context and memory allow it")
+    times = request_times(info, fps, None, end)
     for q in questions:
         if q.time_s > end + 1.0 / fps:
             raise StreamInputError(f"--ask \"{q.text}@{q.time_s:g}\": the stream ends at {end:.1f} s; "
@@ -256,12 +261,12 @@ def main(argv: list[str] | None = None) -> int:
             raise StreamInputError(f"--max-new-tokens {args.max_new_tokens}: must be >= 1")
         if args.kv_capacity < 1:
             raise StreamInputError(f"--kv-capacity {args.kv_capacity}: must be >= 1")
-        if args.trace and not str(args.trace).endswith(".npz"):
-            raise StreamInputError(f"--trace {args.trace}: the trace is an .npz file; give a path ending in .npz")
+        if args.trace:
+            check_trace_path(args.trace)
         plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
         if args.profile == "full":
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
-    except (StreamInputError, ValueError, FileNotFoundError) as err:
+    except (StreamInputError, ValueError, OSError) as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
 
@@ -283,7 +288,27 @@ def main(argv: list[str] | None = None) -> int:
     except ContextTooLarge as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # the trace could not be written (e.g. a full disk): the table above is complete
+        print(f"vrex_lib.live: error: {err} (the per-frame table above is complete; only --trace is missing)",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def check_trace_path(trace: str | Path) -> Path:
+    """``--trace``: an .npz path that is not a folder, in a folder this process can write (created if needed);
+    checked before the model loads, so a long stream never ends in an unwritable trace."""
+    p = Path(trace)
+    if p.suffix != ".npz":
+        raise StreamInputError(f"--trace {trace}: the trace is an .npz file; give a path ending in .npz")
+    if p.exists() and not p.is_file():
+        raise StreamInputError(f"--trace {trace}: is a folder (or not a regular file); give a file path ending in "
+                               ".npz")
+    try:
+        _io.check_writable_dir(p.parent, "--trace")
+    except PermissionError as err:
+        raise StreamInputError(str(err)) from None
+    return p
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 V-Rex evaluates on COIN with VideoLLM-online's five tasks (paper §VI.A, Table II). This module reads the
 official ``COIN.json``, builds the samples exactly as VideoLLM-online's ``data/coin/benchmarks.py`` does, and
-scores predictions the same way. It works on annotations alone; video files are only touched by
-:mod:`vrex_lib.video` when frames are read.
+scores predictions the same way. It works on annotations, plus each video's decoded length
+(:func:`decoded_duration`, read by :mod:`vrex_lib.video` from the container's timestamps) where spans are clamped.
 
     ann = load_annotations("COIN.json")                 # {video_id: VideoAnnotation}
     samples = build_task(ann, "procedure", "testing")   # list[Sample]
@@ -19,14 +19,16 @@ Task construction (VideoLLM-online, one stream span and one answer per sample):
 | ``procedure``   | one per step i < n-1     | step i's segment    | the next <= 5 step labels (numbered list)|
 | ``taskprocedure``| as ``procedure``        | step i's segment    | as ``procedure``; the prompt names the task |
 
-Span times are snapped up to the 2 fps frame grid and then clamped to [0, duration] (``ceil_time_by_fps``); the
-frames shown are ``int()`` of those times: indices ``int(s·fps) .. int(e·fps)`` inclusive for the snapped and
-clamped ``s``, ``e`` (VideoLLM-online's ``start_frame = int(start_time * frame_fps)``, ``end_frame =
-int(end_time * frame_fps) + 1``). That is ``ceil(start·fps) .. ceil(end·fps)`` unless a duration off the grid
-clamps a time, which then ends at the last whole frame before the duration. Steps keep
-the order of the file (VideoLLM-online never sorts them). Only the split's videos count, and with
-``available=`` only those whose video file exists (VideoLLM-online keeps ``video_uid in self.metadata``): both
-the samples and the vocabulary follow that set.
+Span times are snapped up to the 2 fps frame grid and then clamped to [0, duration] (``ceil_time_by_fps``), where
+the duration is the decoded video's, ``(len(frames) - 1) / fps`` of its 2 fps frames, as VideoLLM-online's
+``COIN.get_metadata`` takes it (``build_task(..., durations=)``, :func:`decoded_duration`; COIN.json's
+``duration`` stands in only for statistics over the annotations alone, docs/DECISIONS.md D59); the frames shown
+are ``int()`` of those times: indices ``int(s·fps) .. int(e·fps)`` inclusive for the snapped and clamped ``s``,
+``e`` (VideoLLM-online's ``start_frame = int(start_time * frame_fps)``, ``end_frame = int(end_time * frame_fps) +
+1``). That is ``ceil(start·fps) .. ceil(end·fps)`` unless the duration clamps a time, which then ends at the last
+whole frame before the duration. Steps keep the order of the file (VideoLLM-online never sorts them). Only the
+split's videos count, and with ``available=`` only those whose video file exists (VideoLLM-online keeps
+``video_uid in self.metadata``): both the samples and the vocabulary follow that set.
 
 Metric, two variants (``score(..., metric=...)``):
 
@@ -54,7 +56,7 @@ samples), :mod:`.metric` (Top-1), :mod:`.files` (where the data and videos are),
 from .annotations import (STEP_LABEL_FIXES, TASK_NAME_FIXES, CoinFormatError, clean_task_name, clean_step_label,
                           as_category, StepAnnotation, VideoAnnotation, SkipLog, normalize_split, load_annotations,
                           split_videos, categories, vocabulary)
-from .files import MissingVideoError, video_path, available_ids, filter_available, dataset_paths
+from .files import MissingVideoError, video_path, available_ids, filter_available, dataset_paths, decoded_duration
 from .metric import METRICS, normalize, nearest_label, fuzzy_match, split_procedure, score_counts, score
 from .tasks import (TASKS, PROCEDURE_TASKS, MAX_PROCEDURE_STEPS, FRAME_FPS, MAX_NUM_FRAMES, FRAMES_POLICIES,
                     PROMPT_STEP, PROMPT_NEXT, PROMPT_TASK, prompt_procedure, prompt_taskprocedure, ceil_time_by_fps,

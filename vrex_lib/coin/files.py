@@ -1,13 +1,15 @@
 """Where a profile's COIN data lives and which annotated videos have a file."""
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .. import video
 from ..config import REPO_ROOT
 from .annotations import SkipLog, VideoAnnotation, split_videos
-from .tasks import Sample
+from .tasks import FRAME_FPS, Sample
 
 
 _VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov")
@@ -18,12 +20,16 @@ class MissingVideoError(FileNotFoundError):
 
 
 def video_path(videos_dir: str | os.PathLike, video_id: str) -> Path:
-    """``videos_dir/<video_id>.mp4`` (or .webm/.mkv/.avi/.mov); a clear error when none exists."""
+    """``videos_dir/<video_id>.mp4`` (or .webm/.mkv/.avi/.mov); a clear error when none exists or the entry is not
+    a regular file (a FIFO or a device would block the decoder forever, a folder cannot be decoded)."""
     d = Path(videos_dir)
     for ext in _VIDEO_EXTS:
         p = d / f"{video_id}{ext}"
-        if p.exists():
+        if p.is_file():
             return p
+        if p.exists():
+            raise MissingVideoError(f"video {video_id!r}: {p} is not a regular file (a folder, FIFO or device); put "
+                                    "the video file itself there, or drop the video from the run")
     raise MissingVideoError(f"video {video_id!r}: no file {d}/{video_id}{{{','.join(_VIDEO_EXTS)}}}. Download it "
                             "(VideoLLM-online data/coin/download_videos.py) or drop it from the run; "
                             "filter_available(...) skips and counts such videos.")
@@ -60,6 +66,16 @@ def filter_available(samples: Sequence[Sample], videos_dir: str | os.PathLike,
         if seen[s.video_id]:
             out.append(s)
     return out
+
+
+def decoded_duration(path: str | os.PathLike, fps: float = FRAME_FPS) -> float:
+    """The length VideoLLM-online clamps a video's spans to: ``(len(frames) - 1) / fps`` of its ``fps`` frames
+    (``COIN.get_metadata``, data/coin/coin.py), i.e. ``k_last / fps`` for the last grid point ``k_last`` that has a
+    decoded frame at or before it (the grid :func:`vrex_lib.video.request_times` samples). Read from the container's
+    frame timestamps (:func:`vrex_lib.video.probe`; decord reads its index, no frame is decoded); a video that
+    cannot be opened raises :class:`vrex_lib.video.VideoDecodeError` naming the file."""
+    info = video.probe(path)
+    return math.floor(info.last_time * fps + 1e-6) / fps
 
 
 def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> tuple[Path, Path]:

@@ -1,8 +1,16 @@
 """VideoLLM-online's five COIN benchmark tasks as :class:`Sample` lists (:func:`build_task`): prompts verbatim, span
-times snapped up to the 2 fps grid and clamped to the duration, frames ``int()`` of those times
-(:func:`span_frame_range`), targets and vocabularies from the split's own videos."""
+times snapped up to the 2 fps grid and clamped to the video's duration, frames ``int()`` of those times
+(:func:`span_frame_range`), targets and vocabularies from the split's own videos.
+
+Which duration clamps a span: VideoLLM-online's, the decoded length of the video, ``(len(frames) - 1) / fps`` of
+its 2 fps frames (``COIN.get_metadata`` in ``data/coin/coin.py``; COIN.json's ``duration`` is never read there).
+:func:`build_task` takes those lengths as ``durations`` (:func:`vrex_lib.coin.decoded_duration` probes them);
+without it the annotation's ``duration`` stands in, for statistics over the annotations alone
+(docs/DECISIONS.md D59).
+"""
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -71,8 +79,10 @@ def span_frame_range(start: float, end: float, duration: float, fps: float = FRA
 class Sample:
     """One benchmark question: the video span shown, the prompt, and the expected answer.
 
-    start, end: the annotated span in seconds, clamped to the duration but not yet snapped to the frame grid;
-                ``frame_range(fps)`` snaps them and gives the frames (:func:`span_frame_range`).
+    start, end: the annotated span in seconds as COIN.json gives it; ``frame_range(fps)`` snaps them to the frame
+                grid, clamps them to ``duration`` and gives the frames (:func:`span_frame_range`).
+    duration:   the length spans are clamped to: the decoded video's (``build_task(durations=...)``,
+                :meth:`with_duration`) or, for annotation-only statistics, COIN.json's.
     prompt:     the user message (VideoLLM-online's wording).
     target:     the category the answer must match: ``'Take out the cd drive.'``, or for procedure tasks
                 the list of the next <= 5 step categories.
@@ -103,6 +113,12 @@ class Sample:
     def frame_range(self, fps: float = FRAME_FPS) -> range:
         return span_frame_range(self.start, self.end, self.duration, fps)
 
+    def with_duration(self, duration_s: float) -> "Sample":
+        """This sample with its span clamped to ``duration_s`` (the decoded video's length) instead."""
+        if not (isinstance(duration_s, (int, float)) and math.isfinite(duration_s) and duration_s >= 0):
+            raise ValueError(f"sample {self.sample_id}: duration {duration_s!r} is not a length in seconds")
+        return dataclasses.replace(self, duration=float(duration_s))
+
     def num_frames(self, fps: float = FRAME_FPS) -> int:
         return len(self.frame_range(fps))
 
@@ -113,30 +129,38 @@ class Sample:
 
 
 def build_task(annotations: Mapping[str, VideoAnnotation], task: str, split: str,
-               available: Collection[str] | None = None) -> list[Sample]:
+               available: Collection[str] | None = None,
+               durations: Mapping[str, float] | None = None) -> list[Sample]:
     """Samples of one VideoLLM-online COIN benchmark for one split, in file order (see module docstring).
 
     ``available``: ids of the videos that can be read; the others give no samples and no vocabulary, as in
     VideoLLM-online (``video_uid in self.metadata``). The vocabulary is this split's own (``COIN.__init__``).
+    ``durations``: {video id: decoded length in seconds} (:func:`vrex_lib.coin.decoded_duration`), the length
+    VideoLLM-online clamps spans to; every video kept must have one. None: COIN.json's ``duration``.
     """
     if task not in TASKS:
         raise ValueError(f"unknown COIN task {task!r}: choose one of {', '.join(TASKS)}")
     subset = normalize_split(split)
     videos = split_videos(annotations, subset, available)
+    if durations is not None and (gone := [v for v in videos if v not in durations]):
+        raise ValueError(f"build_task: no decoded duration for video(s) {', '.join(gone[:5])}"
+                         f"{' ...' if len(gone) > 5 else ''}; probe them (coin.decoded_duration) or leave them out "
+                         "with available=")
     kind = "task" if task == "task" else "step"
     cats, vocab = categories(videos, kind), vocabulary(videos, kind)
     out: list[Sample] = []
     for a in videos.values():
-        vid, dur, steps = a.video_id, a.duration, a.steps
+        vid, steps = a.video_id, a.steps
+        dur = a.duration if durations is None else float(durations[vid])
         if task == "task":
             tgt = as_category(a.task)
-            out.append(Sample(f"task/{vid}", vid, task, subset, min(a.start, dur), min(a.end, dur), dur,
+            out.append(Sample(f"task/{vid}", vid, task, subset, a.start, a.end, dur,
                               PROMPT_TASK, tgt, tgt, cats, a.task, -1, (a.task.lower(),), vocab))
             continue
         n = len(steps)
         for i in range(n if task == "step" else n - 1):
             st = steps[i]
-            s, e = min(st.start, dur), min(st.end, dur)
+            s, e = st.start, st.end
             if task == "step":
                 tgt = as_category(st.label)
                 prompt, target, answer, labels = PROMPT_STEP, tgt, tgt, (st.label.lower(),)

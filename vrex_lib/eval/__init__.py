@@ -38,9 +38,13 @@ record ``model_identity``: shape, dtype, adapter rank and alpha, fingerprint -- 
 device, the shard, n_total, and the samples skipped with the reason) and ``<stem>.skips.csv`` (the human-readable skip log, including
 the annotation ``clamp`` notes). Every line carries ``config_key``: resuming a file written under another
 configuration (method, kwargs, profile, model, task, split, annotation-file hash, ...) is an error naming the
-file, and ``merge`` accepts only the shards of one run, complete up to the samples their run.json lists as skipped
-(docs/DECISIONS.md D70). Videos that are missing or fail to decode are skipped and listed; a run in which every
-sample was skipped exits non-zero (D75). Every flag and path, the output folder's writability and each sample's KV
+file, and ``merge`` accepts only the shards of one run, complete up to the samples their run.json lists as skipped,
+and never writes over another run's results (docs/DECISIONS.md D70). Every line also carries ``reference_key``
+(the configuration without the method and its kwargs): a ``--reference`` of another configuration is refused.
+Spans are clamped to each video's decoded length, as VideoLLM-online does (D59); ``--method-kwargs`` are checked
+(names, types, ranges) when the flag is parsed (D201); a write that fails names its file (D202). Videos that
+are missing or fail to decode are skipped and listed; a run in which every sample was skipped exits non-zero
+(D75). Every flag and path, the output folder's writability and each sample's KV
 size are checked before the model is built. Bad input ends the CLI with one line naming the flag or file (exit 2).
 
 The package, by job: :mod:`.results` (JSONL files, run records, resume and merge), :mod:`.plan` (configuration,

@@ -17,7 +17,7 @@ import torch
 
 from .. import methods
 from ..config import RuntimeConfig
-from ..retrieval import make_policy
+from ..retrieval import check_policy_kwargs
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .plan import NoSamplesEvaluated
 from .results import merge_shards, read_jsonl
@@ -103,10 +103,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if v < lo:
             raise ValueError(f"{flag} must be >= {lo}, got {v}")
     cfg = RuntimeConfig(kv_capacity=a.kv_capacity, recent_frames=a.recent_frames)
-    try:
-        make_policy(a.method, **kwargs) if a.method in methods.METHODS else None
-    except TypeError as err:
-        raise ValueError(f"--method-kwargs {a.method_kwargs} do not fit method {a.method!r}: {err}") from None
+    if a.method in methods.METHODS:  # an unknown method is named by run_eval
+        check_policy_kwargs(a.method, kwargs)  # every option's name, type and range, before any file is written
     path = run_eval(a.task, a.method, a.profile, a.out, coin_root=a.coin_root, split=a.split,
                     max_samples=a.max_samples, num_shards=a.num_shards,
                     max_frames=_default("max_frames") if a.max_frames is None else a.max_frames,

@@ -69,7 +69,9 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
                max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed,
                prompt_layout=prompt_layout, frames_policy=frames_policy)
     keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
-    cfg["config_key"] = hashlib.sha256(json.dumps(keyed, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    cfg["config_key"] = _digest(keyed)
+    # What a 'full' reference run must share with this run: everything but the method and its options.
+    cfg["reference_key"] = _digest({k: v for k, v in keyed.items() if k not in NOT_REFERENCE_KEYED})
     return cfg
 
 
@@ -81,6 +83,24 @@ def run_device(profile: str, device: str | torch.device | None) -> torch.device:
     if dev.type == "cuda" and dev.index is None and "LOCAL_RANK" in os.environ:
         dev = resolve_device(profile, f"cuda:{_env_int('LOCAL_RANK', 0)}")
     return dev
+
+
+#: Configuration fields a reference run may differ in (docs/DECISIONS.md D70): it is the ``full`` method's run.
+NOT_REFERENCE_KEYED: tuple[str, ...] = ("method", "method_kwargs")
+#: Fields of ``<stem>.run.json`` that describe the run's progress, not its configuration.
+RUN_RECORD_FIELDS: tuple[str, ...] = ("config_key", "reference_key", "data_file", "shard_index", "num_shards",
+                                      "n_total", "indices", "skipped", "complete", "merged_from", "device")
+
+
+def _digest(fields: dict) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def config_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """The configuration fields two run records (or :func:`run_config` dicts) disagree on, as
+    ``"name: <old> there, <new> now"``; fields absent from either side and :data:`RUN_RECORD_FIELDS` are left out."""
+    skip = set(RUN_RECORD_FIELDS) | set(ignore)
+    return [f"{k}: {old[k]!r} there, {new[k]!r} now" for k in new if k not in skip and k in old and old[k] != new[k]]
 
 
 def frames_action(n_frames: int, max_frames: int | None, frames_policy: str) -> str:

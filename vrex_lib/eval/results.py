@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
+from .plan import config_diff
 
 TIMING_KEYS = ("timing_s",)
 
@@ -48,12 +49,16 @@ def read_jsonl(path: str | os.PathLike, repair: bool = False) -> list[dict]:
 
 
 def append_jsonl(path: str | os.PathLike, record: dict) -> None:
-    """Append one line durably (write + flush + fsync): a crash leaves at most a torn last line."""
+    """Append one line durably (write + flush + fsync): a crash leaves at most a torn last line. A failed write
+    (a full disk) is an OSError naming the file; the next run cuts the torn line and resumes after it."""
     line = json.dumps(record, ensure_ascii=False, default=_json_default) + "\n"
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as err:
+        raise _io.write_error(path, err) from None
 
 
 def _json_default(o):
@@ -140,14 +145,56 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, 
     if not rows:
         raise ValueError(f"merge: the shards {', '.join(map(str, paths))} hold no results"
                          + (f" (all {len(skipped)} samples were skipped; see their .skips.csv)" if skipped else ""))
-    _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    _check_merge_out(out, paths, rows, runs)
+    base = None
     if runs:
         base = dict(runs[0][1])
         base.update(shard_index=0, num_shards=1, n_total=n_total, merged_from=[str(p) for p, _ in runs],
                     skipped=[skipped[i] for i in sorted(skipped)], complete=not missing)
-        _io.write_json(run_file(out), base)
-    _merge_skip_logs(paths, out)
+    try:
+        _io.write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        if base is not None:
+            _io.write_json(run_file(out), base)
+        _merge_skip_logs(paths, out)
+    except OSError as err:  # never leave a merged file beside another run's record (or none)
+        for f in (out, run_file(out), skips_file(out)):
+            if f.resolve() not in {p.resolve() for p in paths}:
+                f.unlink(missing_ok=True)
+        raise type(err)(f"merge: {err}; nothing was merged (the shard files are untouched)") from None
     return out
+
+
+def _check_merge_out(out: Path, paths: list[Path], rows: list[dict], runs: list) -> None:
+    """Refuse an ``out`` that would overwrite something other than this run's merge: a folder, a file that is not
+    a results file, the results (or run record) of another run, or results of this run the shards do not hold
+    (docs/DECISIONS.md D70)."""
+    row = rows[0]
+    if out.exists() and not out.is_file():
+        raise ValueError(f"merge: --out {out} is a folder; pass the merged results file, e.g. "
+                         f"{out}/{row['task']}.jsonl")
+    if out.resolve() in {p.resolve() for p in paths}:
+        return  # merging a single file onto itself: the same run by construction
+    try:
+        old_rows = read_jsonl(out)
+    except ValueError:
+        old_rows = None
+    unreadable = old_rows is None or (not old_rows and out.exists() and out.stat().st_size > 0)
+    if unreadable or any(not isinstance(r, dict) or "config_key" not in r for r in old_rows):
+        raise ValueError(f"merge: --out {out} exists and is not a vrex results file; merging would overwrite it. "
+                         "Pass another --out, or move that file away first")
+    old_run = _read_run(out) if run_file(out).exists() else None
+    keys = {r["config_key"] for r in old_rows} | ({old_run["config_key"]} if old_run else set())
+    if keys and keys != {row["config_key"]}:
+        diff = config_diff(old_run or _row_config(old_rows[0]), runs[0][1] if runs else _row_config(row))
+        raise ValueError(f"merge: --out {out} holds {len(old_rows)} results of another run "
+                         f"({'; '.join(diff) if diff else 'another configuration key'}); merging would replace them "
+                         f"and {run_file(out).name}. Pass another --out, or delete that file (and its "
+                         f"{run_file(out).name} / {skips_file(out).name}) first")
+    lost = sorted({r["sample_id"] for r in old_rows} - {r["sample_id"] for r in rows})
+    if lost:
+        raise ValueError(f"merge: --out {out} holds {len(lost)} result(s) of this run that the shards do not (e.g. "
+                         f"{lost[0]}); merging would drop them. Pass that file among the shards to keep them, or "
+                         "another --out")
 
 
 def _collect_shards(paths: list[Path]) -> tuple[dict, dict, list]:
@@ -212,17 +259,20 @@ def check_resume(out_path: Path, cfg: dict) -> list[dict]:
         return rows
     old = _read_run(out_path) or {}
     if not old and len(keys) == 1:  # no run record: compare what the rows carry
-        r0 = rows[0]
-        old = dict(task=r0.get("task"), method=r0.get("method"), method_kwargs=r0.get("method_kwargs"),
-                   profile=r0.get("profile"), runtime_config=r0.get("runtime_config"), seed=r0.get("seed"))
-    diff = [f"{k}: {old.get(k)!r} there, {cfg[k]!r} now" for k in cfg
-            if k not in ("config_key", "data_file") and k in old and old.get(k) != cfg[k]]
+        old = _row_config(rows[0])
+    diff = config_diff(old, cfg)
     why = ("; ".join(diff) if diff and len(keys) == 1 else
            "its rows come from several configurations" if len(keys) > 1 else
            "its rows carry no configuration key (an older run)" if keys == {None} else
            "written under another configuration")
     raise ValueError(f"{out_path}: holds {len(rows)} results of another run ({why}); resuming would report them as "
                      "this run's. Delete or move that file (and its .run.json/.skips.csv), or pass another --out.")
+
+
+def _row_config(row: dict) -> dict:
+    """The configuration fields a result line carries itself (for files without a run record)."""
+    return {k: row[k] for k in ("task", "method", "method_kwargs", "profile", "runtime_config", "seed",
+                                "prompt_layout") if k in row}
 
 
 @contextlib.contextmanager

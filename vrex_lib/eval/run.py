@@ -1,6 +1,7 @@
 """The evaluation loop: one method on one COIN task, resumable and sharded (:func:`run_eval`), and its score."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -10,10 +11,11 @@ from tqdm.auto import tqdm
 
 from .. import _io, coin, methods, video
 from ..config import RuntimeConfig, arg_name, profile_config, seed_everything
-from ..retrieval import make_policy
+from ..retrieval import check_policy_kwargs, make_policy
 from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full_paths
-from .plan import (MAX_NEW_TOKENS, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all, _check_profile_args,
-                   _shape_from_config, frames_action, model_identity, run_config, run_device, shard_from_env)
+from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all,
+                   _check_profile_args, _shape_from_config, config_diff, frames_action, model_identity, run_config,
+                   run_device, shard_from_env)
 from .results import _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path, skips_file
 from .sample import evaluate_sample
 
@@ -65,8 +67,8 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
     num_shards, shard_index = _check_flags(task, method, profile, max_samples, max_frames, max_new_tokens,
-                                           num_shards, shard_index, coin_root=coin_root, vision_path=vision_path,
-                                           connector_path=connector_path, llm_path=llm_path)
+                                           num_shards, shard_index, method_kwargs, coin_root=coin_root,
+                                           vision_path=vision_path, connector_path=connector_path, llm_path=llm_path)
     dev = _check_device(profile, model, device, dtype)
     out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir)
     runtime_cfg = runtime_cfg or RuntimeConfig()
@@ -84,32 +86,96 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
                max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
                skipped)
+    ref = _read_reference(reference, out, method, task, profile, cfg)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
-        done = {r["sample_id"] for r in check_resume(out_path, cfg)}
-        if profile == "full" and model is None:
-            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
-            _check_all(shape, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
-        ref = _read_reference(reference, out, method, task, profile)
+        done_rows = check_resume(out_path, cfg)
+        done = {r["sample_id"] for r in done_rows}
+        mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
-        run_record = dict(cfg, shard_index=shard_index, num_shards=num_shards, n_total=run.n_total,
-                          indices=len(mine), skipped=skipped, complete=False, device=str(dev))
+        if profile == "full" and model is None and todo:
+            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
+            _check_all(shape, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
+        run_record = dict(_run_record(run, cfg, done_rows), device=str(dev))
         _io.write_json(run_file(out_path), run_record)
-        if model is None:
-            model = build_model(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
-                                device=dev, dtype=dtype, seed=pcfg.seed)
-            if model.identity != ident:  # the files changed between the check and the load
-                raise ValueError(f"the model loaded is {model.identity.summary()}, but its folders described "
-                                 f"{ident.summary()} a moment before; rerun once the checkpoint files stop changing")
-        _check_all(model, mine, max_frames, max_new_tokens, runtime_cfg, frames_policy)
+        if todo:  # a rerun that finds every sample done (e.g. after a full disk) completes the record only
+            if model is None:
+                model = build_model(profile, llm_path=llm_path, vision_path=vision_path,
+                                    connector_path=connector_path, device=dev, dtype=dtype, seed=pcfg.seed)
+                if model.identity != ident:  # the files changed between the check and the load
+                    raise ValueError(f"the model loaded is {model.identity.summary()}, but its folders described "
+                                     f"{ident.summary()} a moment before; rerun once the checkpoint files stop "
+                                     "changing")
+            _check_all(model, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)
         read_jsonl(out_path, repair=True)  # cut a torn last line before appending
         open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
-        n_written = _evaluate(run, model, todo, ref, cfg["config_key"], progress, n_done=len(done))
+        n_written = _evaluate(run, model, todo, ref, cfg, progress, n_done=len(done))
         return _finish(run, run_record, n_mine=len(mine), n_done=len(done), n_written=n_written)
 
 
+def _run_record(run: _Run, cfg: dict, done_rows: list[dict]) -> dict:
+    """This shard's ``<stem>.run.json`` before its samples run (``complete`` False until :func:`_finish`).
+
+    ``n_total`` describes the whole results file (docs/DECISIONS.md D70): a file an earlier run with a larger
+    ``max_samples`` extended keeps those samples, so ``n_total`` is the larger count and the earlier run's skipped
+    samples beyond this run's list stay listed."""
+    old = _read_run_record(run.out_path)
+    if old.get("config_key") != cfg["config_key"]:
+        old = {}  # another run's record beside an empty results file: replaced, nothing of it carried over
+    n_file = max([int(r["index"]) + 1 for r in done_rows] + [int(s["index"]) + 1 for s in old.get("skipped", [])]
+                 + [0])
+    if n_file > run.n_total:
+        print(f"{run.out_path}: holds {n_file} samples, more than the {run.n_total} this run's --max-samples selects: "
+              "an earlier run evaluated the others; they are kept and counted (n_total "
+              f"{n_file} in {run_file(run.out_path).name})", file=sys.stderr)
+        run.skipped += [s for s in old.get("skipped", []) if int(s["index"]) >= run.n_total]
+        run.n_total = n_file
+    indices = sum(1 for i in range(run.n_total) if i % run.num_shards == run.shard_index)
+    return dict(cfg, shard_index=run.shard_index, num_shards=run.num_shards, n_total=run.n_total, indices=indices,
+                skipped=run.skipped, complete=False)
+
+
+def _read_run_record(out_path: Path) -> dict:
+    try:
+        return json.loads(run_file(out_path).read_text()) if run_file(out_path).is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        return {}  # check_resume has already accepted this file; an unreadable record is rewritten
+
+
+def _decoded_spans(run: _Run, mine: list, available: set, done: set) -> tuple[list, set]:
+    """Clamp the spans of this shard's samples still to run to their video's decoded length, as VideoLLM-online
+    does (docs/DECISIONS.md D59), probing each video once before any weight loads. A video that cannot be opened
+    skips its samples (stage 'decode'); a span the decoded length shortens is noted (action 'short')."""
+    durations: dict[str, float | str] = {}  # video id -> decoded length, or why it cannot be opened
+    out, ok = [], set(available)
+    for i, s in mine:
+        if s.sample_id in done or s.sample_id not in available:
+            out.append((i, s))
+            continue
+        if s.video_id not in durations:
+            try:
+                durations[s.video_id] = coin.decoded_duration(coin.video_path(run.videos_dir, s.video_id))
+            except (video.VideoDecodeError, coin.MissingVideoError) as err:
+                durations[s.video_id] = str(err)
+                run.skips.add(s.video_id, "decode", str(err))
+        if isinstance(durations[s.video_id], str):
+            ok.discard(s.sample_id)
+            run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
+                                    reason=durations[s.video_id]))
+            out.append((i, s))
+            continue
+        clamped = s.with_duration(durations[s.video_id])
+        if clamped.num_frames() < s.num_frames():
+            run.skips.add(s.video_id, "short video", f"{s.sample_id}: {clamped.num_frames()} of {s.num_frames()} "
+                          f"annotated frames: the video decodes to {clamped.duration:g} s, COIN.json says "
+                          f"{s.duration:g} s; the span is clamped to the decoded length", action="short")
+        out.append((i, clamped))
+    return out, ok
+
+
 def _check_flags(task: str, method: str, profile: str, max_samples, max_frames, max_new_tokens, num_shards,
-                 shard_index, **paths) -> tuple[int, int]:
-    """Names, the profile's paths and the numeric flags, then the shard: (num_shards, shard_index)."""
+                 shard_index, method_kwargs, **paths) -> tuple[int, int]:
+    """Names, the profile's paths, the numeric flags and the method's options, then the shard:
+    (num_shards, shard_index)."""
     if method not in methods.METHODS:
         raise ValueError(f"unknown method {method!r}: choose one of {', '.join(methods.NAMES)}")
     if task not in coin.TASKS:
@@ -119,6 +185,7 @@ def _check_flags(task: str, method: str, profile: str, max_samples, max_frames, 
                     ("--max-new-tokens", max_new_tokens)):
         if v is not None and v < 1:
             raise ValueError(f"{flag} must be >= 1, got {v}")
+    check_policy_kwargs(method, dict(method_kwargs or {}), flag="method_kwargs (--method-kwargs)")
     return shard_from_env(num_shards, shard_index)
 
 
@@ -190,8 +257,12 @@ def _shard(samples, num_shards: int, shard_index: int, videos_dir: Path, skips: 
     return mine, available, skipped
 
 
-def _read_reference(reference, out, method: str, task: str, profile: str) -> dict:
-    """{sample_id: the full method's record} from ``reference`` ('auto': ``<out>/../../full/<task>.jsonl``)."""
+def _read_reference(reference, out, method: str, task: str, profile: str, cfg: dict) -> dict:
+    """{sample_id: the full method's record} from ``reference`` ('auto': ``<out>/../../full/<task>.jsonl``).
+
+    The reference must be the ``full`` method's run of this run's configuration, everything but the method and its
+    options (``reference_key``, docs/DECISIONS.md D70): under another ``max_new_tokens``, prompt layout, runtime
+    configuration, model or data every agreement column would compare different things."""
     if reference == "auto":
         cand = Path(out).parent.parent / "full" / Path(out).name
         reference = cand if method != "full" and cand.exists() else None
@@ -200,14 +271,25 @@ def _read_reference(reference, out, method: str, task: str, profile: str) -> dic
     if not Path(reference).is_file():
         raise FileNotFoundError(f"--reference {reference} does not exist; pass the full method's results "
                                 "file of this task, or 'none'")
-    ref = {r["sample_id"]: r for r in read_jsonl(reference)}
-    wrong = {(r.get("task"), r.get("method"), r.get("profile")) for r in ref.values()} - {(task, "full", profile)}
+    rows = read_jsonl(reference)
+    if not rows:
+        raise ValueError(f"--reference {reference} holds no results; run the 'full' method first, or pass 'none'")
+    wrong = {(r.get("task"), r.get("method"), r.get("profile")) for r in rows} - {(task, "full", profile)}
     if wrong:
         t, m, p = sorted(wrong, key=str)[0]
         raise ValueError(f"--reference {reference} holds {m!r} results of task {t!r} ({p} profile); the "
                          f"reference must be the 'full' method's results of task {task!r} in the {profile} "
                          "profile, or 'none'")
-    return ref
+    keys = {r.get("reference_key") for r in rows}
+    record = _read_run_record(Path(reference))
+    diff = config_diff(record, cfg, ignore=NOT_REFERENCE_KEYED) if record else []
+    if diff or (keys != {cfg["reference_key"]} and not (record and keys == {None})):
+        why = ("; ".join(diff) if diff else "its lines carry no configuration key and it has no run record"
+               if keys == {None} else "its lines come from another configuration")
+        raise ValueError(f"--reference {reference} was made under another configuration ({why}); the reference "
+                         "must be the 'full' method's run with this run's flags (all but --method and "
+                         "--method-kwargs): rerun full with them, or pass --reference none")
+    return {r["sample_id"]: r for r in rows}
 
 
 def _todo(run: _Run, mine, done: set, available: set) -> list:
@@ -228,7 +310,7 @@ def _todo(run: _Run, mine, done: set, available: set) -> list:
     return todo
 
 
-def _evaluate(run: _Run, model, todo: list, ref: dict, config_key: str, progress: bool, n_done: int) -> int:
+def _evaluate(run: _Run, model, todo: list, ref: dict, cfg: dict, progress: bool, n_done: int) -> int:
     """Evaluate and append every sample of ``todo``; undecodable videos are skipped and logged. Returns how many
     lines were written."""
     policy = make_policy(run.method, **(run.method_kwargs or {}))
@@ -253,21 +335,29 @@ def _evaluate(run: _Run, model, todo: list, ref: dict, config_key: str, progress
         except ContextTooLarge:
             raise
         if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
-            # The file ends before the annotated span: the sample runs on the frames that exist
-            # (VideoLLM-online clamps spans to the decoded duration too) but never silently (D59).
+            # fewer frames than the probed length promised (a container whose index and stream disagree): the
+            # sample runs on the frames that exist, never silently (D59)
             run.skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
-                          f"{rec['n_frames_expected']} annotated frames decoded (video shorter than its annotation)",
-                          action="short")
-        rec["config_key"], rec["model"] = config_key, model.identity.name
+                          f"{rec['n_frames_expected']} frames of the span decoded", action="short")
+        rec["config_key"], rec["reference_key"] = cfg["config_key"], cfg["reference_key"]
+        rec["model"] = model.identity.name
         append_jsonl(run.out_path, rec)
         n_written += 1
     return n_written
 
 
 def _finish(run: _Run, run_record: dict, *, n_mine: int, n_done: int, n_written: int) -> Path:
-    """Write the skip log and the completed run record; a shard that evaluated nothing at all is an error."""
-    skip_file = run.skips.write(skips_file(run.out_path))
-    _io.write_json(run_file(run.out_path), dict(run_record, skipped=run.skipped, complete=True))
+    """Write the completed run record, then the skip log; a shard that evaluated nothing at all is an error.
+
+    The record goes first: it holds the skip list too, so a skip log that cannot be written (a full disk) leaves
+    a record that is true. Either failure names the file and says that a rerun completes it without
+    evaluating anything again."""
+    try:
+        _io.write_json(run_file(run.out_path), dict(run_record, skipped=run.skipped, complete=True))
+        skip_file = run.skips.write(skips_file(run.out_path))
+    except OSError as err:
+        raise type(err)(f"{err}. Every evaluated sample is in {run.out_path}; rerun the same command once the "
+                        "file can be written: it evaluates nothing again and completes the run record") from None
     if len(run.skips):
         print(f"{run.method}/{run.task}: {run.skips.summary()} (listed in {skip_file})", file=sys.stderr)
     if n_mine and not n_done and n_written == 0:

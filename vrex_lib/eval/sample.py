@@ -29,7 +29,7 @@ def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int |
     if key in _FRAME_CACHE:
         return _FRAME_CACHE[key]
     t0 = time.perf_counter()
-    frames, ts = video.read_frames(path, fps=2.0, max_side=model.image_size, start=start, end=end)
+    frames, ts = video.read_frames(path, fps=coin.FRAME_FPS, max_side=model.image_size, start=start, end=end)
     if max_frames is not None and len(frames) > max_frames:
         frames, ts = frames[-max_frames:], ts[-max_frames:]  # keep the most recent frames before the question
     t1 = time.perf_counter()
@@ -43,10 +43,13 @@ def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int |
 
 
 def _sample_frames(model, sample, path: Path, action: str, max_frames: int | None):
-    """(frame tokens [T, 10, hidden], times [T], decode s, vision s) of a sample under ``action``."""
+    """(frame tokens [T, 10, hidden], times [T], decode s, vision s) of a sample under ``action``: exactly the
+    frames of ``sample.frame_range()`` (its span snapped to the 2 fps grid and clamped to its duration)."""
     if action == "cut":
         return torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
-    return _frame_embeds(model, path, sample.start, sample.end, max_frames if action == "clamp" else None)
+    r = sample.frame_range(coin.FRAME_FPS)
+    return _frame_embeds(model, path, r.start / coin.FRAME_FPS, (r.stop - 1) / coin.FRAME_FPS,
+                         max_frames if action == "clamp" else None)
 
 
 def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,

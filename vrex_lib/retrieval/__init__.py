@@ -29,6 +29,8 @@ the prediction), ``select_s`` (measured wall time of ``select``); plus method-sp
 """
 from __future__ import annotations
 
+import inspect
+import json
 from collections.abc import Callable
 
 from .. import methods
@@ -54,6 +56,28 @@ def make_policy(name: str, **kwargs) -> RetrievalPolicy:
     return POLICIES[methods.get(name).name](**kwargs)
 
 
+def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") -> None:
+    """Build the policy once to check every option's name, type and range (the policies' constructors and
+    :class:`~vrex_lib.config.ReSVConfig` validate them), before any file is written or any model loads.
+
+    Raises a one-line ValueError naming ``flag``, the method and the option. Building is cheap: the policies that
+    need the model (calibration, q/k capture) do that work in ``bind``, not here.
+    """
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{flag} must be a JSON object of {name!r}'s options, got {kwargs!r}; "
+                         "e.g. '{\"ratio\": 0.3}'")
+    cls = POLICIES[methods.get(name).name]
+    try:
+        cls(**kwargs)
+    except TypeError as err:  # an option the constructor does not take
+        params = [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                  if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        raise ValueError(f"{flag} {json.dumps(kwargs)} does not fit method {name!r} ({err}); its options are "
+                         f"{', '.join(params) or 'none'}") from None
+    except ValueError as err:
+        raise ValueError(f"{flag} {json.dumps(kwargs)} for method {name!r}: {err}") from None
+
+
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
-           "ReSVCandidatesWiCSum", "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "make_policy",
-           "retrieval_ratio"]
+           "ReSVCandidatesWiCSum", "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "check_policy_kwargs",
+           "make_policy", "retrieval_ratio"]

@@ -60,6 +60,7 @@ from pathlib import Path
 import torch
 
 from .. import _io
+from ..config import check_int, check_real
 from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
 from .base import Selection, Stage
 
@@ -196,13 +197,15 @@ class InfiniGen:
         if threshold not in INFINIGEN_THRESHOLDS:
             raise ValueError(f"infinigen: unknown threshold {threshold!r}: choose one of "
                              f"{', '.join(INFINIGEN_THRESHOLDS)}")
-        if not 0.0 < cap <= 1.0:
-            raise ValueError(f"infinigen: cap must be in (0, 1], got {cap}")
-        if not 0.0 < partial_ratio <= 1.0:
-            raise ValueError(f"infinigen: partial_ratio must be in (0, 1], got {partial_ratio}")
-        if dense_layers < 1:
-            raise ValueError(f"infinigen: dense_layers must be >= 1 (layer 0 has no previous layer), got "
-                             f"{dense_layers}")
+        who = self.name
+        alpha = check_real(who, "alpha (logit margin)", alpha, 0.0, float("inf"))
+        cap = check_real(who, "cap", cap, 0.0, 1.0, lo_open=True)
+        partial_ratio = check_real(who, "partial_ratio", partial_ratio, 0.0, 1.0, lo_open=True)
+        # layer 0 has no previous layer to speculate from
+        dense_layers = check_int(who, "dense_layers", dense_layers, 1)
+        if calibration_text is not None and not (isinstance(calibration_text, (str, os.PathLike))
+                                                 and Path(calibration_text).is_file()):
+            raise ValueError(f"{who}: calibration_text must name an existing text file, got {calibration_text!r}")
         self.alpha, self.cap, self.partial_ratio = float(alpha), float(cap), float(partial_ratio)
         self.mode, self.dense_layers, self.threshold = mode, int(dense_layers), threshold
         self.calibration_text = Path(calibration_text) if calibration_text else CALIBRATION_TEXT

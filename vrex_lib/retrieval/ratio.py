@@ -88,6 +88,11 @@ class ReSVCandidatesWiCSum(ReSV):
 
     name = "resv_candwics"
 
+    def __init__(self, cfg=None, quant_bits: int | None = None, **overrides):
+        super().__init__(cfg, quant_bits, **overrides)
+        if self.cfg.hash_mode != "per_head" or self.cfg.granularity != "kv_head":
+            raise ValueError("resv_candwics supports hash_mode='per_head' and granularity='kv_head' only")
+
     def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                stage: Stage) -> Selection | None:
         if candidates.numel() == 0:

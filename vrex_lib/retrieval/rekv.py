@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import torch
 
+from ..config import check_int, check_real
 from ..runtime.capture import attach_pre_rope
 from ._common import Stopwatch
 from .base import Selection, Stage
@@ -64,10 +65,9 @@ class ReKV:
     def __init__(self, mode: str = "question", topk_blocks: int | None = None, ratio: float = 0.5):
         if mode not in REKV_MODES:
             raise ValueError(f"rekv: unknown mode {mode!r}: choose one of {', '.join(REKV_MODES)}")
-        if not 0.0 < ratio <= 1.0:
-            raise ValueError(f"rekv: ratio must be in (0, 1], got {ratio}")
-        if topk_blocks is not None and topk_blocks < 1:
-            raise ValueError(f"rekv: topk_blocks must be >= 1, got {topk_blocks}")
+        ratio = check_real("rekv", "ratio", ratio, 0.0, 1.0, lo_open=True)
+        if topk_blocks is not None:
+            topk_blocks = check_int("rekv", "topk_blocks", topk_blocks, 1)
         self.mode, self.ratio = mode, float(ratio)
         self.topk_blocks = topk_blocks if (topk_blocks is not None or mode == "legacy") else RETRIEVE_SIZE
         self.retrieves_at_frame = mode != "question"

@@ -13,21 +13,33 @@ clustering removes.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
 
-from ..config import ReSVConfig
+from ..config import ReSVConfig, check_int
 from ..resv import HashClusterTable, cluster_weights, select_tokens, wicsum_select
 from ._common import Stopwatch, kv_rows
 from .base import Selection, Stage
 
 
-def _config(cfg: ReSVConfig | None, overrides: dict) -> ReSVConfig:
+def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = None) -> ReSVConfig:
+    if cfg is not None and not isinstance(cfg, ReSVConfig):
+        raise ValueError(f"ReSV policy: cfg must be a ReSVConfig, got {type(cfg).__name__}; pass its fields "
+                         "themselves instead, e.g. ratio=0.3 (--method-kwargs '{\"ratio\": 0.3}')")
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(ReSVConfig)})
+    if unknown:
+        raise ValueError(f"ReSV policy: unknown option(s) {', '.join(unknown)}; ReSVConfig has "
+                         f"{', '.join(f.name for f in dataclasses.fields(ReSVConfig))} (and quant_bits)")
     cfg = (cfg or ReSVConfig()).replace(**overrides)
     if cfg.granularity == "q_head":
         raise ValueError("ReSV policy: granularity='q_head' gives one set per query head, but the runtime attends "
                          "per KV head; use 'kv_head' (default) or 'layer' (ReSVConfig.granularity)")
+    if quant_bits is not None:
+        check_int("ReSV policy", "quant_bits", quant_bits, 1, 32)
+        if cfg.score != "softmax":  # integer WiCSum quantizes weights in [0, 1]: softmax numerators
+            raise ValueError("ReSV policy: quant_bits needs score='softmax' (raw scores are not in [0, 1])")
     return cfg
 
 
@@ -39,7 +51,7 @@ class ReSV:
     retrieves_at_frame = True
 
     def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
-        self.cfg = _config(cfg, overrides)
+        self.cfg = _config(cfg, overrides, quant_bits)
         self.quant_bits = quant_bits
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
@@ -92,7 +104,7 @@ class ReSVNoClustering:
     retrieves_at_frame = True
 
     def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
-        self.cfg = _config(cfg, overrides)
+        self.cfg = _config(cfg, overrides, quant_bits)
         self.quant_bits = quant_bits
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:

@@ -10,8 +10,8 @@ The long streams themselves: :mod:`vrex_lib.streams` (also importable as ``vrex_
 """
 from .. import streams
 from .curves import curve_table, load_curves, plot_curves
-from .measure import (ALL_METHODS, MEASURE_PROFILES, SCHEMA, MeasureProfile, measure, measure_profile,
-                      read_measurement)
+from .files import read_measurement
+from .measure import ALL_METHODS, MEASURE_PROFILES, SCHEMA, MeasureProfile, measure, measure_profile
 from .shadow import ShadowPolicy, StepRecord
 
 __all__ = ["ALL_METHODS", "MEASURE_PROFILES", "SCHEMA", "MeasureProfile", "ShadowPolicy", "StepRecord",

@@ -1,65 +1,100 @@
-"""``python -m vrex_lib.workload measure --profile P [--methods a,b] [--kv 1000,5000] [--long] [--out F]``."""
+"""``python -m vrex_lib.workload measure --profile P [--methods a,b] [--kv 1000,5000] [--long] [--out F]``.
+
+Bad input ends with one line naming the flag or file (exit 2), checked before the model loads: the token counts,
+``VREX_THREADS``, the full profile's paths, and ``--out`` (a file in a writable folder; an existing file that is
+not a workload document, or one of another configuration, is refused unless ``--force`` / ``--replace``).
+"""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
 
 import torch
 
-from ..config import results_dir
+from ..config import results_dir, torch_threads
 from ..runtime import resolve_device, resolve_dtype, validate_full_paths
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .measure import ALL_METHODS, measure
 
 
-def _ints(s: str) -> list[int]:
-    try:
-        return [int(float(x)) for x in s.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--kv expects comma-separated token counts like 1000,5000, got {s!r}")
+def _parse_counts(flag: str, s: str | None, allow_empty: bool = False) -> list[int] | None:
+    """Comma-separated whole token counts (1000,5e3) -> [int] (None stays None; ``''`` -> [] if ``allow_empty``);
+    anything else is a one-line ValueError naming ``flag``."""
+    if s is None:
+        return None
+    out = []
+    for x in (x.strip() for x in s.split(",") if x.strip()):
+        try:
+            v = float(x)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v.is_integer() and v >= 1):
+            raise ValueError(f"workload measure: {flag} expects comma-separated whole token counts >= 1 like "
+                             f"1000,5000; {x!r} in {s!r} is not one")
+        out.append(int(v))
+    if not out and not allow_empty:
+        raise ValueError(f"workload measure: {flag} expects comma-separated token counts like 1000,5000, got {s!r}")
+    return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m vrex_lib.workload", description=__doc__)
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.workload", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="measure the retrieval workload into a schema vrex.workload/1 file")
     m.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
     m.add_argument("--methods", default=",".join(ALL_METHODS),
                    help="comma-separated method names (default: every method with a simulator model, "
                         "vrex_lib.methods.SIMULATED)")
-    m.add_argument("--kv", type=_ints, default=None, help="checkpoint kv lengths, e.g. 1000,5000,10000")
+    m.add_argument("--kv", default=None,
+                   help="checkpoint kv lengths, e.g. 1000,5000,10000")
     m.add_argument("--long", action="store_true", help="add the profile's long points (default: 20000,40000)")
-    m.add_argument("--fidelity-kv", type=_ints, default=None, help="kv points with steered fidelity runs")
+    m.add_argument("--fidelity-kv", default=None,
+                   help="kv points with steered fidelity runs ('' for none)")
     m.add_argument("--out", type=Path, default=None, help="output file (default results/data/workload_<profile>.json)")
-    m.add_argument("--force", action="store_true", help="recompute even if the file's inputs_key matches")
+    m.add_argument("--replace", action="store_true",
+                   help="replace a workload file of another configuration at --out (one whose inputs_key matches "
+                        "is still reused)")
+    m.add_argument("--force", action="store_true",
+                   help="recompute and overwrite whatever --out holds, even a matching workload file or a file "
+                        "that is not one")
     m.add_argument("--no-progress", action="store_true")
     m.add_argument("--llm-path", help="full profile: Llama-3-8B-Instruct HF folder")
     m.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
     m.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder (PEFT adapter)")
     m.add_argument("--device", default=None, help=DEVICE_HELP)
     m.add_argument("--dtype", default=None, help=DTYPE_HELP)
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; bad input, an unwritable or full disk end with one line (exit 2), never a traceback.
+    Set VREX_DEBUG=1 to see the traceback instead."""
+    a = _parser().parse_args(argv)
     try:
-        kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
-        if a.profile == "full":
-            kw.update(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
-            validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"workload measure: {err}", file=sys.stderr)
-        return 2
-    out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
-    if os.environ.get("VREX_THREADS"):
-        torch.set_num_threads(int(os.environ["VREX_THREADS"]))
-    before = out.stat().st_mtime_ns if out.exists() else None
-    try:
-        path = measure(a.profile, [x for x in a.methods.split(",") if x], a.kv, out, long=a.long,
-                       fidelity_kv=a.fidelity_kv, model_kwargs=kw, progress=not a.no_progress, force=a.force)
-    except (ValueError, FileNotFoundError) as err:
+        return _measure(a)
+    except (ValueError, OSError) as err:  # ContextTooLarge is a ValueError
+        if os.environ.get("VREX_DEBUG"):
+            raise
         msg = str(err)
         print(msg if msg.startswith("workload measure") else f"workload measure: {msg}", file=sys.stderr)
         return 2
+
+
+def _measure(a: argparse.Namespace) -> int:
+    kv, fid = _parse_counts("--kv", a.kv), _parse_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
+    kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
+    if a.profile == "full":
+        kw.update(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
+        validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
+    out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
+    torch.set_num_threads(torch_threads(torch.get_num_threads()))
+    before = out.stat().st_mtime_ns if out.is_file() else None
+    path = measure(a.profile, [x for x in a.methods.split(",") if x], kv, out, long=a.long,
+                   fidelity_kv=fid, model_kwargs=kw, progress=not a.no_progress, force=a.force,
+                   replace=a.replace)
     reused = before is not None and path.stat().st_mtime_ns == before
     print(f"workload measure: {'reused (inputs_key matches)' if reused else 'wrote'} {path}")
     return 0

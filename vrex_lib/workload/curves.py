@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from .measure import read_measurement
+from .files import read_measurement
 
 # matplotlib.pyplot is imported by plot_curves on first use: importing it fixes a backend, which a notebook's
 # set-up (vrex_lib.notebook.setup) chooses first.

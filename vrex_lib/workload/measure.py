@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .. import _io, methods as method_table
+from .. import methods as method_table
 from ..config import REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import make_policy
@@ -51,9 +51,11 @@ from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, bu
                        memory_limit, pooled_fraction)
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
 from ..streams import LongStream, build_stream
+from .files import (cached, check_out, check_same, configuration, jsonable, partial_path, resume_state,
+                    write_json)
 from .shadow import ShadowPolicy, StepRecord
 
-MEASURE_VERSION = 1  # bump when a definition below changes: old files then mismatch their inputs_key
+MEASURE_VERSION = 2  # bump when a definition below changes: old files then mismatch their inputs_key
 #: Every method with a simulator model (:data:`vrex_lib.methods.SIMULATED`); their :data:`vrex_lib.methods.VARIANTS`
 #: are measured beside them: ``rekv@frame``, ReKV deciding afresh at every step as the paper compares it (Table II
 #: marks ReKV as retrieving during frame processing) -- the behaviour the simulator's ReKV models; ``rekv`` itself is
@@ -140,22 +142,8 @@ def _make(pname: str, kw: dict, resv: ReSVConfig):
     return make_policy(pname, **kw)
 
 
-def _jsonable(x):
-    if dataclasses.is_dataclass(x):
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(x).items()}
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def inputs_key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(_jsonable(parts), sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return hashlib.sha256(json.dumps(jsonable(parts), sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
 @dataclasses.dataclass
@@ -177,32 +165,54 @@ class _Plan:
     stream: LongStream
     position_note: str | None
     key: str
+    existing: dict | None = None  # the workload document already at ``out`` (checked by files.check_out)
 
 
 def _tokens_per_frame(model: StreamingVideoLLM, cfg: RuntimeConfig) -> int:
     return FRAME_TOKENS + (len(model.encode(",")) if cfg.interval_token else 0)
 
 
+def _token_counts(flag: str, values) -> list[int]:
+    """Whole positive token counts (an integral float such as 1e4 is one); else a ValueError naming ``flag``."""
+    out = []
+    for v in values:
+        ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        if not (ok and math.isfinite(float(v)) and float(v).is_integer() and v >= 1):
+            raise ValueError(f"workload measure: {flag} must be whole positive token counts like 1000,5000, got "
+                             f"{list(values)}")
+        out.append(int(v))
+    return out
+
+
 def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime, variants, model, long: bool,
-          fidelity_kv, stream_seed, model_kwargs) -> _Plan:
-    """Validate every input, build (or take) the model, refuse a context that cannot fit, build the stream and
-    the inputs key -- in that order, so bad input fails before any weight loads or any frame is encoded."""
+          fidelity_kv, stream_seed, model_kwargs, force: bool = False, replace: bool = False) -> _Plan:
+    """Validate every input and the output file, build (or take) the model, refuse a context that cannot fit,
+    build the stream and the inputs key -- in that order, so bad input fails before any weight loads or any
+    frame is encoded."""
     mp = measure_profile(profile)
-    points = sorted({int(p) for p in (kv_points if kv_points else mp.kv_points)} |
-                    (set(mp.long_kv_points) if long else set()))
-    if not points or points[0] < 1:
-        raise ValueError(f"workload measure: --kv must be positive token counts, got {list(kv_points or [])}")
+    points = sorted(set(_token_counts("--kv", kv_points if kv_points else mp.kv_points))
+                    | (set(mp.long_kv_points) if long else set()))
     resv = resv or ReSVConfig()
     cfg = runtime or mp.runtime
     variants = {**method_table.variants_of(methods), **dict(variants or {})}
     specs = _policy_specs(methods, variants)
-    fid = sorted(int(p) for p in (mp.fidelity_kv if fidelity_kv is None else fidelity_kv) if int(p) in points)
-    if fidelity_kv is not None and any(int(p) not in points for p in fidelity_kv):
+    fid_req = _token_counts("--fidelity-kv", mp.fidelity_kv if fidelity_kv is None else fidelity_kv)
+    fid = sorted(p for p in fid_req if p in points)
+    if fidelity_kv is not None and any(p not in points for p in fid_req):
         raise ValueError(f"workload measure: fidelity points {list(fidelity_kv)} must be among the kv points {points}")
     seed = mp.stream_seed if stream_seed is None else int(stream_seed)
     out = Path(out) if out else results_dir() / "data" / f"workload_{profile}.json"
+    requested = jsonable(dict(profile=profile, methods=list(specs), variants=variants, kv_points=points,
+                              fidelity_kv=fid, kv_capacity=cfg.kv_capacity, recent_frames=cfg.recent_frames,
+                              dense_layers=cfg.dense_layers, resv=dataclasses.asdict(resv),
+                              frame_steps=mp.frame_steps, decode_tokens=mp.decode_tokens, question=QUESTION,
+                              stream_seed=seed))
+    existing = check_out(out, requested, force=force, replace=replace)
     if model is None:
         model = build_model(mp.model_profile, **dict(model_kwargs or {}))
+    if existing is not None:  # the model's identity is known only now; still before any frame is encoded
+        check_same(out, configuration(existing), dict(model=model.name, vision_encoder=model.vision_name,
+                                                      kv_bytes_per_elem=model.kv_bytes_per_elem), replace=replace)
     tpf = _tokens_per_frame(model, cfg)
     # frame budget: every checkpoint adds 1 + frame_steps frames and a question + answer (<= 64 tokens)
     n_frames = math.ceil(points[-1] / tpf) + len(points) * (2 + mp.frame_steps) + 4
@@ -215,7 +225,7 @@ def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime
                      decode_tokens=mp.decode_tokens, question=QUESTION, stream=stream.key(), seed=seed,
                      code=_source_digest(), dtype=str(model.dtype))
     return _Plan(profile, mp, points, fid, specs, variants, resv, cfg, seed, out, model, tpf, stream, position_note,
-                 inputs_key(key_parts))
+                 inputs_key(key_parts), existing)
 
 
 def _check_fits(model: StreamingVideoLLM, cfg: RuntimeConfig, points: list[int], max_tokens: int) -> str | None:
@@ -367,8 +377,9 @@ def _selection_fields(recs, L: int, H: int) -> dict:
 
 
 def _byte_fields(recs, model: StreamingVideoLLM, cfg: RuntimeConfig, n_sink: int) -> dict:
-    """The model's KV in the host tier, what each step reads from it (dense layers read all of it), the cache."""
-    L, H, dense = model.n_layers, model.n_kv_heads, cfg.dense_layers
+    """The model's KV in the host tier, what each step reads from it (a layer the method was not consulted at --
+    its dense layers -- reads all of it), the cache."""
+    L, H = model.n_layers, model.n_kv_heads
     bpth = 2 * model.head_dim * model.kv_bytes_per_elem  # K+V bytes of one token in one KV head
     off_tokens, fetched = [], []
     for r in recs:
@@ -376,7 +387,6 @@ def _byte_fields(recs, model: StreamingVideoLLM, cfg: RuntimeConfig, n_sink: int
         n_off = max(0, seq - cfg.kv_capacity - n_sink)
         off_tokens.append(n_off)
         per_layer = np.where(r.consulted[:, None], r.sel_off, n_off)  # [L, H]
-        per_layer[:dense] = n_off
         fetched.append(per_layer.sum() * bpth)
     return dict(offloaded_bytes=float(np.mean(off_tokens) * L * H * bpth), fetched_bytes=float(np.mean(fetched)),
                 kv_bytes=float(np.mean([kv_bytes(model, r.kv_len + r.n_new) for r in recs])))
@@ -442,35 +452,6 @@ def _fidelity(trace_rows: list[dict], steps: list[int], policy_name: str) -> flo
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# I/O
-# ---------------------------------------------------------------------------------------------------------------
-def _write_json(path: Path, obj: dict) -> None:
-    _io.write_json(path, _jsonable(obj))
-
-
-def read_measurement(path: str | os.PathLike) -> dict:
-    """Load a workload file (schema ``vrex.workload/1``); a missing file or another schema is a clear error."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no workload measurement here; run "
-                                "`python -m vrex_lib.workload measure --profile default` (or `make reproduce`)")
-    d = json.loads(p.read_text())
-    if d.get("schema") != SCHEMA:
-        raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; regenerate it")
-    return d
-
-
-def _cached(path: Path, key: str) -> dict | None:
-    if not path.exists():
-        return None
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return d if d.get("inputs_key") == key else None
-
-
-# ---------------------------------------------------------------------------------------------------------------
 # the passes and the API
 # ---------------------------------------------------------------------------------------------------------------
 def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Sequence[int] | None = None,
@@ -478,7 +459,7 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
             runtime: RuntimeConfig | None = None, variants: Mapping[str, tuple[str, dict]] | None = None,
             model: StreamingVideoLLM | None = None, progress: bool = True, long: bool = False,
             fidelity_kv: Sequence[int] | None = None, stream_seed: int | None = None,
-            model_kwargs: Mapping | None = None, force: bool = False) -> Path:
+            model_kwargs: Mapping | None = None, force: bool = False, replace: bool = False) -> Path:
     """Measure the retrieval workload (see the module docstring) and write it (schema ``vrex.workload/1``) to
     ``out``; returns ``out``.
 
@@ -491,16 +472,19 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
     model: a prebuilt :class:`StreamingVideoLLM` (else built from the profile with ``model_kwargs``, e.g. the full
     profile's llm_path / vision_path / connector_path / device).
     fidelity_kv: kv points with real steered runs for the fidelity proxies (default: the profile's; () for none).
-    An existing ``out`` with the same inputs_key is reused (``force`` recomputes); any other is recomputed.
+    An existing ``out`` with the same inputs_key is reused; one of the same configuration but other inputs (code,
+    checkpoint) is measured again. Refused before any work (:mod:`vrex_lib.workload.files`): a file that is not a
+    workload document (``force`` overwrites it) and a workload of another configuration (``replace`` replaces
+    it; ``force`` also recomputes a matching file).
     """
     t_start = time.perf_counter()
     plan = _plan(profile, methods, kv_points, out, resv=resv, runtime=runtime, variants=variants, model=model,
-                 long=long, fidelity_kv=fidelity_kv, stream_seed=stream_seed, model_kwargs=model_kwargs)
-    if not force and _cached(plan.out, plan.key) is not None:
+                 long=long, fidelity_kv=fidelity_kv, stream_seed=stream_seed, model_kwargs=model_kwargs,
+                 force=force, replace=replace)
+    if not force and cached(plan.existing, plan.key):
         return plan.out
-    partial = plan.out.with_name(plan.out.name + ".partial.json")
-    state = _cached(partial, plan.key) or dict(inputs_key=plan.key, checkpoints=[], answers={}, fidelity={},
-                                               shadow_done=False)
+    partial = partial_path(plan.out)
+    state = resume_state(partial, plan.key)
     bar = _progress_bar(plan, state) if progress else None
     if not state["shadow_done"]:
         _shadow_pass(plan, state, partial, bar)
@@ -508,7 +492,7 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
     if bar is not None:
         bar.close()
     _attach_fidelity(plan, state)
-    _write_json(plan.out, _document(plan, state, elapsed_s=time.perf_counter() - t_start))
+    write_json(plan.out, _document(plan, state, elapsed_s=time.perf_counter() - t_start))
     partial.unlink(missing_ok=True)
     return plan.out
 
@@ -548,12 +532,12 @@ def _shadow_pass(plan: _Plan, state: dict, partial: Path, bar) -> None:
                 for stage, recs in (("frame", frame_recs[m]), ("text", text_recs[m])):
                     if recs:
                         state["checkpoints"].append(_checkpoint(plan, point, m, stage, recs, sess.n_sink))
-            _write_json(partial, state)
+            write_json(partial, state)
 
     res = _stream(plan, sess, plan.points, on_phase, bar=bar)
     state["answers"] = {str(p): r["answer_ids"] for p, r in res.items()}
     state["shadow_done"] = True
-    _write_json(partial, state)
+    write_json(partial, state)
 
 
 def _checkpoint(plan: _Plan, point: int, method: str, stage: str, recs, n_sink: int) -> dict:
@@ -587,7 +571,7 @@ def _fidelity_pass(plan: _Plan, state: dict, partial: Path, bar) -> None:
             state["fidelity"][m][str(p)] = dict(
                 frame=(None, _fidelity(rows, r["frame_steps"], pname)),
                 text=(None if not agree else float(np.mean(agree)), _fidelity(rows, r["text_steps"], pname)))
-        _write_json(partial, state)
+        write_json(partial, state)
 
 
 def _attach_fidelity(plan: _Plan, state: dict) -> None:
@@ -621,7 +605,7 @@ def _document(plan: _Plan, state: dict, elapsed_s: float) -> dict:
                 dense_layers=cfg.dense_layers, resv=dataclasses.asdict(plan.resv),
                 n_layers=model.n_layers, n_kv_heads=model.n_kv_heads, n_q_heads=model.n_q_heads,
                 head_dim=model.head_dim, kv_bytes_per_elem=model.kv_bytes_per_elem,
-                kv_bytes_per_token=kv_bytes(model, 1), methods=list(plan.specs), variants=_jsonable(plan.variants),
+                kv_bytes_per_token=kv_bytes(model, 1), methods=list(plan.specs), variants=jsonable(plan.variants),
                 kv_points=plan.points, fidelity_kv=plan.fid, frame_steps=mp.frame_steps,
                 decode_tokens=mp.decode_tokens, question=QUESTION, position_note=plan.position_note,
                 measurement=("one full-attention stream, every method's policy in shadow on the same keys and "

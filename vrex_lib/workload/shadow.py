@@ -9,7 +9,9 @@ statistics grow exactly as in a real run), and while ``active`` its ``select`` a
 selection on the step's real post-RoPE queries and keys, records what it chose, and returns ``None`` -- the stream
 itself always attends to everything, so no method steers what the others see.
 
-Per active step, per method, per layer ℓ >= dense_layers, per KV head g it records (:class:`StepRecord`):
+Per active step, per method, per layer ℓ the method is consulted at (ℓ >= ``dense_layers``, or from the policy's
+own ``retrieval_from_layer`` when it sets one, as :mod:`vrex_lib.runtime.attention` consults it in a run of its
+own: ReKV's reference mode from layer 0), per KV head g it records (:class:`StepRecord`):
 candidates C, offloaded candidates (positions of the host tier, :meth:`KVStore.host_boundary`), selected, selected
 offloaded, and the selected offloaded positions the same method also selected at the previous active step of the
 same stage selected (in either tier: a token that has just crossed into the host tier was still read from the
@@ -67,6 +69,11 @@ class ShadowPolicy:
     def __init__(self, policies: dict, dense_layers: int):
         self.policies = dict(policies)
         self.dense_layers = int(dense_layers)
+        #: First layer each wrapped policy is consulted at, as the runtime would consult it alone
+        #: (``retrieval_from_layer`` when it sets one -- ReKV's reference mode: layer 0 -- else ``dense_layers``).
+        self.first_layer = {m: _first_layer(p, self.dense_layers) for m, p in self.policies.items()}
+        #: The runtime consults the shadow from the earliest of them (runtime/attention.py reads this attribute).
+        self.retrieval_from_layer = min(self.first_layer.values(), default=self.dense_layers)
         self.active = False
         self.store = None
         self.records: dict[str, list[StepRecord]] = {m: [] for m in self.policies}
@@ -131,6 +138,8 @@ class ShadowPolicy:
         n_cand = int(candidates.numel())
         off_cand = candidates[candidates < hb]
         for m, p in self.policies.items():
+            if layer < self.first_layer[m]:
+                continue  # a layer this method alone attends densely: not consulted, as in a run of its own
             rec = self._cur[m]
             sel = p.select(layer, query, keys, candidates, stage)
             idx = [candidates] * self.H if sel is None else [i.to(candidates.device) for i in sel.indices]
@@ -157,6 +166,11 @@ class ShadowPolicy:
                     rec.prefix_frac[layer] = float(sel.stats.get("prefix_frac", np.nan))
                     rec.rows[layer] = float(sel.stats.get("rows", np.nan)) / self.H
         return None
+
+
+def _first_layer(policy, dense_layers: int) -> int:
+    first = getattr(policy, "retrieval_from_layer", None)
+    return dense_layers if first is None else int(first)
 
 
 def _per_head(n_clusters: torch.Tensor, n_heads: int) -> np.ndarray:
