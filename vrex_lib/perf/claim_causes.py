@@ -225,6 +225,12 @@ def model_reason(key: str, res: Mapping, note: str = "") -> str:
     return "simulated with the paper-stated workload (docs/PERF_MODEL.md); no finer attribution for this claim"
 
 
+def _measured_source(label: str) -> str:
+    """'profile P, model M' from a measured workload's label (:meth:`Workload.source`), else its first clause."""
+    m = re.search(r"profile ([\w.-]+), model ([^;(]+)", label)
+    return f"profile {m.group(1)}, model {m.group(2).strip()}" if m else label.split(";", 1)[0]
+
+
 def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res: Mapping | None,
               checks: list[ImpliedCheck], note: str, measured_label: str = "",
               paper_row: tuple[float | None, float | None, str, str, str] | None = None) -> tuple[str, str]:
@@ -242,10 +248,10 @@ def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res
             printed, p_ours, _, p_cause, p_detail = paper_row
             if (ours - printed) * (p_ours - printed) > 0:
                 return p_cause, f"as with the paper-stated workload ({p_ours:.4g}): {p_detail}"
-        where = measured_label.split(";", 1)[0]
-        return "stand-in-workload", (f"measured on {where}; the paper-stated workload gives {paper_row[1]:.4g} "
-                                     f"({paper_row[2]})" if paper_row and paper_row[1] is not None
-                                     else f"measured on {where}")
+        detail = f"the measured workload comes from {_measured_source(measured_label)}, not VideoLLM-online 8B on COIN"
+        if paper_row and paper_row[1] is not None:
+            detail += f"; with the paper-stated workload the same claim gives {paper_row[1]:.4g} ({paper_row[2]})"
+        return "stand-in-workload", detail
     for c in checks:
         if key in c.claims and c.violated and ours is not None and c.ours_on_allowed_side(ours):
             return "paper-inconsistent", f"{c.key}: {c.detail}"
