@@ -418,21 +418,3 @@ def test_param_path(tmp_path):
         param_path("VIDEO", str(tmp_path), kind="file")
     with pytest.raises(ParamError, match="COIN_ROOT=.* is not an existing folder"):
         param_path("COIN_ROOT", str(f), kind="dir")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("nb, params, named", [
-    ("03_accuracy", dict(N_SAMPLES="abc"), "N_SAMPLES='abc' is not an integer"),
-    ("03_accuracy", dict(N_SAMPLES=-1), "N_SAMPLES=-1 must be >= 0"),
-    ("03_accuracy", dict(FRESH="false"), "FRESH='false' is not a boolean"),
-    ("02_resv_algorithm", dict(VIDEO="/nonexistent.mp4"), "VIDEO='/nonexistent.mp4' does not exist"),
-])
-def test_notebook_parameters_are_checked_before_any_work(repo, tmp_path, nb, params, named):
-    papermill = pytest.importorskip("papermill")
-    res = tmp_path / "results"
-    with pytest.raises(papermill.PapermillExecutionError) as e:
-        papermill.execute_notebook(str(repo / "notebooks" / f"{nb}.ipynb"), str(tmp_path / "out.ipynb"),
-                                   parameters=dict(PROFILE="smoke", RESULTS_DIR=str(res), **params),
-                                   kernel_name="python3", cwd=str(repo / "notebooks"), progress_bar=False)
-    assert e.value.ename == "ParamError" and named in e.value.evalue
-    assert not res.exists()  # refused before setup() made the results folder

@@ -16,6 +16,7 @@ from vrex_lib.config import VRexCoreConfig
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 import env_to_requirements  # noqa: E402
+from helpers import write_notebook
 
 
 def test_requirements_derived_from_environment_yml():
@@ -98,22 +99,12 @@ def test_result_write_is_atomic_on_failure(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["t.txt"]
 
 
-def _write_nb(path: Path, code: str) -> None:
-    nb = {"cells": [
-        {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": [],
-         "source": 'PROFILE = "default"\nRESULTS_DIR = ""'},
-        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None, "outputs": [], "source": code}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}
-    path.write_text(json.dumps(nb))
-
-
 @pytest.mark.slow
 def test_broken_notebook_fails_make_reproduce(tmp_path):
     nbdir, res = tmp_path / "nbs", tmp_path / "res"
     nbdir.mkdir()
-    _write_nb(nbdir / "00_ok.ipynb", "print('fine', PROFILE)")
-    _write_nb(nbdir / "01_broken.ipynb", "raise RuntimeError('deliberately broken')")
+    write_notebook(nbdir / "00_ok.ipynb", "print('fine', PROFILE)")
+    write_notebook(nbdir / "01_broken.ipynb", "raise RuntimeError('deliberately broken')")
     proc = subprocess.run(["make", "-C", str(REPO), "reproduce", f"NOTEBOOK_DIR={nbdir}", f"RESULTS={res}",
                            "PROFILE=smoke"], capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0

@@ -66,6 +66,10 @@ def test_valid_notebook_parameters_pass(repo, nb, params):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("nb, params, named", [
+    ("02_resv_algorithm", dict(VIDEO="/nonexistent.mp4"), "VIDEO='/nonexistent.mp4' does not exist"),
+    ("03_accuracy", dict(N_SAMPLES="abc"), "N_SAMPLES='abc' is not an integer"),
+    ("03_accuracy", dict(N_SAMPLES=-1), "N_SAMPLES=-1 must be >= 0"),
+    ("03_accuracy", dict(FRESH="false"), "FRESH='false' is not a boolean"),
     ("06_performance", dict(EXTRAPOLATION="linear"), "EXTRAPOLATION='linear' is not one of"),
     ("08_design_space", dict(SHADOW_KV="300,abc"), "SHADOW_KV='300,abc' has 'abc'"),
 ])

@@ -16,6 +16,7 @@ import pytest
 
 from vrex_lib import notebook, paper, report
 from vrex_lib.report import layout
+from helpers import write_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 TOL = paper.Tolerance("rel", 0.1)
@@ -219,20 +220,10 @@ def test_a_missing_figure_is_no_broken_image(built, tmp_path):
     assert "figures/fig4.png" not in (out / "REPORT.md").read_text()
 
 
-def _notebook(path: Path, code: str) -> None:
-    nb = {"cells": [
-        {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": [],
-         "source": 'PROFILE = "default"\nRESULTS_DIR = ""'},
-        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None, "outputs": [], "source": code}],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5}
-    path.write_text(json.dumps(nb))
-
-
 def test_ids_written_at_run_time_are_expected_through_the_manifest(tmp_path, monkeypatch, capsys):
     out, nbs = tmp_path / "results", tmp_path / "nbs"
     nbs.mkdir()
-    _notebook(nbs / "06_perf.ipynb", "for tid in ('fig13', 'fig14'):\n    report.write_table(tid, rows)\n"
+    write_notebook(nbs / "06_perf.ipynb", "for tid in ('fig13', 'fig14'):\n    report.write_table(tid, rows)\n"
                                      "if FULL:\n    report.write_figure('full_only', fig)")
     assert report.expected_tables(nbs) == {"06_perf.ipynb": []}  # no literal id in its code
     assert report.expected_outputs(out, nbs)["06_perf.ipynb"]["figures"] == ["full_only"]  # no manifest yet
@@ -348,7 +339,7 @@ def test_panel_draws_each_figure_once(monkeypatch):
 def test_headless_notebook_stores_images_and_no_frozen_progress_bar(tmp_path):
     papermill = pytest.importorskip("papermill")
     nb, res = tmp_path / "00_bar.ipynb", tmp_path / "results"
-    _notebook(nb, "from vrex_lib.notebook import setup, show\nctx = setup('smoke', RESULTS_DIR)\n"
+    write_notebook(nb, "from vrex_lib.notebook import setup, show\nctx = setup('smoke', RESULTS_DIR)\n"
                   "from tqdm.auto import tqdm\nfor _ in tqdm(range(50), desc='loading'):\n    pass\n"
                   "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([0, 1])\nshow(fig)\n")
     with pytest.MonkeyPatch.context() as mp:  # detection must work without the Makefile's variable
@@ -379,7 +370,7 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
     code = ("from vrex_lib import report\nfrom vrex_lib.notebook import setup\nctx = setup(PROFILE, RESULTS_DIR)\n"
             "for tid in ['t_' + s for s in ('a', 'b')]:\n"
             "    report.write_table(tid, [report.info_row('c', 'q', '', 1.0)], profile=PROFILE)\n")
-    _notebook(nbs / "00_dyn.ipynb", code)
+    write_notebook(nbs / "00_dyn.ipynb", code)
     wl = res / "data" / "workload_smoke.json"  # the workload measurement is not what this test is about
     wl.parent.mkdir(parents=True)
     wl.write_text("{}")
@@ -400,7 +391,7 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
     (res / "tables" / "t_b.csv").unlink()
     r = make("report")
     assert r.returncode != 0 and "notebooks/00_dyn.ipynb: t_b" in r.stderr
-    _notebook(nbs / "00_dyn.ipynb", "raise RuntimeError('deliberately broken')")
+    write_notebook(nbs / "00_dyn.ipynb", "raise RuntimeError('deliberately broken')")
     r = make("reproduce")
     assert r.returncode != 0 and "00_dyn.ipynb FAILED" in r.stderr
     text = (res / "REPORT.md").read_text()
