@@ -142,7 +142,8 @@ ROWS: tuple[ComponentRow, ...] = (
     ComponentRow("dram_hbm2e", "transfer", 3.9, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="oconnor2017",
                  note="HBM2 figure used for HBM2e -- unverified"),
     ComponentRow("dram_ddr4", "transfer", 15.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
-                 note="DDR4 DIMM incl. I/O, order of magnitude -- unverified"),
+                 note="DDR4 DIMM incl. I/O, order of magnitude -- unverified; a cross-check only: DDR4's energy "
+                 "comes from the IDD core + CACTI-IO model (offchip.TOOL_KINDS, docs/DECISIONS.md D124)"),
     # Accelerator-side DRAM interface (controller PHY): pJ per bit moved, on top of the DRAM device's own
     # transfer energy above (which includes the DRAM-side I/O). Not scaled (I/O dominated).
     ComponentRow("dram_phy_lpddr5", "transfer", 1.83, _NAN, 0.0, node_nm=65, vdd=_NAN, width=1,

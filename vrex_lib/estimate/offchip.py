@@ -6,10 +6,18 @@ the device itself, not by the accelerator's logic node.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .. import paper
 from . import constants as C
+from .dram import dram_energy
 
 _DRAM = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e", "ddr4": "dram_ddr4"}
+#: DRAM kinds whose energy per bit the tools give: the IDD core of a cited device + CACTI-IO's interface, PHY
+#: included (:func:`vrex_lib.estimate.dram.dram_energy`, docs/DECISIONS.md D124). CACTI-IO has an electrical model
+#: for neither LPDDR5 nor HBM2e: those keep their cited rows (its LPDDR2 model run at LPDDR5 rates is an upper-bound
+#: cross-check in notebook 05, not an input).
+TOOL_KINDS: tuple[str, ...] = ("ddr4",)
 _PHY = {"lpddr5": "dram_phy_lpddr5", "hbm2e": "dram_phy_hbm2e"}
 _BG = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e"}
 
@@ -18,11 +26,21 @@ PCIE_W_PER_LANE: float = paper.spec("system.pcie_w_per_lane")
 
 
 def dram_pj_per_bit(kind: str) -> float:
-    """Energy per bit transferred for 'lpddr5' | 'hbm2e' | 'ddr4' (see constants rows for sources/caveats)."""
+    """Energy per bit transferred for 'lpddr5' | 'hbm2e' | 'ddr4': from the tools for :data:`TOOL_KINDS` (device
+    and PHY together), else the cited row (see the constants rows for sources and caveats)."""
+    k = kind.lower()
+    if k in TOOL_KINDS:
+        return _tool_pj_per_bit(k)
     try:
-        return C.rows(_DRAM[kind.lower()], "transfer")[0].energy_pJ
+        return C.rows(_DRAM[k], "transfer")[0].energy_pJ
     except KeyError:
         raise ValueError(f"unknown DRAM kind {kind!r}: choose one of {sorted(_DRAM)}") from None
+
+
+@lru_cache(maxsize=None)
+def _tool_pj_per_bit(kind: str) -> float:
+    # The simulator asks once per step; CACTI-IO's result is cached on disk too, keyed by its configuration.
+    return dram_energy(kind).total_pj_per_bit
 
 
 def _kind(table: dict[str, str], kind: str, what: str) -> str:
