@@ -70,3 +70,25 @@ def test_the_check_sees_upward_imports():
     assert _imports_src("from ..config import X\nfrom .. import _io\n", ["runtime"]) == {"config", "_io"}
     assert _imports_src("import vrex_lib.perf.sim\nfrom vrex_lib import eval\n", ["hw"]) == {"perf", "eval"}
     assert _imports_src("from .sim import y\n", ["perf"]) == {"perf"}
+
+
+def _long_functions(root: Path, limit: int = 80) -> list[str]:
+    """Functions and methods under ``root`` longer than ``limit`` lines, as 'file:line name (n lines)'."""
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > limit:
+                out.append(f"{p.relative_to(root)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)")
+    return out
+
+
+def test_no_function_in_the_library_is_over_80_lines():
+    """Small functions (the project's style rule): every function and method of vrex_lib is at most 80 lines."""
+    long = _long_functions(PKG)
+    assert not long, "split these functions:\n" + "\n".join(long)
+
+
+def test_the_length_check_sees_a_long_method(tmp_path):
+    body = "\n".join(f"        x{i} = {i}" for i in range(80))
+    (tmp_path / "m.py").write_text(f"class A:\n    def ok(self):\n        pass\n\n    def f(self):\n{body}\n")
+    assert _long_functions(tmp_path) == ["m.py:5 f (81 lines)"]
