@@ -11,7 +11,7 @@ unsigned integer (no signed arithmetic for the converter to size).
 """
 from __future__ import annotations
 
-from myhdl import SignalType, always_comb, block, intbv
+from myhdl import Signal, SignalType, always_comb, block, intbv
 
 Sig = SignalType
 QNAN = 0x7FC00000
@@ -63,25 +63,29 @@ def bf16_mul(a: Sig, b: Sig, p: Sig):
 
 @block
 def fp32_add(a: Sig, b: Sig, s: Sig):
-    """``s`` = ``a`` + ``b`` (FP32): swap to |L| >= |S|, align S with a sticky bit, add or subtract, normalise
-    (one right shift or a leading-zero count), round to nearest even, flush / overflow."""
+    """``s`` = ``a`` + ``b`` (FP32): :func:`fp32_add_align` (swap, align with a sticky bit, add or subtract; the
+    special cases) then :func:`fp32_add_round` (normalise, round to nearest even, flush / overflow). Every step is
+    log-depth (no priority chains)."""
+    big, sp = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    r = Signal(intbv(0)[28:])
+    is_sp = Signal(bool(0))
+    return fp32_add_align(a, b, big, r, sp, is_sp), fp32_add_round(big, r, sp, is_sp, s)
+
+
+@block
+def fp32_add_align(a: Sig, b: Sig, big: Sig, r: Sig, sp: Sig, is_sp: Sig):
+    """The larger operand ``big`` (|big| >= |small|), the 28-bit sum or difference ``r`` of the significands with
+    three extra bits (the smaller aligned by a 54-bit right shift whose low half is the sticky bit), and the result
+    ``sp`` of the special cases (NaN, inf, zero operands) when ``is_sp``."""
 
     @always_comb
-    def add():
-        mag_a = intbv(0)[31:]
-        mag_b = intbv(0)[31:]
-        big = intbv(0)[32:]
-        sml = intbv(0)[32:]
+    def align():
+        bg = intbv(0)[32:]
+        sm = intbv(0)[32:]
         d = intbv(0)[8:]
         lsig = intbv(0)[27:]
-        ssig = intbv(0)[27:]
+        wide = intbv(0)[54:]
         ssh = intbv(0)[27:]
-        r = intbv(0)[28:]
-        n = intbv(0)[27:]
-        lz = intbv(0)[5:]
-        e = intbv(0)[10:]  # biased by 127 + EB
-        m25 = intbv(0)[25:]
-        sticky = False
         ea = a[31:23]
         eb = b[31:23]
         za = ea == 0
@@ -90,60 +94,92 @@ def fp32_add(a: Sig, b: Sig, s: Sig):
         ib = eb == 255 and b[23:0] == 0
         na = ea == 255 and a[23:0] != 0
         nb = eb == 255 and b[23:0] != 0
-        mag_a[:] = a[31:0]
-        mag_b[:] = b[31:0]
-        if mag_b > mag_a:
-            big[:] = b
-            sml[:] = a
+        if b[31:0] > a[31:0]:
+            bg[:] = b
+            sm[:] = a
         else:
-            big[:] = a
-            sml[:] = b
-        d[:] = big[31:23] - sml[31:23]
-        lsig[:] = (0x800000 | big[23:0]) << 3
-        ssig[:] = (0x800000 | sml[23:0]) << 3
+            bg[:] = a
+            sm[:] = b
+        d[:] = bg[31:23] - sm[31:23]
+        lsig[:] = (0x800000 | bg[23:0]) << 3
+        wide[:] = (0x800000 | sm[23:0]) << 30
         if d >= 27:
-            ssh[:] = 0
-            sticky = True
+            ssh[:] = 1  # S lies wholly below the guard bits: only its sticky bit remains
         else:
-            ssh[:] = ssig >> d
-            for i in range(27):
-                if i < d and ssig[i]:
-                    sticky = True
-        if sticky:
-            ssh[0] = 1
+            wide[:] = wide >> d
+            ssh[:] = wide[54:27]
+            if wide[27:0] != 0:
+                ssh[0] = 1
         if a[31] != b[31]:
-            r[:] = lsig - ssh
+            r.next = lsig - ssh
         else:
-            r[:] = lsig + ssh
-        lz[:] = 0
+            r.next = lsig + ssh
+        big.next = bg
+        is_sp.next = True
+        if na or nb or (ia and ib and a[31] != b[31]):
+            sp.next = QNAN
+        elif ia:
+            sp.next = a
+        elif ib:
+            sp.next = b
+        elif za and zb:
+            sp.next = int(a[31] and b[31]) << 31
+        elif za:
+            sp.next = b
+        elif zb:
+            sp.next = a
+        else:
+            sp.next = 0
+            is_sp.next = False
+
+    return align
+
+
+@block
+def fp32_add_round(big: Sig, r: Sig, sp: Sig, is_sp: Sig, s: Sig):
+    """Normalise ``r`` (one right shift after a carry, or a binary-search leading-zero shift: 16, 8, 4, 2, 1), round
+    to nearest even, then the result: ``sp`` for the special cases, +0 for an exact cancellation, inf on overflow,
+    a zero of ``big``'s sign below 2^-126."""
+
+    @always_comb
+    def norm_round():
+        y = intbv(0)[32:]
+        n = intbv(0)[27:]
+        lz = intbv(0)[5:]
+        e = intbv(0)[10:]  # biased by 127 + EB
+        m25 = intbv(0)[25:]
         if r[27]:
             n[:] = r[28:1]
             if r[0]:
                 n[0] = 1
             e[:] = big[31:23] + EB + 1
         else:
-            for i in range(27):
-                if r[i]:
-                    lz[:] = 26 - i
-            n[:] = r[27:0] << lz
+            y[:] = r[27:0] << 5
+            lz[:] = 0
+            if y[32:16] == 0:
+                y[:] = y[16:0] << 16
+                lz[:] = lz + 16
+            if y[32:24] == 0:
+                y[:] = y[24:0] << 8
+                lz[:] = lz + 8
+            if y[32:28] == 0:
+                y[:] = y[28:0] << 4
+                lz[:] = lz + 4
+            if y[32:30] == 0:
+                y[:] = y[30:0] << 2
+                lz[:] = lz + 2
+            if not y[31]:
+                y[:] = y[31:0] << 1
+                lz[:] = lz + 1
+            n[:] = y[32:5]
             e[:] = big[31:23] + EB - lz
         m25[:] = n[27:3]
         if n[2] and (n[1] or n[0] or n[3]):
             m25[:] = m25 + 1
         if m25[24]:
             e[:] = e + 1
-        if na or nb or (ia and ib and a[31] != b[31]):
-            s.next = QNAN
-        elif ia:
-            s.next = a
-        elif ib:
-            s.next = b
-        elif za and zb:
-            s.next = int(a[31] and b[31]) << 31
-        elif za:
-            s.next = b
-        elif zb:
-            s.next = a
+        if is_sp:
+            s.next = sp
         elif r == 0:
             s.next = 0
         elif e >= 255 + EB:
@@ -153,7 +189,7 @@ def fp32_add(a: Sig, b: Sig, s: Sig):
         else:
             s.next = (int(big[31]) << 31) | ((e - EB) << 23) | m25[23:0]
 
-    return add
+    return norm_round
 
 
 @block

@@ -71,8 +71,9 @@ class DPEParams:
 
     def register_bits(self, with_x: bool = True) -> dict[str, int]:
         """Flip-flops of one tree by role (``with_x``: the activation input register, shared by all trees of a
-        DPE); the valid/clear pipeline is two bits per stage."""
-        out = dict(w_in=16 * self.n, x_in=16 * self.n if with_x else 0, products=32 * self.n,
+        DPE); the valid/clear pipeline is two bits per stage. A product register keeps 24 flip-flops: the 8 low
+        mantissa bits of a BF16 x BF16 product are always zero, and synthesis removes their flip-flops."""
+        out = dict(w_in=16 * self.n, x_in=16 * self.n if with_x else 0, products=24 * self.n,
                    tree=32 * sum(self.n >> lv for lv in self.registered_levels), acc=32,
                    control=2 * (self.latency - 1))
         return out
@@ -123,6 +124,22 @@ def dpe_acc(clear: Sig, acc: Sig, t: Sig, nxt: Sig):
             nxt.next = s
 
     return add, select
+
+
+@block
+def product_add(a: Sig, b: Sig, s: Sig):
+    """A level-1 adder of the tree as synthesis sees it: its operands are BF16 x BF16 products, whose 8 low
+    mantissa bits are always zero, so only their 24 high bits (``a``, ``b``) reach it (the unit the synthesis by
+    count uses for level 1; the RTL instantiates :func:`fp32_add` and the tool propagates the zeros)."""
+    a32, b32 = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    add = fp32_add(a32, b32, s)
+
+    @always_comb
+    def widen():
+        a32.next = a << 8
+        b32.next = b << 8
+
+    return widen, add
 
 
 @block

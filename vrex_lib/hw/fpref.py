@@ -94,8 +94,9 @@ def f32_to_bf16(bits) -> np.ndarray:
     """FP32 bit patterns -> BF16 bit patterns, round to nearest even (torch), NaN -> ``0x7FC0``."""
     import torch
 
-    t = torch.from_numpy(np.ascontiguousarray(f32(bits)).copy()).to(torch.bfloat16)
-    out = t.view(torch.int16).numpy().astype(np.uint16)
+    x = f32(bits)
+    t = torch.from_numpy(np.ascontiguousarray(x.reshape(-1)).copy()).to(torch.bfloat16)
+    out = t.view(torch.int16).numpy().astype(np.uint16).reshape(x.shape)
     return np.where(is_nan32(bf16_to_f32(out)), BF16_QNAN, out).astype(np.uint16)
 
 

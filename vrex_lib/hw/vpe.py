@@ -20,11 +20,13 @@ cycle.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from myhdl import (ConcatSignal, ResetSignal, Signal, SignalType, StopSimulation, always_comb, always_seq, block,
                    instance, intbv)
 
+from ..config import VRexCoreConfig
 from . import fpref
 from ._sim import clock_driver, io_monitor, reset_pulse
 from .bf16 import QNAN, fp32_add, fp32_mul
@@ -37,9 +39,29 @@ LATENCY = 3
 ROTATIONS = tuple(1 << k for k in range(fpref.CSEL_MAX))  # csel 1..6 -> rotate by 1, 2, 4, ..., 32 lanes
 
 
-def vpe_ports(lanes: int = LANES) -> dict:
+@dataclass(frozen=True)
+class VPEParams:
+    """One vector unit of ``lanes`` FP32 lanes (the paper's N_VPE-w = 64; rotations are taken mod ``lanes``)."""
+
+    lanes: int = LANES
+
+    @classmethod
+    def from_core(cls, cfg: VRexCoreConfig | None = None) -> "VPEParams":
+        return cls((cfg or VRexCoreConfig()).n_vpe_w)
+
+    @property
+    def latency(self) -> int:
+        return LATENCY
+
+    def register_bits(self) -> dict[str, int]:
+        """Flip-flops by role: operands a, b, c; stage-1 product, c' and misc result; results; control."""
+        return dict(operands=3 * 32 * self.lanes, stage1=3 * 32 * self.lanes, results=32 * self.lanes,
+                    control=3 + 1 + 3 + 3 + 1 + 3)
+
+
+def vpe_ports(p: VPEParams = VPEParams()) -> dict:
     """Fresh top-level signals (port order = stimulus packing order)."""
-    w = 32 * lanes
+    w = 32 * p.lanes
     return dict(clk=Signal(bool(0)), rst=ResetSignal(0, active=1, isasync=False), in_valid=Signal(bool(0)),
                 op=Signal(intbv(0)[3:]), neg=Signal(bool(0)), csel=Signal(intbv(0)[3:]), a=Signal(intbv(0)[w:]),
                 b=Signal(intbv(0)[w:]), c=Signal(intbv(0)[w:]), out_valid=Signal(bool(0)), r=Signal(intbv(0)[w:]))
@@ -71,30 +93,60 @@ def rot_mux(csel: Sig, c: Sig, a1: Sig, a2: Sig, a4: Sig, a8: Sig, a16: Sig, a32
 
 @block
 def vpe_misc(op: Sig, neg: Sig, a: Sig, c: Sig, m: Sig):
-    """The non-multiply-add results of one lane (``docs/DECISIONS.md D284``); 0 for MAD."""
+    """The non-multiply-add results of one lane (``docs/DECISIONS.md D284``): :func:`misc_minmax`,
+    :func:`misc_floor`, :func:`misc_scale` and the integer / rounding ops here, selected by ``op``; 0 for MAD."""
+    mm, fl, sc = Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
 
     @always_comb
-    def misc():
+    def select():
+        t = intbv(0)[33:]
+        ad = intbv(0)[32:]
+        ad[:] = a
+        if a[31:23] == 0:
+            ad[:] = a & 0x80000000
+        if op == 1:
+            m.next = mm
+        elif op == 2:
+            m.next = fl
+        elif op == 3:
+            m.next = sc
+        elif op == 4:  # RSQ0
+            t[:] = (fpref.RSQ_MAGIC + (1 << 32) - (a >> 1)) & 0xFFFFFFFF
+            m.next = t[32:]
+        elif op == 5:  # RCP0
+            t[:] = (fpref.RCP_MAGIC + (1 << 32) - a) & 0xFFFFFFFF
+            m.next = t[32:]
+        elif op == 6:  # BF16: round to nearest even on bit 16
+            if a[31:23] == 255 and a[23:0] != 0:
+                m.next = QNAN
+            else:
+                t[:] = ad + 0x7FFF + ad[16]
+                m.next = t[32:16] << 16
+        elif op == 7:  # MOVC
+            m.next = c
+        else:
+            m.next = 0
+
+    return misc_minmax(neg, a, c, mm), misc_floor(a, fl), misc_scale(a, c, sc), select
+
+
+@block
+def misc_minmax(neg: Sig, a: Sig, c: Sig, m: Sig):
+    """max(a, c) (``neg``: min) of the DAZ'd operands by their total-order keys: +0 above -0, so max(+0, -0) = +0
+    and min(+0, -0) = -0; a NaN operand gives the canonical NaN."""
+
+    @always_comb
+    def cmp():
         ad = intbv(0)[32:]
         cd = intbv(0)[32:]
         ka = intbv(0)[32:]
         kc = intbv(0)[32:]
-        t = intbv(0)[33:]
-        fb = intbv(0)[5:]
-        mask = intbv(0)[32:]
-        nabs = intbv(0)[10:]
-        e2 = intbv(0)[11:]  # ea + 256 +- n
-        ea = a[31:23]
-        ec = c[31:23]
-        a_nan = ea == 255 and a[23:0] != 0
-        c_nan = ec == 255 and c[23:0] != 0
         ad[:] = a
-        if ea == 0:
+        if a[31:23] == 0:
             ad[:] = a & 0x80000000
         cd[:] = c
-        if ec == 0:
+        if c[31:23] == 0:
             cd[:] = c & 0x80000000
-        # total-order keys: +0 above -0, so max(+0, -0) = +0 and min(+0, -0) = -0
         if ad[31]:
             ka[:] = ~ad
         else:
@@ -103,7 +155,61 @@ def vpe_misc(op: Sig, neg: Sig, a: Sig, c: Sig, m: Sig):
             kc[:] = ~cd
         else:
             kc[:] = cd | 0x80000000
-        # SCALE: n = trunc(c) clamped to [-256, 256]
+        if (a[31:23] == 255 and a[23:0] != 0) or (c[31:23] == 255 and c[23:0] != 0):
+            m.next = QNAN
+        elif (ka >= kc) != bool(neg):
+            m.next = ad
+        elif ka == kc:
+            m.next = ad
+        else:
+            m.next = cd
+
+    return cmp
+
+
+@block
+def misc_floor(a: Sig, m: Sig):
+    """floor(a): the fraction bits masked off, one unit added to a negative non-integer's magnitude."""
+
+    @always_comb
+    def floor():
+        t = intbv(0)[33:]
+        fb = intbv(0)[5:]
+        mask = intbv(0)[32:]
+        ea = a[31:23]
+        if ea == 255 and a[23:0] != 0:
+            m.next = QNAN
+        elif ea == 255 or ea >= 150:
+            m.next = a
+        elif ea == 0:
+            m.next = a & 0x80000000
+        elif ea < 127:
+            if a[31]:
+                m.next = 0xBF800000
+            else:
+                m.next = 0
+        else:
+            fb[:] = 150 - ea
+            mask[:] = (1 << fb) - 1
+            t[:] = a & ~mask
+            if a[31] and (a & mask) != 0:
+                t[:] = t + (1 << fb)
+            m.next = t[32:]
+
+    return floor
+
+
+@block
+def misc_scale(a: Sig, c: Sig, m: Sig):
+    """a 2^n with n = trunc(c) clamped to [-256, 256]: an exponent add; inf on overflow, a signed zero below
+    2^-126."""
+
+    @always_comb
+    def scale():
+        nabs = intbv(0)[10:]
+        e2 = intbv(0)[11:]  # ea + 256 +- n
+        ea = a[31:23]
+        ec = c[31:23]
         if ec < 127:
             nabs[:] = 0
         elif ec >= 127 + 9:
@@ -116,65 +222,20 @@ def vpe_misc(op: Sig, neg: Sig, a: Sig, c: Sig, m: Sig):
             e2[:] = ea + 256 - nabs
         else:
             e2[:] = ea + 256 + nabs
-        if op == 1:  # MAX (neg: MIN)
-            if a_nan or c_nan:
-                m.next = QNAN
-            elif (ka >= kc) != bool(neg):
-                m.next = ad
-            elif ka == kc:
-                m.next = ad
-            else:
-                m.next = cd
-        elif op == 2:  # FLOOR
-            if a_nan:
-                m.next = QNAN
-            elif ea == 255 or ea >= 150:
-                m.next = a
-            elif ea == 0:
-                m.next = ad
-            elif ea < 127:
-                if a[31]:
-                    m.next = 0xBF800000
-                else:
-                    m.next = 0
-            else:
-                fb[:] = 150 - ea
-                mask[:] = (1 << fb) - 1
-                t[:] = a & ~mask
-                if a[31] and (a & mask) != 0:
-                    t[:] = t + (1 << fb)
-                m.next = t[32:]
-        elif op == 3:  # SCALE
-            if a_nan or c_nan:
-                m.next = QNAN
-            elif ea == 255:
-                m.next = a
-            elif ea == 0:
-                m.next = ad
-            elif e2 >= 256 + 255:
-                m.next = (a & 0x80000000) | 0x7F800000
-            elif e2 <= 256:
-                m.next = a & 0x80000000
-            else:
-                m.next = (a & 0x807FFFFF) | ((e2 - 256) << 23)
-        elif op == 4:  # RSQ0
-            t[:] = (fpref.RSQ_MAGIC + (1 << 32) - (a >> 1)) & 0xFFFFFFFF
-            m.next = t[32:]
-        elif op == 5:  # RCP0
-            t[:] = (fpref.RCP_MAGIC + (1 << 32) - a) & 0xFFFFFFFF
-            m.next = t[32:]
-        elif op == 6:  # BF16: round to nearest even on bit 16
-            if a_nan:
-                m.next = QNAN
-            else:
-                t[:] = ad + 0x7FFF + ad[16]
-                m.next = t[32:16] << 16
-        elif op == 7:  # MOVC
-            m.next = c
+        if (ea == 255 and a[23:0] != 0) or (ec == 255 and c[23:0] != 0):
+            m.next = QNAN
+        elif ea == 255:
+            m.next = a
+        elif ea == 0:
+            m.next = a & 0x80000000
+        elif e2 >= 256 + 255:
+            m.next = (a & 0x80000000) | 0x7F800000
+        elif e2 <= 256:
+            m.next = a & 0x80000000
         else:
-            m.next = 0
+            m.next = (a & 0x807FFFFF) | ((e2 - 256) << 23)
 
-    return misc
+    return scale
 
 
 @block
@@ -255,7 +316,8 @@ def reference(vectors: list) -> np.ndarray:
         if vectors else np.zeros((0, LANES), np.uint32)
 
 
-def _check_vectors(vectors: list, lanes: int) -> None:
+def _check_vectors(vectors: list, p: VPEParams) -> None:
+    lanes = p.lanes
     for i, v in enumerate(vectors):
         if not (0 <= int(v[0]) < 8 and int(v[1]) in (0, 1) and 0 <= int(v[2]) <= fpref.CSEL_MAX):
             raise ValueError(f"VPE instruction {i}: op 0..7, neg 0/1, csel 0..{fpref.CSEL_MAX}; got {v[:3]}")
@@ -263,11 +325,12 @@ def _check_vectors(vectors: list, lanes: int) -> None:
             raise ValueError(f"VPE instruction {i}: a, b, c need {lanes} FP32 lanes")
 
 
-def simulate_vpe(vectors: list, lanes: int = LANES, record: list | None = None) -> tuple[np.ndarray, int]:
+def simulate_vpe(vectors: list, p: VPEParams = VPEParams(), record: list | None = None) -> tuple[np.ndarray, int]:
     """MyHDL simulation of the vector unit on ``(op, neg, csel, a, b, c)`` instructions: (results [V, lanes],
     cycles)."""
-    _check_vectors(vectors, lanes)
-    P = vpe_ports(lanes)
+    _check_vectors(vectors, p)
+    lanes = p.lanes
+    P = vpe_ports(p)
     packed = [pack_rows(np.stack([v[k] for v in vectors]), 32) if vectors else [] for k in (3, 4, 5)]
     out: list[int] = []
     cycles = [0]
@@ -301,10 +364,10 @@ def simulate_vpe(vectors: list, lanes: int = LANES, record: list | None = None) 
     return (unpack_rows(out, lanes, 32) if out else np.zeros((0, lanes), np.uint32)), cycles[0]
 
 
-def check_vpe(vectors: list, lanes: int = LANES, record: list | None = None) -> dict:
+def check_vpe(vectors: list, p: VPEParams = VPEParams(), record: list | None = None) -> dict:
     """MyHDL vector unit vs :func:`reference`: an instruction mismatches when any lane differs."""
     t0 = time.perf_counter()
-    got, cycles = simulate_vpe(vectors, lanes, record)
+    got, cycles = simulate_vpe(vectors, p, record)
     dt = time.perf_counter() - t0
     ref = reference(vectors)
     k = min(len(got), len(ref))
@@ -317,10 +380,10 @@ def check_vpe(vectors: list, lanes: int = LANES, record: list | None = None) -> 
 PROTOCOL = Protocol(("out_valid", "r"), strobe=("out_valid",))
 
 
-def vpe_stimulus(vectors: list, lanes: int = LANES) -> tuple[Stimulus, list[dict]]:
+def vpe_stimulus(vectors: list, p: VPEParams = VPEParams()) -> tuple[Stimulus, list[dict]]:
     """One input line per instruction, then ``LATENCY`` idle lines; meta holds the reference results."""
-    _check_vectors(vectors, lanes)
-    s = Stimulus(vpe_ports(lanes), PROTOCOL.outputs)
+    _check_vectors(vectors, p)
+    s = Stimulus(vpe_ports(p), PROTOCOL.outputs)
     s.step(rst=1)
     s.vals["rst"] = 0
     packed = [pack_rows(np.stack([v[k] for v in vectors]), 32) if vectors else [] for k in (3, 4, 5)]
@@ -333,9 +396,10 @@ def vpe_stimulus(vectors: list, lanes: int = LANES) -> tuple[Stimulus, list[dict
     return s, [dict(ref=reference(vectors))]
 
 
-def check_vpe_log(run: SimRun, meta: list[dict], lanes: int = LANES) -> dict:
+def check_vpe_log(run: SimRun, meta: list[dict], p: VPEParams = VPEParams()) -> dict:
     """The results the Verilog unit produced (one per ``out_valid``, in order) vs the reference."""
-    logs, _ = decode_log(run, vpe_ports(lanes), PROTOCOL.outputs)
+    lanes = p.lanes
+    logs, _ = decode_log(run, vpe_ports(p), PROTOCOL.outputs)
     got, broken = [], 0
     for ln in sorted(logs):
         for e in logs[ln]:
