@@ -437,15 +437,18 @@ def test_fail_terms_by_hand():
             report.row("table3.power_mw.total", 1000.0)]
     got = terms.fail_terms(df, rows, T3.KEY)
     e = got["table3.power_mw.dpe"]  # 100 mW vs 2311.39 mW +-50 %: needs 1155.695 mW in the block
-    assert e["term"] == "DPE: fp32_add" and e["share"] == pytest.approx(0.8) and e["kind"] == "logic switching"
-    assert e["needs"] == pytest.approx(80 + 2311.39 * 0.5 - 100) and not e["plausible"]
+    # the term is the DPE's logic as a whole (both its parts are synthesised units)
+    assert e["term"] == "DPE logic switching (fp32_add, bf16_mul)" and e["share"] == pytest.approx(1.0)
+    assert e["needs"] == pytest.approx(2311.39 * 0.5) and e["kind"] == "logic switching" and not e["plausible"]
     s = got["table3.power_pct.dpe"]  # 10 % vs 88.58 % +-50 %: the share must reach 44.29 %
     t = s["target"] / 100
-    assert (100 - 80 + s["needs"]) / (900 + 100 - 80 + s["needs"]) == pytest.approx(t)  # round trip
-    tot = got["table3.power_mw.total"]  # 1000 vs 2609.43 +-30 %: the largest part of the core (180 mW) grows
-    assert tot["term"] == "VPE: VPE logic" and tot["needs"] == pytest.approx(180 + 2609.43 * 0.7 - 1000)
-    close = terms.fail_terms(_breakdown({"fp32_add": 900.0, "bf16_mul": 200.0}, 100.0),
-                             [report.row("table3.power_mw.dpe", 1100.0)], T3.KEY)["table3.power_mw.dpe"]
+    assert s["needs"] / (900 + s["needs"]) == pytest.approx(t)  # round trip: the block's share after the change
+    tot = got["table3.power_mw.total"]  # 1000 vs 2609.43 +-30 %: the whole core is one kind here (logic)
+    assert tot["share"] == pytest.approx(1.0) and tot["needs"] == pytest.approx(2609.43 * 0.7)
+    df2 = _breakdown({"fp32_add": 900.0, "bf16_mul": 200.0}, 100.0)
+    df2.loc[1, "source"] = "rtl registers"  # now the DPE has two kinds: logic 900 mW, registers 200 mW
+    close = terms.fail_terms(df2, [report.row("table3.power_mw.dpe", 1100.0)], T3.KEY)["table3.power_mw.dpe"]
+    assert close["kind"] == "logic switching" and close["share"] == pytest.approx(900 / 1100)
     assert close["plausible"] and close["factor"] == pytest.approx((900 + 1155.695 - 1100) / 900)
     assert "plausible, x1.06 is within" in terms.describe(close)
 

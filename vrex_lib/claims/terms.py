@@ -5,8 +5,9 @@ would need for a PASS, and whether that value is physically plausible (``docs/DE
     terms["table3.power_mw.dpe"]        # {'term', 'kind', 'share', 'value', 'needs', 'factor', 'unit',
                                         #  'plausible', 'why', 'target'}
 
-The term is the largest part of the row's quantity (the block's parts for a block row, the core's for a total,
-the DRE's or the rest of the core's for a DRE share, whichever needs the smaller change). ``needs`` is the value
+The term is the largest group of same-kind parts of the row's quantity (of the block for a block row, of the core
+for a total, of the DRE or the rest of the core for a DRE share, whichever needs the smaller change): e.g. all the
+DPE's synthesised units together, named by their largest members. ``needs`` is the value
 of that term alone that brings the row to the nearest edge of its tolerance band, everything else fixed.
 ``plausible`` compares the needed factor with :data:`PLAUSIBLE`: how far a term of that kind can move in a
 synthesis of the same design at 14 nm, with the reason.
@@ -89,7 +90,15 @@ def _entry(r: report.Row, name: str, kind: str, part: float, share: float, needs
 
 
 def _largest(p: pd.DataFrame, col: str) -> pd.Series:
-    return p.loc[p[col].idxmax()]
+    """The largest group of same-kind parts of ``p`` (by ``col``): its blocks, kind, members and total."""
+    kinds = [part_kind(n, s, col) for n, s in zip(p["name"], p["source"])]
+    g = p.assign(kind=kinds).groupby("kind", sort=False)
+    tot = g[col].sum()
+    k = tot.idxmax()
+    members = p[[x == k for x in kinds]].sort_values(col, ascending=False)
+    blocks = "/".join(dict.fromkeys(members.block))
+    names = ", ".join(members["name"].head(3)) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
+    return pd.Series({"block": blocks, "name": names, "kind": k, col: float(tot[k])})
 
 
 def fail_terms(df: pd.DataFrame, rows: Iterable[report.Row], keys: dict[str, str]) -> dict[str, dict]:
@@ -111,7 +120,7 @@ def fail_terms(df: pd.DataFrame, rows: Iterable[report.Row], keys: dict[str, str
             t = _largest(sel, col)
             value, total = float(sel[col].sum()), float(p[col].sum())
             needs = _needs("share" if q.endswith("pct") else "abs", r, value, float(t[col]), total)
-            out[r.claim] = _entry(r, f"{t.block}: {t['name']}", part_kind(t["name"], t.source, col), float(t[col]),
+            out[r.claim] = _entry(r, f"{t.block} {t.kind} ({t['name']})", t.kind, float(t[col]),
                                   float(t[col]) / value if value else 0.0, needs, unit)
         elif head == "dre" and r.claim in ("dre.area_share_pct", "dre.power_share_pct"):
             col, unit = ("area", "mm2") if "area" in r.claim else ("power", "mW")
@@ -124,7 +133,7 @@ def fail_terms(df: pd.DataFrame, rows: Iterable[report.Row], keys: dict[str, str
                 # the denominator's part moves the share through the core total only
                 needs = (_needs("share", r, dsum, float(t[col]), total) if sel is dre else
                          float(t[col]) + dsum / (_target(r) / 100.0) - total)
-                cands.append(_entry(r, f"{t.block}: {t['name']}", part_kind(t["name"], t.source, col), float(t[col]),
+                cands.append(_entry(r, f"{t.block} {t.kind} ({t['name']})", t.kind, float(t[col]),
                                     float(t[col]) / value if value else 0.0, needs, unit))
             out[r.claim] = min(cands, key=lambda e: abs(e["factor"] - 1) if e["needs"] > 0 else float("inf"))
     return out

@@ -215,6 +215,7 @@ VARIANTS: dict[str, dict] = {
     "random operands": dict(operands="random"),
     "Stillmaker-Baas HP 45 nm row": dict(row45="hp"),
     "DPE register after every tree level": dict(levels_per_stage=1),
+    "DPE register after every 2 tree levels": dict(levels_per_stage=2),
     "DPE register after every 3 tree levels": dict(levels_per_stage=3),
 }
 

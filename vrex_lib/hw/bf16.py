@@ -66,10 +66,13 @@ def fp32_add(a: Sig, b: Sig, s: Sig):
     """``s`` = ``a`` + ``b`` (FP32): :func:`fp32_add_align` (swap, align with a sticky bit, add or subtract; the
     special cases) then :func:`fp32_add_round` (normalise, round to nearest even, flush / overflow). Every step is
     log-depth (no priority chains)."""
-    big, sp = Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    big = Signal(intbv(0)[32:])
+    sp = Signal(intbv(0)[32:])
     r = Signal(intbv(0)[28:])
     is_sp = Signal(bool(0))
-    return fp32_add_align(a, b, big, r, sp, is_sp), fp32_add_round(big, r, sp, is_sp, s)
+    align = fp32_add_align(a, b, big, r, sp, is_sp)
+    rnd = fp32_add_round(big, r, sp, is_sp, s)
+    return align, rnd
 
 
 @block

@@ -55,7 +55,7 @@ SUMMARY = "summary.json"
 #: activity run, ``simulator`` of the bulk run (None: Verilator, else Icarus with a warning).
 SIZES = {"smoke": dict(myhdl=4, bulk=dict(dpe=120, vpe=60), bulk_real=10, activity=dict(dpe=27, vpe=20),
                        simulator="icarus"),
-         "default": dict(myhdl=12, bulk=dict(dpe=10_000, vpe=10_000), bulk_real=1000, activity=dict(dpe=216, vpe=160),
+         "default": dict(myhdl=6, bulk=dict(dpe=10_000, vpe=10_000), bulk_real=1000, activity=dict(dpe=216, vpe=160),
                          simulator=None),
          "full": dict(myhdl=24, bulk=dict(dpe=100_000, vpe=100_000), bulk_real=None, activity=dict(dpe=1000, vpe=800),
                       simulator=None)}

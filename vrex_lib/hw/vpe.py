@@ -95,7 +95,9 @@ def rot_mux(csel: Sig, c: Sig, a1: Sig, a2: Sig, a4: Sig, a8: Sig, a16: Sig, a32
 def vpe_misc(op: Sig, neg: Sig, a: Sig, c: Sig, m: Sig):
     """The non-multiply-add results of one lane (``docs/DECISIONS.md D284``): :func:`misc_minmax`,
     :func:`misc_floor`, :func:`misc_scale` and the integer / rounding ops here, selected by ``op``; 0 for MAD."""
-    mm, fl, sc = Signal(intbv(0)[32:]), Signal(intbv(0)[32:]), Signal(intbv(0)[32:])
+    mm = Signal(intbv(0)[32:])
+    fl = Signal(intbv(0)[32:])
+    sc = Signal(intbv(0)[32:])
 
     @always_comb
     def select():
@@ -127,7 +129,8 @@ def vpe_misc(op: Sig, neg: Sig, a: Sig, c: Sig, m: Sig):
         else:
             m.next = 0
 
-    return misc_minmax(neg, a, c, mm), misc_floor(a, fl), misc_scale(a, c, sc), select
+    parts = [misc_minmax(neg, a, c, mm), misc_floor(a, fl), misc_scale(a, c, sc)]
+    return parts, select
 
 
 @block
