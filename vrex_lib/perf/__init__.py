@@ -8,8 +8,8 @@ Layers: workload (the :class:`Workload`: what the model and data do) -> model_op
 GEMM shapes and VPE work per op) -> constants (the one cited table) -> dram (one bank-level model per memory
 technology), lxe (per-core DPE tiles, VPE, ports), link (NVMe commands, ASPM) -> systems (Table I) -> methods
 (prediction work, transfer layout) -> energy (estimator constants x counts) -> sim (event timeline per layer) ->
-experiments, validation -> claim_causes, paper_report (the comparison with the paper). docs/PERF_MODEL.md describes
-the model.
+experiments, validation. The comparison with the paper is :mod:`vrex_lib.claims.performance` (one layer up).
+docs/PERF_MODEL.md describes the model.
 """
 from .workload import EXTRAPOLATIONS, SIM_METHOD, Curve, Provenance, Workload
 from .methods import METHODS, MethodSpec, moved_fraction

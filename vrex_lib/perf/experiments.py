@@ -2,7 +2,7 @@
 
 Each function simulates under the ``workload`` it is given (a :class:`~vrex_lib.perf.Workload`, ``"paper"`` or a
 measurement file) and carries its ``workload_source`` in every row; none reads a paper value. Comparison with the
-paper happens in :mod:`vrex_lib.perf.paper_report` and the notebook via ``vrex_lib.report``.
+paper happens in :mod:`vrex_lib.claims.performance` and the notebook via ``vrex_lib.report``.
 """
 from __future__ import annotations
 
