@@ -35,7 +35,7 @@ def test_policy_classes_match_their_rows(name):
 def test_simulator_methods_exist_and_agree_on_frame_retrieval():
     for name in methods.TABLE2:
         sim = perf_methods.METHODS[methods.METHODS[name].sim]
-        assert (sim.frame_predictor != "none") == methods.METHODS[name].retrieves_at_frame, name
+        assert sim.selects("frame") == methods.METHODS[name].retrieves_at_frame, name
     assert dict(methods.SIM_SOURCES) == perf_workload.SIM_METHOD_SOURCES
     assert set(methods.SIM_SOURCES.values()) <= set(methods.VARIANTS)
 
