@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import _io
 from ..config import ReSVConfig, VRexCoreConfig, arg_name
-from .blocks import BLOCKS, BlockSpec, Context, spec
+from .blocks import BLOCKS, BlockSpec, OperatingPoint, spec
 from .bulk import check_vectors
 from .dre import dre_memory_bytes, make_dre
 from .harness import SimulatorMissing, convert, pick_simulator, replay
@@ -141,7 +141,7 @@ def _bulk_simulator(verilog: bool, simulator: str | None, tools: dict) -> tuple[
 
 
 # ------------------------------------------------------------------------------------- per block
-def _reference_check(b: BlockSpec, S: dict, ctx: Context, p, tr: dict | None, rng: np.random.Generator) -> dict:
+def _reference_check(b: BlockSpec, S: dict, ctx: OperatingPoint, p, tr: dict | None, rng: np.random.Generator) -> dict:
     """The MyHDL check of one block: random vectors (the first ``replay`` share recorded for the Icarus
     replay), then the rest and the recorded real vectors."""
     rnd = b.random(S["random"][b.name], rng, p, ctx)
@@ -165,7 +165,7 @@ def _reference_check(b: BlockSpec, S: dict, ctx: Context, p, tr: dict | None, rn
     return dict(entry=entry, kept=kept, record=record)
 
 
-def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: Context, p, tr: dict | None, rng: np.random.Generator,
+def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: OperatingPoint, p, tr: dict | None, rng: np.random.Generator,
                 vfile: Path, work: Path, simulator: str) -> tuple[dict, dict]:
     """The bulk Verilog check of one block: (summary entry, the per-vector results of the real vectors)."""
     real, tags = b.real(tr, S["real_cap"][b.name] if size == "smoke" else None)
@@ -177,7 +177,7 @@ def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: Context, p, tr: dict | No
     return entry, dict(real=res[:len(real)], real_inputs=real, real_source=tags, simulator=simulator)
 
 
-def _verify_block(b: BlockSpec, *, S: dict, size: str, ctx: Context, cfg: VRexCoreConfig, tr: dict | None,
+def _verify_block(b: BlockSpec, *, S: dict, size: str, ctx: OperatingPoint, cfg: VRexCoreConfig, tr: dict | None,
                   rng: np.random.Generator, brng: np.random.Generator, work: Path, bulk_sim: str | None,
                   synth: bool, staged: dict[str, Path]) -> tuple[dict, dict]:
     """Reference check, conversion, Icarus replay, bulk vectors and synthesis of one block: (entry, kept).
@@ -249,7 +249,7 @@ def publish(out: Path, files: dict[str, bytes]) -> None:
                               f"{arg_name('--out')} (this run's outputs were not all written)") from None
 
 
-def _summary_head(size: str, seed: int, ctx: Context, verilog: bool, bulk_sim: str | None,
+def _summary_head(size: str, seed: int, ctx: OperatingPoint, verilog: bool, bulk_sim: str | None,
                   bulk_warning: str | None) -> dict:
     return dict(schema=SCHEMA, size=size, seed=seed, th_hd=ctx.th, ratio=ctx.ratio, ratio_q=ctx.ratio_q,
                 recipe=YOSYS_RECIPE.format(v="<block>.v", top="<block>", stat="<block>.stat.json"),
@@ -296,7 +296,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     S = SIZES[size]
     cfg = cfg or VRexCoreConfig()
     rcfg = ReSVConfig()
-    ctx = Context(th=rcfg.th_hp if th is None else int(th), ratio=rcfg.ratio if ratio is None else float(ratio),
+    ctx = OperatingPoint(th=rcfg.th_hp if th is None else int(th), ratio=rcfg.ratio if ratio is None else float(ratio),
                   bytes_per_token=bytes_per_token)
     out = Path(out)
     check_writable(out)

@@ -11,7 +11,7 @@ technology), lxe (per-core DPE tiles, VPE, ports), link (NVMe commands, ASPM) ->
 experiments, validation. The comparison with the paper is :mod:`vrex_lib.claims.performance` (one layer up).
 docs/PERF_MODEL.md describes the model.
 """
-from .workload import EXTRAPOLATIONS, SIM_METHOD, Curve, Provenance, Workload
+from .workload import EXTRAPOLATIONS, SIM_METHOD, Curve, FieldSource, Workload
 from .methods import METHODS, SimMethod, moved_fraction
 from .sim import SimParams, SimResult, e2e_coin, footprint_bytes, memory_footprint_gb, simulate, simulate_measured
 from .systems import System, get_system, systems
@@ -21,6 +21,6 @@ KV_SIZES = (1000, 5000, 10000, 20000, 40000)
 GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
 
 __all__ = ["COINCase", "Curve", "EXTRAPOLATIONS", "GPU_METHODS", "KV_SIZES", "LLAMA3_8B", "LLMSpec", "METHODS",
-           "SimMethod", "Provenance", "SIGLIP_L384", "SimParams", "SimResult", "System", "VisionSpec", "Workload",
+           "SimMethod", "FieldSource", "SIGLIP_L384", "SimParams", "SimResult", "System", "VisionSpec", "Workload",
            "e2e_coin", "footprint_bytes", "get_system", "memory_footprint_gb", "moved_fraction", "simulate",
            "simulate_measured", "systems", "SIM_METHOD"]

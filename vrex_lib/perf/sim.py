@@ -439,7 +439,7 @@ class LayerPlan:
 
 
 @dataclass
-class Schedule:
+class LayerSchedule:
     total_s: float
     stall_s: float
     vision_s: float
@@ -498,7 +498,7 @@ class _Timeline:
         self.add(layer, "kv_fetch", "pcie", start, self.pcie_free, b, b)
 
 
-def schedule(i: StepInputs, pl: Placement) -> Schedule:
+def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:
     sys, p, L = i.sys, i.p, i.llm.n_layers
     costs = OpCosts(sys)
     dense = _layer_plan(i, pl.dense, costs, pl.offload_write_bytes_per_layer)
@@ -543,7 +543,7 @@ def schedule(i: StepInputs, pl: Placement) -> Schedule:
             tl.run(ell, plan.ops[k].name, plan.op_s[k], plan.dram[k])
     head = lm_head_op(i.llm, i.batch, int(const("stack.eager_ops_fixed")))
     tl.run(L, "lm_head", costs.seconds(head), head.dram_bytes)
-    return Schedule(tl.t, stall_s, vision_s, pred_main_s, dre_s, dense, sparse, pred, tl.rows, costs)
+    return LayerSchedule(tl.t, stall_s, vision_s, pred_main_s, dre_s, dense, sparse, pred, tl.rows, costs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -558,7 +558,7 @@ def _link_gaps(rows: list[tuple], total_s: float) -> list[float]:
     return gaps + [max(0.0, total_s - busy[-1][1]) + busy[0][0]]
 
 
-def _work(i: StepInputs, pl: Placement, sc: Schedule) -> dict:
+def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
     """FLOPs, DRAM bytes, VPE lane-ops and time by limiter over the whole step."""
     L, nd = i.llm.n_layers, pl.n_dense
     n_pred = (L - nd) if i.spec.selects(i.stage) else 0
@@ -582,7 +582,7 @@ def _work(i: StepInputs, pl: Placement, sc: Schedule) -> dict:
     return w
 
 
-def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
+def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
     sys, p, B, L = i.sys, i.p, i.batch, i.llm.n_layers
     w = _work(i, pl, sc)
     breakdown_ms = dict(llm=w["llm_s"] * 1e3, vision_mlp=sc.vision_s * 1e3,
@@ -595,7 +595,7 @@ def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
     busy_s = (pl.n_dense * sc.dense.fetch_s + (L - pl.n_dense) * sc.sparse.fetch_s
               + L * pl.offload_write_bytes_per_layer / sys.pcie)
     idle_s, idle_l0_s = _link.idle_power_frac(_link_gaps(sc.timeline, sc.total_s), p.aspm)
-    act = _energy.Activity(
+    act = _energy.StepCounts(
         seconds=sc.total_s, macs=(w["llm_flops"] + w["vis_flops"] + w["pred_flops"] - w["vector_flops"]) / 2,
         vpe_ops=w["lane_ops"], dram_bytes=w["dram"], pcie_bytes=pcie_bytes, pcie_busy_s=min(busy_s, sc.total_s),
         pcie_idle_l0_s=idle_l0_s * max(0.0, sc.total_s - busy_s) / idle_s if idle_s > 0 else 0.0,
