@@ -32,6 +32,11 @@ from .runtime import load_trace
 
 #: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
 STUDY_METHODS: tuple[str, ...] = methods.STUDY
+#: The study's reference (VideoLLM-Online: full attention) and the paper's method; notebook 03 reruns this pair under
+#: the live prompt layout.
+REFERENCE: str = "full"
+PAPER_METHOD: str = "resv"
+LAYOUT_PAIR: tuple[str, ...] = (REFERENCE, PAPER_METHOD)
 #: Policy stats summed per sample into prediction-cost columns.
 COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
                                "clusters_selected")

@@ -17,8 +17,7 @@ from .sim import SimParams, SimResult, e2e_coin, footprint_bytes, memory_footpri
 from .systems import System, get_system, systems
 from .model_ops import LLAMA3_8B, SIGLIP_L384, COINCase, LLMSpec, VisionSpec
 
-KV_SIZES = (1000, 5000, 10000, 20000, 40000)
-GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
+from .experiments import GPU_METHODS, KV_SIZES
 
 __all__ = ["COINCase", "Curve", "EXTRAPOLATIONS", "GPU_METHODS", "KV_SIZES", "LLAMA3_8B", "LLMSpec", "METHODS",
            "SimMethod", "FieldSource", "SIGLIP_L384", "SimParams", "SimResult", "System", "VisionSpec", "Workload",

@@ -46,11 +46,12 @@ EXTRAPOLATIONS = ("hold", "loglog-fit")
 #: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
 #: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
 #: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
-SIM_METHOD_SOURCES: dict[str, str] = {"rekv": "rekv@frame"}
+SIM_METHOD_SOURCES: Mapping[str, str] = method_table.SIM_SOURCES
 #: Runtime policy name -> simulator method, from the method table (``resv_noclust`` has no hardware mapping).
 SIM_METHOD: Mapping[str, str] = method_table.SIM_METHOD
-#: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
-SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
+#: The methods whose selected fractions a workload carries: every simulator model's ``ratio_key`` (models without
+#: selection -- flexgen, full, oaken -- need none).
+SELECTING: tuple[str, ...] = tuple(dict.fromkeys(m.ratio_key for m in METHODS.values() if m.ratio_key))
 TIERS = ("device", "offloaded")
 ProvKind = Literal["measured", "paper-stated", "user"]
 

@@ -46,7 +46,7 @@ from tqdm.auto import tqdm
 from .. import methods as method_table
 from ..config import REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, results_dir
 from ..hw.timing import hcu_cycles, wtu_cycles
-from ..retrieval import make_policy
+from ..retrieval import make_policy, takes_resv_config
 from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes,
                        memory_limit, pooled_fraction)
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
@@ -137,7 +137,7 @@ def _policy_specs(methods: Sequence[str], variants: Mapping[str, tuple[str, dict
 
 
 def _make(pname: str, kw: dict, resv: ReSVConfig):
-    if pname in ("resv", "resv_noclust"):
+    if takes_resv_config(pname):
         return make_policy(pname, cfg=resv, **kw)
     return make_policy(pname, **kw)
 
