@@ -101,6 +101,9 @@ _ROWS: tuple[Method, ...] = (
            ("frame", "text"), runs_in=frozenset({"study", "fig19"})),
     Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
            "docs/DECISIONS.md D7", ("frame", "text")),
+    Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",
+           "Xiao et al., ICLR 2024 (sinks + recent window; docs/DECISIONS.md D300)", (), sim="streamingllm",
+           runs_in=frozenset({"study", "longctx", "fig13"})),
 )
 
 #: name -> :class:`Method`, in table order (Table II's methods in the paper's row order).
