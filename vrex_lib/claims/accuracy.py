@@ -314,10 +314,15 @@ def _info(claim: str, quantity: str, unit: str, value: float | None, col: str, p
     return report.info_row(claim, quantity, unit, value, note=note, **kw)
 
 
+#: The study's methods whose fidelity against ``full`` is a Table II-side row (Fig. 19's ablation has its own rows).
+FIDELITY_METHODS: tuple[str, ...] = tuple(m for m in method_table.STUDY
+                                          if m != "full" and method_table.METHODS[m].role != "ablation")
+
+
 def fidelity_rows(by_m: pd.DataFrame, prov: Provenance, ev: StudyEvidence) -> list[report.Row]:
-    """Fidelity proxies against ``full`` (INFO: no printed counterpart) of FlexGen and the paper's methods."""
+    """Fidelity proxies against ``full`` (INFO: no printed counterpart) of every study method but the ablation."""
     return [_info(f"fidelity.{m}.{col}", f"{m}: {col} vs full (all tasks)", unit, by_m.loc[m, col], col, prov, ev,
-                  note=f"fidelity proxy, profile {prov.profile}") for m in ("flexgen",) + PAPER_METHODS
+                  note=f"fidelity proxy, profile {prov.profile}") for m in FIDELITY_METHODS
             for col, unit in FIDELITY]
 
 
