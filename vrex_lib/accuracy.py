@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from . import methods
+from .coin import TASKS as COIN_TASKS
 from .config import RuntimeConfig
 from .eval import read_jsonl, run_eval, score_results
 from .runtime import load_trace
@@ -158,3 +159,12 @@ def per_layer_head(tr, stage: str = "frame") -> pd.DataFrame:
     L, H = r.shape
     return pd.DataFrame(dict(layer=np.repeat(np.arange(L), H), kv_head=np.tile(np.arange(H), L),
                              retrieval_ratio=r.ravel()))
+
+
+def study_sizes(section) -> dict:
+    """Notebook 03's sizes from a profile's ``study`` section (:class:`vrex_lib.profiles.StudySection`): its fields
+    as a dict, ``None`` task lists read as all five COIN tasks."""
+    d = dict(vars(section))
+    for k in ("tasks", "sweep_tasks"):
+        d[k] = COIN_TASKS if d[k] is None else tuple(d[k])
+    return d

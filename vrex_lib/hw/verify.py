@@ -85,9 +85,10 @@ YOSYS_RECIPE = ("read_verilog {v}; hierarchy -top {top}; proc; flatten; opt_expr
 # selections), of which the share ``replay`` is replayed on the Verilog in Icarus. ``bulk``: vectors per block
 # checked on the converted Verilog by vrex_lib.hw.bulk -- every recorded real vector plus random ones up to this
 # count (docs/DECISIONS.md D86). ``real_cap``: recorded real vectors per source in the MyHDL check (None = all);
-# the bulk check takes every recorded one (``real_cap`` too in smoke).
+# the bulk check takes every recorded one (``real_cap`` too where ``bulk_real_capped``). The run sizes are named
+# after the profiles that use them (a profile's record names its size: ``Profile.hardware.verify_size``).
 SIZES = {"smoke": dict(random=dict(hcu=64, wtu=24, kvmu=40), replay=1.0, synth=False, bulk=400,
-                       real_cap=dict(hcu=12, wtu=30, kvmu=None)),
+                       real_cap=dict(hcu=12, wtu=30, kvmu=None), bulk_real_capped=True),
          "default": dict(random=dict(hcu=640, wtu=240, kvmu=400), replay=0.25, synth=True, bulk=10_000,
                          real_cap=dict(hcu=40, wtu=60, kvmu=None)),
          "full": dict(random=dict(hcu=10240, wtu=10000, kvmu=10000), replay=0.05, synth=True, bulk=100_000,
@@ -168,7 +169,7 @@ def _reference_check(b: BlockSpec, S: dict, ctx: OperatingPoint, p, tr: dict | N
 def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: OperatingPoint, p, tr: dict | None, rng: np.random.Generator,
                 vfile: Path, work: Path, simulator: str) -> tuple[dict, dict]:
     """The bulk Verilog check of one block: (summary entry, the per-vector results of the real vectors)."""
-    real, tags = b.real(tr, S["real_cap"][b.name] if size == "smoke" else None)
+    real, tags = b.real(tr, S["real_cap"][b.name] if S.get("bulk_real_capped") else None)
     n_real = b.count(real)
     vecs = real + b.random(max(0, S["bulk"] - n_real), rng, p, ctx)
     bk = check_vectors(b, vecs, ctx, p, vfile, work, simulator)

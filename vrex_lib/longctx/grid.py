@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .. import methods as method_table
-from ..config import ReSVConfig
+from ..config import ReSVConfig, profile_config
 from ..retrieval import POLICIES, make_policy, takes_resv_config
 from .policy import ExactTopK, TextStageOnly
 from .task import TASKS
@@ -172,12 +172,13 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
 
 
 def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
-    """The study of ``profile`` ('smoke', 'default'): ``grid='profile'`` its share of make reproduce, ``'full'`` the
-    whole grid (default profile). The ``full`` profile (VideoLLM-online 8B) runs the full grid."""
-    key = ("default", "full") if profile == "full" else (profile, grid)
+    """The study of ``profile`` (its ``longctx`` section, :mod:`vrex_lib.profiles`): ``grid='profile'`` its share of
+    make reproduce, ``'full'`` the whole grid of its family. The ``full`` profile (VideoLLM-online 8B) always runs
+    the default family's full grid, on its own model."""
+    sec = profile_config(profile).longctx
+    key = (sec.grid, "full" if sec.always_full else grid)
     if key not in GRIDS:
         have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
         raise ValueError(f"long-context study: no grid {grid!r} for profile {profile!r} (have {have}); "
                          "use grid='profile' or grid='full'")
-    g = GRIDS[key]
-    return g.replace(model_profile="full") if profile == "full" else g
+    return GRIDS[key].replace(model_profile=profile)
