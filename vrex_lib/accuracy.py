@@ -83,14 +83,12 @@ def trace_summary(tr) -> dict:
     out: dict = {}
     for stage in ("frame", "text"):
         m = tr.step_mask(stage)
-        err = tr["attn_err"][m]
-        out[f"attn_err_{stage}"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+        out[f"attn_err_{stage}"] = tr.attention_error(stage)
         for k in COST_STATS:
             if k in tr.stats:
                 v = tr.stats[k][m]
                 out[f"{k}_{stage}"] = float(np.nansum(v)) if np.isfinite(v).any() else 0.0
-    err = tr["attn_err"]
-    out["attn_err"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+    out["attn_err"] = tr.attention_error()
     out["n_steps"] = tr.n_steps
     return out
 

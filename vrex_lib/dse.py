@@ -112,10 +112,7 @@ def _run_one(model, frame_embeds, times, policy, answer_ids, cfg: RuntimeConfig,
     if policy is None:
         return rec
     tr = sess.trace()
-    err = tr.arrays["attn_err"].astype(np.float64)
-    app = np.broadcast_to(tr.arrays["applied"][:, :, None], err.shape)
-    ok = app & np.isfinite(err)
-    rec["attn_rel_error"] = float(err[ok].mean()) if ok.any() else None
+    rec["attn_rel_error"] = _none(tr.attention_error())
     rec["selected_frac"] = _none(tr.retrieval_ratio("frame"))
     rec["reuse_frac"] = _none(tr.reuse_fraction("frame"))
     st = tr.stats
