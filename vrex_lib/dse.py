@@ -47,6 +47,7 @@ from .profiles import SweepSpec
 from .estimate.core import dre_area_power
 from .hw.analysis import wtu_walk_stats
 from .hw.timing import wtu_cycles
+from .hw.wtu import WTUParams
 from .notebook import _interactive
 from .perf import simulate_measured
 from .perf.methods import dre_cycles
@@ -60,7 +61,7 @@ from .workload import measure
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
 PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
                    kv_capacity=RuntimeConfig().kv_capacity, n_hcu_w=VRexCoreConfig().n_hcu_w,
-                   n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=16)
+                   n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=WTUParams().n_buckets)
 RESV_KEYS = ("n_hp", "th_hp", "ratio")
 HW_KEYS = ("kv_capacity", "n_hcu_w", "n_wtu_w", "n_buckets")
 SCHEMA = "vrex.dse_fidelity/1"
