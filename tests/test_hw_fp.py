@@ -113,11 +113,11 @@ def test_arithmetic_blocks_match_the_reference(blk, width, ref):
 def test_dpe_tree_and_vpe_match_the_reference_small():
     rng = np.random.default_rng(4)
     p = DPEParams(8, 2)
-    v = L.random_dpe(40, rng, 8) + L.real_dpe(L.load_operands(), 72, 8)[0][:30]
+    v = L.random_dpe(20, rng, 8) + L.real_dpe(L.load_operands(), 72, 8)[0][:12]
     r = check_dpe(v, p)
-    assert r["vectors"] == 70 and r["mismatches"] == 0 and r["cycles"] == 70 + p.latency
-    vv = L.random_vpe(30, rng, 8) + L.real_vpe(L.load_operands(), 3, 8)[0]
-    r = check_vpe(vv, VPEParams(8))
+    assert r["vectors"] == 32 and r["mismatches"] == 0 and r["cycles"] == 32 + p.latency
+    vv = L.random_vpe(12, rng, 4) + L.real_vpe(L.load_operands(), 2, 4)[0]
+    r = check_vpe(vv, VPEParams(4))
     assert r["vectors"] == len(vv) and r["mismatches"] == 0
 
 
