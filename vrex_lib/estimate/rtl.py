@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import pandas as pd
 
@@ -237,18 +236,3 @@ def sensitivity(lxe_summary: dict, cfg: VRexCoreConfig = VRexCoreConfig(),
                          VPE_pJ_per_lane=s.loc["VPE", "power_mW"] / (cfg.freq_hz * 1e-9) / (cfg.n_vpe_h * cfg.n_vpe_w)))
     return pd.DataFrame.from_records(recs)
 
-
-def load(path: str | os.PathLike) -> dict:
-    """A ``vrex_lib.hw.lxe`` summary.json; a ValueError naming the command that makes it."""
-    import json
-
-    p = Path(path)
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"cannot read the LXE RTL summary {p}: {e}; make it with "
-                         f"`python -m vrex_lib.hw lxe --out {p.parent}`") from e
-    if d.get("schema") != "vrex.hw.lxe/1":
-        raise ValueError(f"{p} is not an LXE RTL summary (schema {d.get('schema')!r}); remake it with "
-                         f"`python -m vrex_lib.hw lxe --out {p.parent}`")
-    return d
