@@ -163,8 +163,11 @@ def test_workload_measure_two_checkpoints_names_the_tiny_model(tiny_videollm, tm
         "(`data/workload_smoke.json` is missing or unreadable)")
 
 
-def test_torchrun_two_ranks_on_cpu_then_merge(tiny_videollm, tmp_path, repo, python_exe):
-    out = tmp_path / "tr" / "step.jsonl"
+def test_torchrun_two_ranks_on_cpu_then_merge_then_the_report(tiny_videollm, tmp_path, repo, python_exe):
+    """torchrun shards -> eval merge -> notebook 03's reader of merged results (EVAL_DIR) -> the report's Table II
+    rows, with the 95 % interval beside each COIN accuracy verdict."""
+    eval_dir = tmp_path / "eval" / "full"
+    out = eval_dir / "full" / "step.jsonl"
     cmd = [python_exe, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "vrex_lib.eval",
            *_eval_args(tiny_videollm, repo, out, "--device", "cpu", "--dtype", "float32", "--threads", "1")]
     r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
@@ -176,6 +179,41 @@ def test_torchrun_two_ranks_on_cpu_then_merge(tiny_videollm, tmp_path, repo, pyt
     assert [r["index"] for r in rows] == [0, 1] and {r["model"] for r in rows} == {CONNECTOR_NAME}
     run = json.loads(ev.run_file(out).read_text())
     assert run["complete"] and run["model"] == CONNECTOR_NAME and run["model_identity"]["n_layers"] == 2
+    # a second method, sharded the same way (--num-shards / --shard-index are what torchrun's RANK sets)
+    resv = eval_dir / "resv" / "step.jsonl"
+    for i in range(2):
+        args = _eval_args(tiny_videollm, repo, resv, "--device", "cpu", "--dtype", "float32", "--num-shards", "2",
+                          "--shard-index", str(i))
+        args[args.index("--method") + 1] = "resv"
+        assert ev.main(args) == 0
+    assert ev.main(["merge", "--out", str(resv), *map(str, sorted(resv.parent.glob("step.shard*of2.jsonl")))]) == 0
+    _merged_results_reach_the_report(eval_dir, repo / "data" / "coin_tiny", run["model_identity"], tmp_path, repo,
+                                     python_exe)
+
+
+def _merged_results_reach_the_report(eval_dir, coin_root, identity, tmp_path, repo, python_exe):
+    from vrex_lib.claims import accuracy as claims
+    from vrex_lib.claims.provenance import Provenance
+    from vrex_lib.report import write_table
+
+    acc, strict, found = claims.merged_accuracy(eval_dir, ["full", "resv", "rekv"], ["step"], "full", str(coin_root),
+                                                identity)
+    assert found.startswith("2 of 3 method x task results") and acc.loc["rekv", "step"] != acc.loc["rekv", "step"]
+    ci = claims.accuracy_intervals(eval_dir, ["full", "resv"], ["step"], "full", str(coin_root))
+    assert ci["table2.acc.full.step"].n == 2 and ci["table2.acc.full.step"].value == acc.loc["full", "step"]
+    prov = Provenance("full", CONNECTOR_NAME, "siglip", f"the user's COIN at {coin_root}", paper_workload=True)
+    res = tmp_path / "results"
+    write_table("table2", claims.accuracy_rows(acc, prov, ["step"], strict, "as merged", ci), profile="full",
+                title="Table II", out=res)
+    subprocess.run([python_exe, "-m", "vrex_lib.report", "--results", str(res), "--notebooks", str(repo / "notebooks")],
+                   cwd=repo, capture_output=True, text=True, timeout=300)
+    md = (res / "REPORT.md").read_text()
+    line = next(x for x in md.splitlines() if "table2.acc.resv.step" in x)
+    assert "95 % CI" in line and "n = 2" in line and "tolerance is below this sampling error" in line
+    assert "table2.acc.rekv.step" in md  # a method without merged results: NOT RUN, named
+    # results of another model never enter the table
+    with pytest.raises(ValueError, match="not the model this notebook loads"):
+        claims.merged_accuracy(eval_dir, ["full"], ["step"], "full", str(coin_root), dict(identity, dtype="bfloat16"))
 
 
 # ------------------------------------------------------------------------------------------------ --device / --dtype

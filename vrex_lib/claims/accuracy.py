@@ -328,6 +328,16 @@ def interval_note(key: str, ci: Mapping[str, Interval] | None, note: str = "") -
     return f"{note}; {text}" if note else text
 
 
+def interval_label(quantity: str, key: str, ci: Mapping[str, Interval] | None) -> str:
+    """``quantity`` with the claim's 95 % interval appended (the report shows a row's quantity beside its verdict)."""
+    if not ci or key not in ci:
+        return quantity
+    iv, tol = ci[key], paper.get(key).tol
+    below = tol.kind == "abs" and tol.value < iv.half_width
+    return (f"{quantity} [95 % CI {iv.lo:.1f}–{iv.hi:.1f}, n = {iv.n}"
+            + (f"; the ±{tol.value:g} pt tolerance is below this sampling error]" if below else "]"))
+
+
 def _acc_cause(prov: Provenance, n_samples: str) -> dict:
     c, d = workload_cause(prov, "", f"COIN Top-1 of this harness on the user's COIN ({n_samples} samples per task): "
                           "greedy decoding, the checkpoint's prompt layout (D58), VideoLLM-online's metric (D55); "
@@ -354,7 +364,8 @@ def accuracy_rows(acc: pd.DataFrame | None, prov: Provenance, tasks: Sequence[st
                 rows.append(report.row(f"table2.acc.{m}.{t}", None, quantity=q, cause="not-run",
                                        cause_detail=f"no results of {m} on {t} in this run: {FULL_PROFILE_RUN}"))
                 continue
-            rows.append(report.row(f"table2.acc.{m}.{t}", acc.loc[m, t], quantity=q, **_acc_cause(prov, n_samples),
+            rows.append(report.row(f"table2.acc.{m}.{t}", acc.loc[m, t],
+                                   quantity=interval_label(q, f"table2.acc.{m}.{t}", ci), **_acc_cause(prov, n_samples),
                                    note=interval_note(f"table2.acc.{m}.{t}", ci)))
             if acc_strict is not None and abs(acc.loc[m, t] - acc_strict.loc[m, t]) > 1e-9:  # both metrics (D55)
                 rows.append(report.info_row(f"acc_strict.{m}.{t}", f"{m} COIN Top-1, {t}, strict metric", "%",
@@ -365,7 +376,8 @@ def accuracy_rows(acc: pd.DataFrame | None, prov: Provenance, tasks: Sequence[st
         kw = _acc_cause(prov, n_samples) if drops.get(d) is not None else \
             dict(cause="not-run", cause_detail="the drops need COIN Top-1 of full and the method on all five tasks: "
                  + (FULL_PROFILE_RUN if acc is None else f"this run covered {', '.join(tasks)}"))
-        rows.append(report.row(key, drops.get(d), quantity=q, **kw, note=interval_note(key, ci)))
+        rows.append(report.row(key, drops.get(d), quantity=interval_label(q, key, ci), **kw,
+                               note=interval_note(key, ci)))
     return rows
 
 
@@ -434,7 +446,8 @@ def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev:
     for m in ("resv_noclust", "resv"):
         q = f"{m} avg COIN accuracy drop"
         if f"{m}_avg" in drops:
-            rows.append(report.row(f"fig19.acc_drop.{m}", drops[f"{m}_avg"], quantity=q, **_acc_cause(prov, n_samples),
+            rows.append(report.row(f"fig19.acc_drop.{m}", drops[f"{m}_avg"],
+                                   quantity=interval_label(q, f"fig19.acc_drop.{m}", ci), **_acc_cause(prov, n_samples),
                                    note=interval_note(f"fig19.acc_drop.{m}", ci)))
         else:
             rows.append(report.row(f"fig19.acc_drop.{m}", None, quantity=q, cause="not-run",

@@ -73,7 +73,7 @@ def main(argv: Sequence[str]) -> int:
         total_h += hours
         hw = "  ".join(f"{paired_half_width(len(ss), d):>10.2f}" for d in deltas)
         need = "/".join(str(samples_for(a.tolerance, d)) for d in deltas)
-        print(f"{t:14s} {len(ss):>8d} {frames:>9d} {hours:>8.2f}  {hw}  {need}")
+        print(f"{t:14s} {len(ss):>8d} {frames:>9d} {hours:>8.3f}  {hw}  {need}")
     print(f"total {total_h:.2f} GPU-hours; {total_h / a.gpus:.2f} h on {a.gpus} GPU(s) (torchrun, one shard each)")
     print(f"GPU-hours = Σ_samples max(frames, 1) × seconds per frame × methods / 3600 (frames of the annotated spans "
           f"at 2 fps, at most {coin.MAX_NUM_FRAMES}; COIN.json durations, the videos are not probed). Half-width of "

@@ -2,11 +2,15 @@
 
 Intervals (docs/DECISIONS.md D340):
 
-* a method's Top-1 on a task, and a drop (``full`` − method, the two runs on the same samples): a percentile
-  bootstrap over samples of VideoLLM-online's pooled metric ``100 · Σ correct / Σ counted`` (:func:`pooled_counts`:
-  per sample, correct and counted steps -- 0/1 and 1 for the single-answer tasks), 2,000 resamples, seeded. A drop
-  resamples the *pairs* (each sample with both methods' answers), so the correlation of the two methods' errors
-  enters; an average drop over tasks resamples each task independently and averages the tasks' drops;
+* a method's Top-1 on a task: the Wilson score interval of VideoLLM-online's pooled metric
+  ``100 · Σ correct / Σ counted`` (:func:`pooled_counts`: per sample, correct and counted steps -- 0/1 and 1 for the
+  single-answer tasks; a procedure's steps count as trials, which understates the error where one sample's steps
+  fail together);
+* a drop (``full`` − method, the two runs on the same samples): a percentile bootstrap over the *pairs* (each
+  sample with both methods' answers, so the correlation of the two methods' errors enters), 2,000 resamples,
+  seeded; where no pair differs the bootstrap has no spread, and the normal approximation below with δ at its
+  Wilson upper bound (0 discordant of n) stands in. An average drop over tasks resamples each task independently
+  and averages the tasks' drops;
 * for planning, before any answer exists: the normal approximation of a paired difference of proportions,
   half-width ``z · sqrt(δ / n)`` points × 100 (δ: the share of samples on which the two methods' correctness
   differs; the variance ``δ − Δ²`` at its largest, Δ = 0), so ``n ≥ z² δ / tol²`` samples make the half-width at most
@@ -75,14 +79,22 @@ def _draws(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(N_BOOT, n))
 
 
-def top1_interval(counts: Mapping[str, tuple[int, int]], seed: int = 0) -> Interval:
-    """Percentile bootstrap interval of one method's pooled Top-1 (%) over its samples."""
+def wilson(k: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a proportion k / n, as fractions."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    mid, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (
+        1 + z * z / n)
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def top1_interval(counts: Mapping[str, tuple[int, int]]) -> Interval:
+    """Wilson interval of one method's pooled Top-1 (%) over its samples' counted answers."""
     arr = np.asarray(list(counts.values()), dtype=np.float64).reshape(-1, 2)
-    c, n = arr[:, 0], arr[:, 1]
-    idx = _draws(len(c), seed)
-    boot = _pooled(c[idx], n[idx])
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return Interval(float(_pooled(c, n)), float(lo), float(hi), len(c), "bootstrap over samples")
+    c, n = float(arr[:, 0].sum()), float(arr[:, 1].sum())
+    lo, hi = wilson(c, n)
+    return Interval(100 * c / max(n, 1), 100 * lo, 100 * hi, len(arr), "Wilson score interval")
 
 
 def _drop_boot(ref: Mapping[str, tuple[int, int]], other: Mapping[str, tuple[int, int]], seed: int
@@ -94,7 +106,11 @@ def _drop_boot(ref: Mapping[str, tuple[int, int]], other: Mapping[str, tuple[int
     b = np.asarray([other[i] for i in ids], dtype=np.float64)
     idx = _draws(len(ids), seed)
     drop = float(_pooled(a[:, 0], a[:, 1]) - _pooled(b[:, 0], b[:, 1]))
-    return drop, _pooled(a[idx, 0], a[idx, 1]) - _pooled(b[idx, 0], b[idx, 1]), len(ids)
+    boot = _pooled(a[idx, 0], a[idx, 1]) - _pooled(b[idx, 0], b[idx, 1])
+    if np.ptp(boot) == 0:  # no pair differs: the spread of an unseen discordance, at its Wilson upper bound
+        sd = paired_half_width(len(ids), wilson(0, len(ids))[1]) / Z95
+        boot = drop + sd * np.random.default_rng(seed).standard_normal(N_BOOT)
+    return drop, boot, len(ids)
 
 
 def drop_interval(ref: Sequence[Mapping[str, tuple[int, int]]], other: Sequence[Mapping[str, tuple[int, int]]],
