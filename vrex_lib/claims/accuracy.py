@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import accuracy as study
+from .. import methods as method_table
 from .. import paper, report
 from ..coin import TASKS as COIN_TASKS
 from ..eval.stats import Interval, drop_interval, pooled_counts, top1_interval
@@ -29,7 +30,9 @@ from ..runtime import RetrievalTrace, load_trace
 from .provenance import FULL_PROFILE_RUN, Provenance, workload_cause
 
 #: Table II's methods with printed retrieval ratios, in the paper's row order.
-PAPER_METHODS: tuple[str, ...] = ("infinigen", "infinigen_p", "rekv", "resv")
+PAPER_METHODS: tuple[str, ...] = method_table.RATIO_ROWS
+#: The methods one policy module implements: InfiniGen's (its 50 % cap evidence), and Fig. 19's bars.
+INFINIGEN_FAMILY: tuple[str, ...] = method_table.in_family("infinigen")
 STAGES: tuple[str, ...] = ("frame", "text")
 #: Fidelity proxies of the study (column of ``summarize``, unit).
 FIDELITY: tuple[tuple[str, str], ...] = (("answer_match", "fraction"), ("first_token_agree", "fraction"),
@@ -149,7 +152,7 @@ def study_traces(root: str | Path, df: pd.DataFrame, method: str, tag: str | Non
 def study_evidence(root: str | Path, df: pd.DataFrame, *, n_layers: int, n_kv_heads: int) -> StudyEvidence:
     """:class:`StudyEvidence` of the main run under ``root`` (traces of InfiniGen, InfiniGenP and ReKV)."""
     ig = {}
-    for m in ("infinigen", "infinigen_p"):
+    for m in INFINIGEN_FAMILY:
         if (df.method == m).any():
             trs = study_traces(root, df, m)
             ig.update({(m, s): infinigen_cap_evidence(trs, s) for s in STAGES})
@@ -205,7 +208,7 @@ def _rekv_cause(prov: Provenance, ev: StudyEvidence, stage: str) -> tuple[str, s
 
 def ratio_cause(method: str, stage: str, prov: Provenance, ev: StudyEvidence) -> tuple[str, str]:
     """(cause, cause_detail) of a Table II retrieval-ratio miss of ``method`` at ``stage``."""
-    if method in ("infinigen", "infinigen_p"):
+    if method in INFINIGEN_FAMILY:
         return _infinigen_cause(prov, ev, method, stage)
     if method == "rekv":
         return _rekv_cause(prov, ev, stage)
@@ -307,9 +310,9 @@ def accuracy_intervals(root: str | Path, methods: Sequence[str], tasks: Sequence
     if set(tasks) != set(COIN_TASKS) or any(("full", t) not in counts for t in tasks):
         return out
     ref = [counts["full", t] for t in tasks]
-    for key, m, how in (("table2.avg_drop.resv", "resv", "mean"), ("table2.max_drop.infinigen_p", "infinigen_p", "max"),
-                        ("fig19.acc_drop.resv", "resv", "mean"), ("fig19.acc_drop.resv_noclust", "resv_noclust",
-                                                                   "mean")):
+    drops = (("table2.avg_drop.resv", "resv", "mean"), ("table2.max_drop.infinigen_p", "infinigen_p", "max"),
+             *((f"fig19.acc_drop.{m}", m, "mean") for m in method_table.FIG19))
+    for key, m, how in drops:
         if all((m, t) in counts for t in tasks):
             out[key] = drop_interval(ref, [counts[m, t] for t in tasks], how)
     return out
@@ -414,10 +417,15 @@ def _info(claim: str, quantity: str, unit: str, value: float | None, col: str, p
     return report.info_row(claim, quantity, unit, value, note=note, **kw)
 
 
+#: The study's methods whose fidelity against ``full`` is a Table II-side row (Fig. 19's ablation has its own rows).
+FIDELITY_METHODS: tuple[str, ...] = tuple(m for m in method_table.STUDY
+                                          if m != "full" and method_table.METHODS[m].role != "ablation")
+
+
 def fidelity_rows(by_m: pd.DataFrame, prov: Provenance, ev: StudyEvidence) -> list[report.Row]:
-    """Fidelity proxies against ``full`` (INFO: no printed counterpart) of FlexGen and the paper's methods."""
+    """Fidelity proxies against ``full`` (INFO: no printed counterpart) of every study method but the ablation."""
     return [_info(f"fidelity.{m}.{col}", f"{m}: {col} vs full (all tasks)", unit, by_m.loc[m, col], col, prov, ev,
-                  note=f"fidelity proxy, profile {prov.profile}") for m in ("flexgen",) + PAPER_METHODS
+                  note=f"fidelity proxy, profile {prov.profile}") for m in FIDELITY_METHODS
             for col, unit in FIDELITY]
 
 
@@ -443,7 +451,7 @@ def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev:
     changes on these runs (ratios, fidelity, prediction cost). ``ab``: ``by_m`` rows resv_noclust and resv."""
     drops = accuracy_drops(acc, tasks)
     rows = []
-    for m in ("resv_noclust", "resv"):
+    for m in method_table.FIG19:
         q = f"{m} avg COIN accuracy drop"
         if f"{m}_avg" in drops:
             rows.append(report.row(f"fig19.acc_drop.{m}", drops[f"{m}_avg"],
@@ -454,7 +462,7 @@ def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev:
                                    note="COIN accuracy needs the trained checkpoint (full profile)",
                                    cause_detail=NOT_RUN_ACC if acc is None else
                                    f"the drop needs all five tasks; this run covered {', '.join(tasks)}"))
-    for m in ("resv_noclust", "resv"):
+    for m in method_table.FIG19:
         rows.append(report.row(f"fig19.speedup.{m}", None, quantity=f"{m} frame latency speedup at 40K",
                                note="a latency claim: not measured in notebook 03 (see cause_detail)",
                                cause="not-run", cause_detail=FIG19_SPEEDUP_NOT_RUN))

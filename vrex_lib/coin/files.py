@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import video
-from ..config import REPO_ROOT
+from ..config import REPO_ROOT, profile_config
 from .annotations import SkipLog, VideoAnnotation, split_videos
 from .tasks import FRAME_FPS, FRAME_SAMPLING, Sample
 
@@ -88,23 +88,18 @@ def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> t
     full:    the user's folder ``coin_root`` laid out as ``COIN.json`` (the official file, any name
              matching ``COIN.json``/``coin.json``) and ``videos/<youtube_id>.mp4``.
     """
-    if profile == "smoke":
-        root = REPO_ROOT / "data" / "coin_tiny"
-        if not (root / "videos").is_dir():
-            raise FileNotFoundError(f"{root}/videos is missing: run `python data/make_coin_mini.py --tiny`.")
-    elif profile == "default":
-        root = REPO_ROOT / "data" / "coin_mini"
-        if not (root / "COIN.json").exists():
-            raise FileNotFoundError(f"{root}/COIN.json is missing: the COIN fixture is built by `make data` "
-                                    "(python data/make_coin_mini.py, < 1 min).")
-    elif profile == "full":
+    data = profile_config(profile).data  # an unknown profile is an error naming the profiles
+    if data.root is not None:
+        root = REPO_ROOT / data.root
+        need = root / data.must_exist
+        if not need.exists():
+            raise FileNotFoundError(f"{need} is missing: {data.missing_hint}.")
+    else:
         if not coin_root:
-            raise ValueError("profile 'full' needs coin_root: a folder holding COIN.json and videos/<id>.mp4")
+            raise ValueError(f"profile {profile!r} needs coin_root: a folder holding COIN.json and videos/<id>.mp4")
         root = Path(coin_root).expanduser()
         if not root.is_dir():
             raise FileNotFoundError(f"coin_root {root} is not a folder (expected COIN.json + videos/)")
-    else:
-        raise ValueError(f"unknown profile {profile!r}: smoke, default or full")
     js = next((root / n for n in ("COIN.json", "coin.json") if (root / n).exists()), root / "COIN.json")
     if not js.exists():
         raise FileNotFoundError(f"{js} not found: put the official COIN.json in {root}")

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from .. import coin, methods
+from ..config import PROFILES
 from .stats import Z95, discordance, paired_half_width, pooled_counts, samples_for, seconds_per_frame
 
 #: Discordance rates shown when no pilot pair measures one (the share of samples two methods disagree on).
@@ -14,7 +15,7 @@ ASSUMED_DELTAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vrex_lib.eval plan", description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", default="full", choices=("smoke", "default", "full"))
+    p.add_argument("--profile", default="full", choices=PROFILES)
     p.add_argument("--coin-root", default=None)
     p.add_argument("--split", default="testing")
     p.add_argument("--tasks", default=",".join(coin.TASKS))

@@ -10,11 +10,12 @@ import types
 import torch
 
 from ..coin import FRAMES_POLICIES
-from ..config import RuntimeConfig, arg_name
+from ..config import PROFILES, RuntimeConfig, arg_name, profile_config
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
-MAX_NEW_TOKENS = {"smoke": 8, "default": 24, "full": 512}
+#: Greedy tokens per answer by default, per profile (its ``eval`` section).
+MAX_NEW_TOKENS = {p: profile_config(p).eval.max_new_tokens for p in PROFILES}
 PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
 
 
@@ -119,15 +120,13 @@ class NoSamplesEvaluated(RuntimeError):
 
 def _check_profile_args(profile: str, **paths) -> None:
     """Flags a profile does not use are an error, never silently ignored."""
-    used = {"smoke": (), "default": ("llm_path",), "full": ("coin_root", "llm_path", "vision_path",
-                                                            "connector_path")}[profile]
-    extra = [k for k, v in paths.items() if v and k not in used]
+    prof = profile_config(profile)
+    extra = [k for k, v in paths.items() if v and not prof.uses_flag(k)]
     if extra:
         names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
-        fixture = "data/coin_tiny" if profile == "smoke" else "data/coin_mini"
         raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
-                         f"{profile} profile evaluates its own fixture ({fixture}) with its own model. Drop {names}, "
-                         "or select the full profile.")
+                         f"{profile} profile evaluates its own fixture ({prof.data.root}) with its own model. Drop "
+                         f"{names}, or select the full profile.")
 
 
 def _shape_from_config(cfg: dict, identity: ModelIdentity, device: torch.device):

@@ -98,7 +98,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
         done = {r["sample_id"] for r in done_rows}
         mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
-        if profile == "full" and model is None and todo:
+        if pcfg.model.requires_paths and model is None and todo:
             shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
             _check_all(shape, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
         run_record = dict(_run_record(run, cfg, done_rows), device=str(dev))
@@ -224,13 +224,14 @@ def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir)
 def _load_samples(task: str, split: str, profile: str, coin_root, max_samples, prompt_layout: str, max_frames,
                   frames_policy: str, skips: coin.SkipLog) -> tuple:
     """(annotation file, videos folder, samples) of the task's split whose videos exist; errors name the flag."""
-    if profile == "full" and not coin_root:
-        raise ValueError(f"the full profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
+    user_data = profile_config(profile).uses_flag("coin_root")
+    if user_data and not coin_root:
+        raise ValueError(f"the {profile} profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
                          "videos/<youtube_id>.mp4")
     try:
         js, videos_dir = coin.dataset_paths(profile, coin_root)
     except FileNotFoundError as err:
-        raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if profile == 'full' else ''}{err}") from None
+        raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if user_data else ''}{err}") from None
     ann = coin.load_annotations(js, skips)
     if prompt_layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
