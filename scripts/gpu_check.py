@@ -182,7 +182,8 @@ def main(argv=None) -> int:
     eval_figures(model, a)
     if model.device.type == "cuda":
         print(f"gpu_peak_mem_gib={torch.cuda.max_memory_allocated(model.device) / 2**30:.2f}")
-    print(f"# next: python -m vrex_lib.eval plan --coin-root $COIN --timing {Path(a.out) / 'eval' / 'resv' / 'step.jsonl'}")
+    timing = Path(a.out) / "eval" / "resv" / "step.jsonl"
+    print(f"# next: python -m vrex_lib.eval plan --coin-root $COIN --timing {timing}")
     return 0
 
 

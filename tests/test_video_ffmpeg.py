@@ -90,7 +90,7 @@ def test_frames_agree_with_ffmpeg_r2(videos, rate):
     assert [_index_of(f) for f in sub] == ref[r.start:r.stop]
 
 
-def test_the_grid_option_is_the_earlier_rule_and_differs(videos):
+def test_the_grid_option_differs_from_ffmpeg(videos):
     """'grid' (nearest source frame to k/2 s, up to the last whole grid point) disagrees with ffmpeg on every video:
     this test would catch a loader that fell back to it."""
     for rate, (src, ref) in videos.items():

@@ -59,8 +59,8 @@ from .annotations import (STEP_LABEL_FIXES, TASK_NAME_FIXES, CoinFormatError, cl
                           split_videos, categories, vocabulary)
 from .files import MissingVideoError, video_path, available_ids, filter_available, dataset_paths, decoded_duration
 from .metric import METRICS, normalize, nearest_label, fuzzy_match, split_procedure, score_counts, score
-from .tasks import (TASKS, PROCEDURE_TASKS, MAX_PROCEDURE_STEPS, FRAME_FPS, FRAME_SAMPLING, MAX_NUM_FRAMES, FRAMES_POLICIES,
-                    PROMPT_STEP, PROMPT_NEXT, PROMPT_TASK, prompt_procedure, prompt_taskprocedure, ceil_time_by_fps,
-                    span_frame_range, Sample, build_task, build_all)
+from .tasks import (TASKS, PROCEDURE_TASKS, MAX_PROCEDURE_STEPS, FRAME_FPS, FRAME_SAMPLING, MAX_NUM_FRAMES,
+                    FRAMES_POLICIES, PROMPT_STEP, PROMPT_NEXT, PROMPT_TASK, prompt_procedure, prompt_taskprocedure,
+                    ceil_time_by_fps, span_frame_range, Sample, build_task, build_all)
 from .tokens import WORDS_PER_TOKEN_APPROX, approx_token_count, task_stats, token_counter
 

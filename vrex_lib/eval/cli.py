@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import methods
+from .. import coin, methods, video
 from ..config import RuntimeConfig
 from ..retrieval import check_policy_kwargs
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-layout", default="coin", choices=("coin", "live"),
                    help="'coin': question, frames, answer (as the checkpoint was trained); 'live': question after "
                    "the frames")
-    p.add_argument("--frame-sampling", default="ffmpeg", choices=("ffmpeg", "grid"),
+    p.add_argument("--frame-sampling", default=coin.FRAME_SAMPLING, choices=video.SAMPLINGS,
                    help="'ffmpeg': the frames ffmpeg's -r 2 writes, as VideoLLM-online's preprocessing (default); "
                    "'grid': the source frame nearest each k/2 s (docs/DECISIONS.md D59)")
     p.add_argument("--max-new-tokens", type=int, default=None)

@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from ..coin import FRAMES_POLICIES
+from ..coin import FRAME_SAMPLING, FRAMES_POLICIES
 from ..config import PROFILES, RuntimeConfig, arg_name, profile_config
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
@@ -54,7 +54,7 @@ def model_identity(profile: str, model=None, llm_path=None, vision_path=None, co
 def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: ModelIdentity, split: str,
                data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
                runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
-               frames_policy: str = "videollm-online", frame_sampling: str = "ffmpeg") -> dict:
+               frames_policy: str = "videollm-online", frame_sampling: str = FRAME_SAMPLING) -> dict:
     """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
 
     The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file; the model
