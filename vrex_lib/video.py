@@ -245,7 +245,7 @@ def packet_times(video: str | os.PathLike) -> PacketTimes:
 
 def _frame_durations(t: PacketTimes) -> list[int]:
     """Each frame's duration as ffmpeg 7's decoder sets it (``video_duration_estimate``): the packet's, else the
-    time since the previous frame, else one frame at the average rate, else 1."""
+    time since the previous frame, else one frame at the average rate, else the previous frame's (1 for the first)."""
     out, last = [], None
     for p, d in zip(t.pts.tolist(), t.durations.tolist()):
         if d <= 0:
