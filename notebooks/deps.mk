@@ -147,11 +147,13 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/coin/tokens.py \
   vrex_lib/config.py \
   vrex_lib/eval/__init__.py \
+  vrex_lib/eval/budget.py \
   vrex_lib/eval/cli.py \
   vrex_lib/eval/plan.py \
   vrex_lib/eval/results.py \
   vrex_lib/eval/run.py \
   vrex_lib/eval/sample.py \
+  vrex_lib/eval/stats.py \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/timing.py \
   vrex_lib/keys.py \

@@ -22,7 +22,7 @@ paper, config, profiles, methods, choices, _io
                                     method table; the open choices and their ranges; atomic file writes
 ```
 """
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 #: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
 LAYERS: tuple[tuple[str, ...], ...] = (

@@ -288,17 +288,19 @@ def param_path(name: str, value: object, *, kind: Literal["file", "dir"]) -> Pat
     return path
 
 
-def param_profile(name: str, value: object, profile: str) -> None:
+def param_profile(name: str, value: object, profile: str, *, like: str | None = None) -> None:
     """Refuse a path parameter (``LLM_PATH``, ``COIN_ROOT``, ... : a :data:`vrex_lib.profiles.PATH_FLAGS` name in
     capitals) set under a profile whose record does not use it (docs/DECISIONS.md D74), or left empty under one that
-    requires it: :class:`ParamError` naming ``name``. Empty = ``''`` or None."""
-    flag, prof = name.lower(), profile_config(profile)
+    requires it: :class:`ParamError` naming ``name``. Empty = ``''`` or None. ``like``: the path flag whose profiles
+    use ``name`` too, never requiring it (e.g. notebook 03's ``EVAL_DIR``, results on the user's COIN: like
+    ``coin_root``)."""
+    flag, prof = (like or name).lower(), profile_config(profile)
     given = value not in ("", None)
     if given and not prof.uses_flag(flag):
         used_by = [p for p in PROFILES if profile_config(p).uses_flag(flag)]
         raise _param_fail(name, value, f"is used only by the {' / '.join(used_by)} profile, not {profile}",
                           f"leave it empty, or pass -p PROFILE {used_by[-1]}")
-    if not given and prof.requires_flag(flag):
+    if not given and like is None and prof.requires_flag(flag):
         raise _param_fail(name, value, f"is required by the {profile} profile", f"pass -p {name} <path>")
 
 
