@@ -80,9 +80,9 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
         if sys.core_power is None:
             raise ValueError(f"System {sys.name}: a V-Rex system needs core_power (build it with systems.vrex)")
         parts["core"] = sys.core_power.power_w(**core_utilisation(sys, act)) * sys.n_cores * t
-        parts["dram"] = act.dram_bytes * 8 * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity) * t
+        parts["dram"] = act.dram_bytes * 8 * _offchip.dram_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity) * t
     else:
         parts["gpu_board"] = sys.power_w * t
     lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
@@ -93,7 +93,8 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
     if sys.offload_tier == "ssd":
         parts["ssd"] = _offchip.ssd_power_w("active") * busy + _offchip.ssd_power_w("idle") * (t - busy)
     else:
-        parts["host_dram"] = (act.pcie_bytes + act.host_copy_bytes) * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = ((act.pcie_bytes + act.host_copy_bytes) * 8
+                              * _offchip.dram_pj_per_bit(sys.offload_store) * 1e-12)
     return sum(parts.values()), parts
 
 
@@ -108,15 +109,15 @@ def peak_power_w(sys: System) -> dict[str, float]:
     if sys.kind == "vrex":
         parts["core"] = sys.core_power.peak_w * sys.n_cores
         bits_per_s = sys.dram * 8
-        parts["dram"] = bits_per_s * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_phy"] = bits_per_s * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity)
+        parts["dram"] = bits_per_s * _offchip.dram_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_phy"] = bits_per_s * _offchip.dram_phy_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity)
     else:
         parts["gpu_board"] = sys.power_w
     parts["pcie"] = pcie_power_w(sys, 1.0)
     if sys.offload_tier == "ssd":
         parts["ssd"] = _offchip.ssd_power_w("active")
     else:
-        parts["host_dram"] = sys.pcie * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = sys.pcie * 8 * _offchip.dram_pj_per_bit(sys.offload_store) * 1e-12
     parts["total"] = sum(parts.values())
     return parts

@@ -43,7 +43,7 @@ from .workload import SIM_METHOD, Workload
 from .methods import PredContext, PredWork, SimMethod, get_method, moved_fraction, run_tokens
 from .systems import System, get_system
 from .model_ops import (LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op,
-                        vision_op)
+                        stack_counts, vision_op)
 from .constants import const
 
 
@@ -214,15 +214,26 @@ class OpCosts:
                 + (op.dma_bytes / r(op.dma_run_bytes, True) if op.dma_bytes else 0.0))
 
     def time(self, op: Op) -> tuple[float, str]:
-        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / compute / host on a GPU)."""
+        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / kernel / compute / host on a GPU)."""
         sys, dram_s = self.sys, self.dram_s(op)
         if sys.kind == "vrex":
-            t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores)
+            t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores, sys.core_port_bytes_per_cycle)
             return t.time_s, t.limit
-        compute_s = op.flops / sys.flops
-        host_s = op.n_host_ops * sys.host_op_s
-        return max(compute_s, dram_s, host_s), max((("compute", compute_s), ("dram", dram_s), ("host", host_s)),
-                                                    key=lambda x: x[1])[0]
+        return self.gpu_parts(op, dram_s)[0]
+
+    def gpu_parts(self, op: Op, dram_s: float | None = None) -> tuple[tuple[float, str], dict]:
+        """A GPU op: the device runs its kernels, each paying its fixed start-up (``kernel_*_s``) on top of its DRAM
+        streaming, unless compute binds; the eager host issues its calls meanwhile. ((seconds, limit), parts)."""
+        sys = self.sys
+        dram_s = self.dram_s(op) if dram_s is None else dram_s
+        calls, kernels, dram_k = stack_counts(sys.stack, op)
+        fixed_s = dram_k * sys.kernel_dram_s + (kernels - dram_k) * sys.kernel_small_s
+        parts = dict(compute=op.flops / sys.flops, dram=dram_s, kernel=fixed_s, host=calls * sys.host_op_s)
+        device_s = max(parts["compute"], dram_s + fixed_s)
+        if parts["host"] >= device_s:
+            return (parts["host"], "host"), parts
+        lim = "compute" if parts["compute"] >= dram_s + fixed_s else ("kernel" if fixed_s > dram_s else "dram")
+        return (device_s, lim), parts
 
     def seconds(self, op: Op) -> float:
         return self.time(op)[0]
