@@ -347,6 +347,16 @@ def _apply(r: ComponentRow) -> ComponentRow:
     return r
 
 
+def perturbation(component: str, field: str) -> float:
+    """The product of the active :func:`perturbed` factors on ``field`` of ``component`` (1.0 in normal use), for a
+    value read from its record rather than from :data:`ROWS` (the memory-technology records)."""
+    k = 1.0
+    for (glob, f), v in _PERTURB.items():
+        if f == field and fnmatch.fnmatch(component, glob):
+            k *= v
+    return k
+
+
 def rows(component: str, action: str | None = None, source: str | None = None) -> list[ComponentRow]:
     out = [_apply(r) for r in ROWS if r.component == component and (action is None or r.action == action)
            and (source is None or r.source == source)]

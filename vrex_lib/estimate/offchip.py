@@ -36,7 +36,7 @@ def dram_pj_per_bit(kind: "str | memtech.MemoryTech") -> float:
     m = _record(kind)
     if m.tools_energy:
         return _tool_pj_per_bit(m.name)
-    return C.rows(f"dram_{m.name}", "transfer")[0].energy_pJ
+    return m.device_pj_per_bit * C.perturbation(f"dram_{m.name}", "energy_pJ")
 
 
 @lru_cache(maxsize=None)
@@ -51,7 +51,7 @@ def dram_phy_pj_per_bit(kind: "str | memtech.MemoryTech") -> float:
     m = _record(kind)
     if m.phy_pj_per_bit is None:
         raise ValueError(f"no PHY energy for DRAM kind {m.name!r}: {m.phy_note}")
-    return C.rows(f"dram_phy_{m.name}", "transfer")[0].energy_pJ
+    return m.phy_pj_per_bit * C.perturbation(f"dram_phy_{m.name}", "energy_pJ")
 
 
 def dram_background_w(kind: "str | memtech.MemoryTech", capacity_bytes: float) -> float:
@@ -63,9 +63,8 @@ def dram_background_w(kind: "str | memtech.MemoryTech", capacity_bytes: float) -
     m = _record(kind)
     if m.background_w is None:
         raise ValueError(f"no background power for DRAM kind {m.name!r}: {m.background_note}")
-    row = C.rows(f"dram_{m.name}", "background")[0]
-    device_bytes = row.width * 1e9 / 8  # width holds the device capacity in Gbit
-    return row.leakage_uW * 1e-6 * capacity_bytes / device_bytes
+    device_bytes = m.background_device_gbit * 1e9 / 8
+    return m.background_w * C.perturbation(f"dram_{m.name}", "leakage_uW") * capacity_bytes / device_bytes
 
 
 def pcie_idle_fraction() -> float:

@@ -98,6 +98,11 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
     return sum(parts.values()), parts
 
 
+def ssd_active_j(busy_s: float) -> float:
+    """The SSD's energy while the link moves data for ``busy_s`` (its active power; the rest of a step is idle)."""
+    return _offchip.ssd_power_w("active") * busy_s
+
+
 def peak_power_w(sys: System) -> dict[str, float]:
     """System power with everything at full load (W, by part): the number Table I's system power compares with.
 

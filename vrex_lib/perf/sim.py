@@ -116,6 +116,8 @@ class SimResult:
       extrapolation used for this step.
     timeline: one dict per phase (layer, phase, engine, start_us, end_us, dram_bytes, pcie_bytes), built on first
     access from ``timeline_rows`` (the same fields as tuples).
+    ledger: the resource ledger (:data:`RESOURCES`): one dict per (resource, term) with the seconds it held the
+    resource, the joules it cost and the bytes it moved; its energies sum to ``energy_J`` (docs/PERF_MODEL.md).
     """
 
     system: str
@@ -137,6 +139,7 @@ class SimResult:
     workload_source: str
     timeline_rows: list = field(default_factory=list, repr=False)
     notes: dict = field(default_factory=dict)
+    ledger: list = field(default_factory=list, repr=False)
 
     @property
     def timeline(self) -> list[dict]:
@@ -447,6 +450,7 @@ class LayerPlan:
     fetch_s: float
     traffic: LayerTraffic
     dram: list = field(default_factory=list)
+    host_copy_s: float = 0.0
 
 
 @dataclass
@@ -476,7 +480,11 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
     sys = i.sys
     fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie,
                                  ssd=sys.offload_tier == "ssd", queue_depth=sys.nvme_queue_depth)
-    return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops])
+    # FlexGen's pinned-buffer relay in host DRAM (server): each fetched byte is copied before its DMA can start.
+    copy_s = (sys.staging_copies * tr.fetch_bytes / sys.host_copy_bytes_s
+              if sys.staging_copies and not sys.unified_memory and sys.kind != "vrex" and tr.fetch_bytes else 0.0)
+    return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops],
+                     copy_s)
 
 
 class _Timeline:
@@ -485,6 +493,7 @@ class _Timeline:
     def __init__(self) -> None:
         self.t = 0.0
         self.pcie_free = 0.0
+        self.host_free = 0.0
         self.fetch_done: dict[int, float] = {}
         self.rows: list[tuple] = []
 
@@ -496,12 +505,17 @@ class _Timeline:
         self.rows.append((layer, phase, "main", self.t * 1e6, (self.t + dt) * 1e6, dram, 0.0))
         self.t += dt
 
-
-
     def fetch(self, layer: int, ready_s: float, plan: LayerPlan) -> None:
+        """The link moves ``plan``'s fetch once its selection is known (``ready_s``) and the link is free; a host relay
+        copy (``host_copy_s``) runs on the host memory first, pipelined over layers."""
         if plan.fetch_s <= 0:
             self.fetch_done[layer] = ready_s
             return
+        if plan.host_copy_s > 0:
+            c0 = max(self.host_free, ready_s)
+            self.host_free = c0 + plan.host_copy_s
+            self.add(layer, "host_copy", "host", c0, self.host_free)
+            ready_s = self.host_free
         start = max(self.pcie_free, ready_s)
         self.pcie_free = start + plan.fetch_s
         self.fetch_done[layer] = self.pcie_free
@@ -590,7 +604,51 @@ def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
         for dt, lim in zip(pl_.op_s, pl_.limits):
             limits[lim] = limits.get(lim, 0.0) + n * dt * 1e3
     w["limits_ms"] = limits
+    ops = [(o, n) for pl_, n in plans for o in pl_.ops] + [(head, 1)] + [(o, n_pred) for o in sc.pred.ops]
+    ops += [(vop, 1)] if vop else []
+    w["dram_s"] = sum(n * sc.costs.dram_s(o) for o, n in ops)
+    if i.sys.kind != "vrex":
+        parts = [(sc.costs.gpu_parts(o)[1], n) for o, n in ops]
+        w["kernel_s"], w["host_s"] = (sum(n * p_[k] for p_, n in parts) for k in ("kernel", "host"))
     return w
+
+
+#: The resources a step occupies: the accelerator's compute (V-Rex cores + DRE, or the GPU board), its DRAM, the
+#: GPU host CPU (framework calls), the PCIe link, and the offload tier (SSD, or host DRAM on the server).
+RESOURCES: tuple[str, ...] = ("compute", "dre", "dram", "host_cpu", "link", "ssd", "host_dram")
+
+
+def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dict, busy_s: float,
+            copy_s: float, pcie_bytes: float, host_copy_bytes: float) -> list[dict]:
+    """One entry per (resource, term): seconds it holds the resource, joules, bytes. Every joule of ``parts`` is in
+    exactly one entry; a powered-but-idle resource (cores during a stall, an idle link) holds it for the step."""
+    sys, t = i.sys, sc.total_s
+    e = lambda resource, term, time_s, energy_j=0.0, bytes_=0.0: dict(  # noqa: E731
+        resource=resource, term=term, time_s=time_s, energy_j=energy_j, bytes=bytes_)
+    out = []
+    if sys.kind == "vrex":
+        out += [e("compute", "LXE cores (powered for the step)", t, parts["core"]),
+                e("dre", "HCU/WTU prediction (energy in the cores')", w["n_pred"] * sc.dre_s),
+                e("dram", "transfers (device + PHY)", w["dram_s"], parts["dram"] + parts["dram_phy"], w["dram"]),
+                e("dram", "background (standby + refresh)", t, parts["dram_background"])]
+    else:
+        out += [e("compute", "GPU board (Table I power: GPU + its DRAM)", t, parts["gpu_board"]),
+                e("dram", "transfers (energy in the board's)", w["dram_s"], 0.0, w["dram"]),
+                e("compute", "kernel start-up (within the device time)", w["kernel_s"]),
+                e("host_cpu", "framework calls (host energy not in Table I)", w["host_s"])]
+    out += [e("link", "transfers", busy_s, parts["pcie"], pcie_bytes),
+            e("link", "idle (ASPM states)", max(0.0, t - busy_s), parts["pcie_idle"])]
+    if "ssd" in parts:
+        act = _energy.ssd_active_j(busy_s)
+        out += [e("ssd", "reads (active)", busy_s, act, pcie_bytes), e("ssd", "idle", max(0.0, t - busy_s),
+                                                                        parts["ssd"] - act)]
+    else:
+        tot = pcie_bytes + host_copy_bytes
+        share = host_copy_bytes / tot if tot else 0.0
+        out += [e("host_dram", "DMA reads of the offloaded KV", busy_s, parts["host_dram"] * (1 - share), pcie_bytes),
+                e("host_dram", "FlexGen pinned-buffer relay copies", copy_s, parts["host_dram"] * share,
+                  host_copy_bytes)]
+    return out
 
 
 def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
@@ -614,6 +672,8 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
         kvmu_requests=(pl.per_layer(L, "fetch_commands") if i.engine == "dre" else 0.0),
         host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0)
     energy_j, parts_j = _energy.step_energy(sys, act)
+    copy_s = pl.n_dense * sc.dense.host_copy_s + (L - pl.n_dense) * sc.sparse.host_copy_s
+    ledger = _ledger(i, pl, sc, w, parts_j, min(busy_s, sc.total_s), copy_s, pcie_bytes, act.host_copy_bytes)
     resident_dense = pl.n_dense * B * pl.off_tokens * i.llm.kv_bytes_per_token_layer if p.dense_resident else 0.0
     mem_bytes = (footprint_bytes(i.llm, p, i.spec, i.kv_len, B, pl.offload, i.wl.tokens_per_frame,
                                  i.tokens_per_cluster)
@@ -630,7 +690,7 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
     return SimResult(sys.name, i.spec.name, i.stage, i.kv_len, B, sc.total_s * 1e3, energy_j,
                      w["llm_flops"] + w["vis_flops"], w["pred_flops"], bytes_, breakdown_ms, parts_j,
                      energy_j / sc.total_s, mem_bytes, sys.dram_capacity, i.selected_frac,
-                     i.wl.source(i.extrapolated), sc.timeline, notes)
+                     i.wl.source(i.extrapolated), sc.timeline, notes, ledger)
 
 
 def simulate(system: str | System, method: str | SimMethod, stage: str, kv_len: int, batch: int = 1, *,
