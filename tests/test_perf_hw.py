@@ -105,13 +105,13 @@ def test_vrex_ops_report_what_limits_them():
 
 def test_dense_layer_zero_reads_and_fetches_everything():
     assert Workload.paper().dense_layers == RuntimeConfig().dense_layers == 1
-    r = simulate("vrex8", "resv", "frame", 40000, 1, workload="paper")
+    r = simulate("vrex8", "resv", "frame", 40000, 1, workload="paper", dense_resident=False)
     off = 40000 - RuntimeConfig().kv_capacity
     layer0 = [x for x in r.timeline if x["phase"] == "kv_fetch" and x["layer"] == 0][0]
     assert layer0["pcie_bytes"] == off * 2 * 8 * 128 * 2  # 147,062,784 B: every offloaded token of layer 0
     sparse = [x for x in r.timeline if x["phase"] == "kv_fetch" and x["layer"] == 5][0]["pcie_bytes"]
     assert r.bytes["pcie_fetch"] == pytest.approx(layer0["pcie_bytes"] + 31 * sparse)
-    none = simulate("vrex8", "resv", "frame", 40000, 1, workload="paper", dense_layers=0)
+    none = simulate("vrex8", "resv", "frame", 40000, 1, workload="paper", dense_layers=0, dense_resident=False)
     assert none.bytes["pcie_fetch"] == pytest.approx(32 * sparse) and none.latency_ms < r.latency_ms
     # Layer 0 predicts nothing: no prediction phase for it.
     assert not [x for x in r.timeline if x["phase"] == "kv_prediction" and x["layer"] == 0]

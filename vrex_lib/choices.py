@@ -49,13 +49,14 @@ _ROWS: tuple[Choice, ...] = (
            "frames x 10 tokens) plus its question does not stay on the device; above 32K the edge system's 32 GB "
            "LPDDR5, less the 16 GB of weights, holds no second stream", "recent_capacity", "tokens"),
     Choice("D101", "V-Rex core's DRAM/NoC port width", 64, (32, 64, 128),
-           "one core design serves V-Rex8 and V-Rex48: 32 B/cycle is V-Rex8's per-core share of 204.8 GB/s at "
-           "800 MHz, 64 covers V-Rex48's 40.3 GB/s per core, 128 is the next power of two", "system_core_port",
-           "B/cycle"),
-    Choice("D103", "dense layers' KV: offloaded and re-fetched every step, or kept resident on the device",
-           False, (False, True),
-           "Fig. 6 draws layer 0 with full attention and says nothing of where its KV lives; a designer may keep "
-           "it resident (1/32 of the cache) or treat it like every other layer", "dense_resident"),
+           "one core design serves V-Rex8 and V-Rex48 (Table III is one core): 32 B/cycle is V-Rex8's per-core share "
+           "of 204.8 GB/s at 800 MHz (Table I), 64 the next power of two above V-Rex48's 1935/48 = 40.3 GB/s = 50.4 "
+           "B/cycle, 128 a generous design", "system_core_port_bytes_per_cycle", "B/cycle"),
+    Choice("D103", "dense layers' KV: kept resident on the device, or offloaded and re-fetched every step",
+           True, (False, True),
+           "Fig. 6 draws layer 0 with full attention and says nothing of where its KV lives; a designer keeps it "
+           "resident (1/32 of the cache, read in full every step) rather than move 147 MB per frame over the 4 GB/s "
+           "link at 40K; the literal reading (every layer offloaded alike) is the other end", "dense_resident"),
     Choice("D104", "cross-step reuse of the previous step's retrieved KV (the KVMU's 'Retrieved KV', Fig. 12)",
            "kvmu", ("none", "kvmu", "all"),
            "the paper draws the region but gives no reuse; none (every step fetches afresh), the KVMU only "

@@ -47,6 +47,10 @@ from .model_ops import (LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder
 from .constants import const
 
 
+#: The granule rules of :class:`SimParams` (docs/DECISIONS.md D244).
+GRANULE_RULES: tuple[str, ...] = ("extent", "packed", "independent")
+
+
 @dataclass(frozen=True)
 class SimParams:
     """Modelling choices (not the workload); pass any field to :func:`simulate` as a keyword override.
@@ -56,8 +60,9 @@ class SimParams:
     recent_window:   newest tokens always attended (None = one frame: the Workload's tokens per frame).
     dense_layers:    first layers that attend to and fetch everything (None = the Workload's, which is
       ``RuntimeConfig.dense_layers`` for the paper-stated workload and the measurement's own for a file).
-    dense_resident:  keep the dense layers' whole KV in device DRAM instead of offloading and re-fetching it every
-      step (a design alternative, docs/DECISIONS.md D103; the runtime offloads every layer alike).
+    dense_resident:  keep the dense layers' whole KV in device DRAM (default: what a designer builds, 1/32 of the
+      cache for one dense layer) instead of offloading and re-fetching it every step (docs/DECISIONS.md D103; the
+      runtime offloads every layer alike, the measurement of the selecting layers is unaffected).
     n_hp: ReSV hash bits (``ReSVConfig.n_hp``, §VI.E).
     infinigen_partial_frac: InfiniGen's partial key/query fraction of head_dim (InfiniGen's default 0.2).
     infinigen_p_key_frac:   InfiniGenP's frame-stage scoring key fraction (1.0 = full-key Q·K^T).
@@ -70,6 +75,11 @@ class SimParams:
     offload: None = the method's own behaviour; False forces no offload (Fig. 15 AGX without offload).
     include_vision: run the vision tower in a frame step.
     aspm: PCIe link power management while idle: 'l1' (L0s then L1.2), 'l0s', 'off' (L0: the upper bound).
+    granule_rule: how the KVMU's cluster-wise reordering places a selected cluster's offloaded tokens in the tier's
+      granules (docs/DECISIONS.md D244): 'extent' (each cluster in its own granule-aligned extent: ceil(run / g)
+      granules, one command per cluster), 'packed' (clusters back to back, D85: a run spans run/g + 1/2 granules),
+      'independent' (runs at independent offsets, the upper bound). A workload file's measured blocks per selected
+      token replace the rule where it has them.
     """
 
     llm: LLMSpec = LLAMA3_8B
@@ -77,7 +87,7 @@ class SimParams:
     recent_capacity: int = field(default_factory=lambda: RuntimeConfig().kv_capacity)
     recent_window: int | None = None
     dense_layers: int | None = None
-    dense_resident: bool = False
+    dense_resident: bool = True
     n_hp: int = field(default_factory=lambda: ReSVConfig().n_hp)
     infinigen_partial_frac: float = 0.2
     infinigen_p_key_frac: float = 1.0
@@ -89,6 +99,7 @@ class SimParams:
     include_vision: bool = True
     n_new: int | None = None
     aspm: str = "l1"
+    granule_rule: str = "extent"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
@@ -97,6 +108,8 @@ class SimParams:
             raise ValueError(f"recent_capacity must be >= 1, got {self.recent_capacity}")
         if self.dense_layers is not None and not 0 <= self.dense_layers <= self.llm.n_layers:
             raise ValueError(f"dense_layers must be in [0, {self.llm.n_layers}], got {self.dense_layers}")
+        if self.granule_rule not in GRANULE_RULES:
+            raise ValueError(f"granule_rule {self.granule_rule!r}: choose one of {', '.join(GRANULE_RULES)}")
         if self.aspm not in _link.ASPM_POLICIES:
             raise ValueError(f"aspm {self.aspm!r}: choose one of {', '.join(_link.ASPM_POLICIES)}")
         if self.n_new is not None and self.n_new < 1:
@@ -368,6 +381,7 @@ class Placement:
     retrieved_kept_frac: float
     offload_write_bytes_per_layer: float
     retrieved_kept_bytes: float
+    granule_source: str = ""
 
     def layer(self, ell: int) -> LayerTraffic:
         return self.dense if ell < self.n_dense else self.sparse
@@ -386,8 +400,31 @@ def _fetch(i: StepInputs, off: int, frac: float, reuse: float, share: float, lay
         return 0.0, 0.0, math.inf
     if i.sys.offload_tier != "ssd":
         return b, 0.0, math.inf if layout == "all" else run_bytes
-    cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
+    g = max(i.sys.offload_granule, chunk_bytes)
+    if layout == "cluster" and i.p.granule_rule == "extent":
+        cmd = g * math.ceil(run_bytes / g)  # one command per cluster extent
+    else:
+        cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
     return b, b / cmd, cmd
+
+
+def _moved(i: StepInputs, run_bytes: float, chunk_bytes: float) -> tuple[float, str]:
+    """(share of the offloaded region the tier moves, how it was found): the workload's measured blocks per selected
+    token for this layout and granule where the file has them, else the granule rule (:data:`GRANULE_RULES`)."""
+    spec, g = i.spec, max(i.sys.offload_granule, chunk_bytes)
+    if i.r_off <= 0:
+        return 0.0, "nothing selected"
+    if spec.layout == "all" or i.r_off >= 1:
+        return 1.0, "whole tier"
+    layout = "cluster" if spec.layout == "cluster" else "token"
+    measured = i.wl.fetch_blocks_at(spec.ratio_key, layout, g / chunk_bytes, i.kv_len) if spec.ratio_key else None
+    if measured is not None:
+        return min(1.0, i.r_off * measured * g / chunk_bytes), f"measured blocks per token ({layout} layout)"
+    rule = i.p.granule_rule if layout == "cluster" else "independent"
+    if rule == "extent":
+        return min(1.0, i.r_off * g * math.ceil(run_bytes / g) / run_bytes), "extent rule"
+    return moved_fraction(i.r_off, run_bytes, chunk_bytes, i.sys.offload_granule, aligned=rule == "packed"), \
+        f"{rule} rule"
 
 
 def placement(i: StepInputs) -> Placement:
@@ -404,8 +441,7 @@ def placement(i: StepInputs) -> Placement:
     chunk_bytes = llm.head_dim * spec.kv_bits / 8
     run_bytes = min(run_tokens(spec, i.wl.tokens_per_frame, i.tokens_per_cluster) * chunk_bytes,
                     max(off, cand_dev, 1) * chunk_bytes)
-    frac = (moved_fraction(i.r_off, run_bytes, chunk_bytes, sys.offload_granule, aligned=spec.layout == "cluster")
-            if off > 0 else 0.0)
+    frac, granule_src = _moved(i, run_bytes, chunk_bytes) if off > 0 else (0.0, "nothing offloaded")
     # Who keeps the previous step's retrieved KV in device DRAM (SimParams.retrieved_cache).
     has_cache = (spec.layout == "cluster" if p.retrieved_cache == "kvmu" else
                  p.retrieved_cache == "all" and offload and spec.selects(i.stage))
@@ -434,7 +470,7 @@ def placement(i: StepInputs) -> Placement:
     # The oldest tokens leave for the offload tier (an evicting method drops them instead).
     write = B * i.n_new * kvb if off > 0 and not spec.evicts else 0.0
     return Placement(offload, on_dev, off, always, n_cand, sel_off, n_dense, dense, sparse, share, reuse, kept_frac,
-                     write, kept)
+                     write, kept, granule_src)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -686,7 +722,7 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
                  extrapolated=dict(i.extrapolated), tokens_per_cluster=i.tokens_per_cluster,
                  dre_cycles=sc.pred.hcu_cycles + sc.pred.wtu_cycles, selected_frac_device=i.r_dev,
                  selected_frac_offloaded=i.r_off, fetch_commands=pl.per_layer(L, "fetch_commands"),
-                 limits_ms=w["limits_ms"], pcie_idle_s=idle_s, dram_eff=sys.dram_eff)
+                 limits_ms=w["limits_ms"], pcie_idle_s=idle_s, dram_eff=sys.dram_eff, granule=pl.granule_source)
     return SimResult(sys.name, i.spec.name, i.stage, i.kv_len, B, sc.total_s * 1e3, energy_j,
                      w["llm_flops"] + w["vis_flops"], w["pred_flops"], bytes_, breakdown_ms, parts_j,
                      energy_j / sc.total_s, mem_bytes, sys.dram_capacity, i.selected_frac,

@@ -146,7 +146,7 @@ def _frozen(m: Mapping) -> MappingProxyType:
 
 
 _FIELDS = ("selected_frac_device", "selected_frac_offloaded", "reuse", "tokens_per_cluster", "wics_exit_frac",
-           "tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens")
+           "tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens", "fetch_blocks")
 
 
 @dataclass(frozen=True)
@@ -162,6 +162,9 @@ class Workload:
     tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
     tokens_per_frame: LLM tokens appended per frame; dense_layers: the first layers attend to (and fetch) every
     token; frames / question_tokens / answer_tokens: the E2E scenario.
+    fetch_blocks: {(method, layout, tokens per block): Curve} offload-tier blocks touched per selected offloaded
+                   token of one (layer, KV head), K or V, in the method's layout ('token': arrival order; 'cluster':
+                   the KVMU's cluster extents), as measured (missing: the simulator's granule rule applies, D244).
     provenance: {field name: FieldSource}; ``name``: short label of the whole workload.
     """
 
@@ -177,6 +180,7 @@ class Workload:
     answer_tokens: int = 39
     provenance: Mapping[str, FieldSource] = field(default_factory=dict)
     name: str = "user"
+    fetch_blocks: Mapping[tuple[str, str, int], Curve] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Read-only mappings: a Workload cannot change after construction (use .replace()).
@@ -187,6 +191,7 @@ class Workload:
                     raise ValueError(f"Workload.{fld} key {k!r}: must be (method, 'frame'|'text')")
                 if any(not 0.0 <= v <= 1.0 for v in c.value):
                     raise ValueError(f"Workload.{fld}[{k}] values {c.value} must be in [0, 1]")
+        object.__setattr__(self, "fetch_blocks", _frozen(self.fetch_blocks))
         object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
         object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
         if any(v <= 0 for v in self.tokens_per_cluster.value):
@@ -243,7 +248,8 @@ class Workload:
                                     "RuntimeConfig.dense_layers"),
             frames=FieldSource("paper-stated", "§VI.A average COIN case"),
             question_tokens=FieldSource("paper-stated", "§VI.A average COIN case"),
-            answer_tokens=FieldSource("paper-stated", "§VI.A average COIN case"))
+            answer_tokens=FieldSource("paper-stated", "§VI.A average COIN case"),
+            fetch_blocks=FieldSource("paper-stated", "not stated by the paper", "the granule rule applies (D244)"))
         return cls(selected_frac_device=sel, selected_frac_offloaded=sel, reuse={},
                    tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
                    wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
@@ -280,9 +286,14 @@ class Workload:
         rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
         rng += "".join(f"; {s}" for s in substituted + notes)
         prov, kw = _measured_provenance(p, where, rng, by, curves)
+        blocks = {(k[1], k[2].split("@")[0], int(k[2].split("@")[1])): c for k, c in curves.items() if k[0] == "blocks"}
+        for sim_m, src in SIM_METHOD_SOURCES.items():  # rekv's frame mode supplies ReKV's layout, as its fractions
+            blocks.update({(sim_m,) + k[1:]: c for k, c in list(blocks.items()) if k[0] == src})
+        prov["fetch_blocks"] = (FieldSource("measured", where, rng) if blocks else
+                                FieldSource("measured", where, "no fetch-block measurement: the granule rule applies"))
         return cls(selected_frac_device=by["dev"], selected_frac_offloaded=by["off"], reuse=by["reuse"],
                    tokens_per_frame=int(d["tokens_per_frame"]), dense_layers=int(d["dense_layers"]),
-                   provenance=prov, name=f"measured:{p.name}", **kw)
+                   provenance=prov, name=f"measured:{p.name}", fetch_blocks=blocks, **kw)
 
     @classmethod
     def from_stats(cls, method: str, *, selected_frac: float | None, selected_frac_offloaded: float | None = None,
@@ -357,6 +368,12 @@ class Workload:
                            f"or pass Workload.uniform({{('{method}', '{stage}'): f}})")
         v, pol = curves[key].at(kv_len)
         return min(1.0, max(0.0, v)), pol
+
+    def fetch_blocks_at(self, method: str, layout: str, tokens_per_block: float, kv_len: float) -> float | None:
+        """Measured blocks touched per selected offloaded token for (method, layout) at ``tokens_per_block``, or None
+        where the workload has no such measurement (then the granule rule applies)."""
+        c = self.fetch_blocks.get((method, layout, int(round(tokens_per_block))))
+        return None if c is None else max(0.0, c.at(kv_len)[0])
 
     def reuse_at(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
         c = self.reuse.get((method, stage))
@@ -481,6 +498,11 @@ def _checkpoint_points(p: Path, checkpoints: list) -> tuple[dict, list[str]]:
         for tag, fld in (("tpc", "tokens_per_cluster"), ("wics", "wics_exit_frac")):
             if c["method"] == "resv" and v[fld] is not None:
                 pts.setdefault((tag, "resv", "any"), []).append((kv, v[fld]))
+        for layout, by_tpb in (c.get("fetch_blocks_per_token") or {}).items():
+            for tpb, val in (by_tpb or {}).items():
+                if val is not None:
+                    x = _num(p, i, {"fetch_blocks_per_token": val}, "fetch_blocks_per_token")
+                    pts.setdefault(("blocks", c["method"], f"{layout}@{int(tpb)}"), []).append((kv, x))
     return pts, notes
 
 
