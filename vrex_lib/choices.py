@@ -57,6 +57,23 @@ _ROWS: tuple[Choice, ...] = (
            "Fig. 6 draws layer 0 with full attention and says nothing of where its KV lives; a designer keeps it "
            "resident (1/32 of the cache, read in full every step) rather than move 147 MB per frame over the 4 GB/s "
            "link at 40K; the literal reading (every layer offloaded alike) is the other end", "dense_resident"),
+    Choice("D244", "fetch granule rule: how the KVMU's cluster-wise reordering places a selected cluster's offloaded "
+           "tokens in the SSD's blocks (a measured workload's blocks per token replace it)", "extent",
+           ("extent", "packed", "independent"),
+           "§V.C makes one cluster's tokens contiguous but gives no placement: each cluster in its own block-aligned "
+           "extent (what a designer reading whole clusters from an SSD builds; ceil(run / block) blocks), clusters "
+           "packed back to back (D85's hardware model, runs span run/block + 1/2 blocks), or runs at independent "
+           "offsets (the upper bound of the waste)", "granule_rule"),
+    Choice("D246", "Fig. 19's per-token ablation: where the offloaded keys it scores come from", "fetch",
+           ("fetch", "resident"),
+           "§VI.E: clustering 'avoids fetching/computing the full key for WiCSum', so without it every offloaded key "
+           "is fetched each step; a designer could instead keep every key on the device (InfiniGenP's choice)",
+           "noclust_keys"),
+    Choice("D243", "host memory copy rate for FlexGen's pinned-buffer relay on the server", 102.4e9,
+           (25.6e9, 51.2e9, 102.4e9),
+           "the relay copy runs on the host CPU: at most the socket's 8 x DDR4-3200 = 204.8 GB/s split between the "
+           "read and the write (102.4 GB/s copied); one DDR4-3200 channel (25.6 GB/s) is a single-threaded copy's "
+           "order", "system_host_copy_bytes_s", "B/s"),
     Choice("D104", "cross-step reuse of the previous step's retrieved KV (the KVMU's 'Retrieved KV', Fig. 12)",
            "kvmu", ("none", "kvmu", "all"),
            "the paper draws the region but gives no reuse; none (every step fetches afresh), the KVMU only "

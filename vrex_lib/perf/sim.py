@@ -80,6 +80,8 @@ class SimParams:
       granules, one command per cluster), 'packed' (clusters back to back, D85: a run spans run/g + 1/2 granules),
       'independent' (runs at independent offsets, the upper bound). A workload file's measured blocks per selected
       token replace the rule where it has them.
+    noclust_keys: Fig. 19's per-token ablation fetches every offloaded key to score it ('fetch') or keeps all keys
+      on the device ('resident') (docs/DECISIONS.md D246).
     """
 
     llm: LLMSpec = LLAMA3_8B
@@ -100,6 +102,7 @@ class SimParams:
     n_new: int | None = None
     aspm: str = "l1"
     granule_rule: str = "extent"
+    noclust_keys: str = "fetch"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
@@ -108,6 +111,8 @@ class SimParams:
             raise ValueError(f"recent_capacity must be >= 1, got {self.recent_capacity}")
         if self.dense_layers is not None and not 0 <= self.dense_layers <= self.llm.n_layers:
             raise ValueError(f"dense_layers must be in [0, {self.llm.n_layers}], got {self.dense_layers}")
+        if self.noclust_keys not in ("fetch", "resident"):
+            raise ValueError(f"noclust_keys must be 'fetch' or 'resident', got {self.noclust_keys!r}")
         if self.granule_rule not in GRANULE_RULES:
             raise ValueError(f"granule_rule {self.granule_rule!r}: choose one of {', '.join(GRANULE_RULES)}")
         if self.aspm not in _link.ASPM_POLICIES:
@@ -461,6 +466,11 @@ def placement(i: StepInputs) -> Placement:
     if need > 0:
         reuse *= kept_frac
     fb, fc, fr = _fetch(i, off, frac, reuse, share, spec.layout, run_bytes, chunk_bytes)
+    if spec.fetches_all_keys(p) and off > 0:
+        # every offloaded key streams in for scoring (K: half of K+V, sequential); then the selected values
+        kb, kc, _ = _fetch(i, off, 1.0, 0.0, 0.5, "all", run_bytes, chunk_bytes)
+        vb, vc, vr = _fetch(i, off, frac, reuse, 0.5, spec.layout, run_bytes, chunk_bytes)
+        fb, fc, fr = kb + vb, kc + vc, vr
     layout_runs = spec.layout != "all" and spec.selects(i.stage) and i.r_dev < 1.0
     sparse = LayerTraffic(False, always + sel_dev + sel_off + i.n_new, sel_dev if layout_runs else 0.0, run_bytes,
                           fb, fc, fr, B * sel_off * kvb * share, frac)
