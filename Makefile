@@ -68,7 +68,7 @@ data/coin_mini/COIN.json: data/make_coin_mini.py | $(VENV)/.ok
 	$(PY) data/make_coin_mini.py
 
 test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the smoke profile)
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=20
 
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
