@@ -221,11 +221,13 @@ class SimResult:
 
 
 class OpCosts:
-    """Op timing on one system for one step (DRAM stream rates computed once per stream within the step)."""
+    """Op timing on one system for one step (DRAM stream rates computed once per stream within the step; each op's
+    time and its parts computed once, :meth:`parts`)."""
 
     def __init__(self, sys: System) -> None:
         self.sys = sys
         self.rates = StreamRates(sys.dram_timing, sys.mem_side_eff)
+        self._memo: dict[int, tuple] = {}
 
     def dram_s(self, op: Op) -> float:
         r = self.rates.rate
@@ -234,13 +236,24 @@ class OpCosts:
                 + (op.kv_write_bytes / r(op.kv_write_run_bytes, True) if op.kv_write_bytes else 0.0)
                 + (op.dma_bytes / r(op.dma_run_bytes, True) if op.dma_bytes else 0.0))
 
-    def time(self, op: Op) -> tuple[float, str]:
-        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / kernel / compute / host on a GPU)."""
+    def parts(self, op: Op) -> tuple[float, str, float, float, float]:
+        """(seconds, what limits the op, DRAM seconds, kernel start-up seconds, host seconds), once per op."""
+        hit = self._memo.get(id(op))
+        if hit is not None and hit[0] is op:
+            return hit[1]
         sys, dram_s = self.sys, self.dram_s(op)
         if sys.kind == "vrex":
             t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores, sys.core_port_bytes_per_cycle)
-            return t.time_s, t.limit
-        return self.gpu_parts(op, dram_s)[0]
+            out = (t.time_s, t.limit, dram_s, 0.0, 0.0)
+        else:
+            (sec, lim), pr = self.gpu_parts(op, dram_s)
+            out = (sec, lim, dram_s, pr["kernel"], pr["host"])
+        self._memo[id(op)] = (op, out)
+        return out
+
+    def time(self, op: Op) -> tuple[float, str]:
+        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / kernel / compute / host on a GPU)."""
+        return self.parts(op)[:2]
 
     def gpu_parts(self, op: Op, dram_s: float | None = None) -> tuple[tuple[float, str], dict]:
         """A GPU op: the device runs its kernels, each paying its fixed start-up (``kernel_*_s``) on top of its DRAM
@@ -257,7 +270,7 @@ class OpCosts:
         return (device_s, lim), parts
 
     def seconds(self, op: Op) -> float:
-        return self.time(op)[0]
+        return self.parts(op)[0]
 
 
 def _op_time_s(op: Op, sys: System) -> float:
@@ -587,9 +600,11 @@ def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:
         vision_s = costs.seconds(vop)
         tl.run(-1, "vision_mlp", vision_s, vop.dram_bytes)
 
+    pred_dram = sum(o.dram_bytes for o in pred.ops)
+
     def run_pred(target: int) -> float:
         """Prediction for layer ``target`` on the main engine (+ DRE); returns when its selection is known."""
-        tl.run(target, "kv_prediction", pred_main_s, sum(o.dram_bytes for o in pred.ops))
+        tl.run(target, "kv_prediction", pred_main_s, pred_dram)
         if dre_s > 0:
             tl.add(target, "kv_prediction_dre", "dre", tl.t, tl.t + dre_s)
         return tl.t + dre_s
@@ -633,7 +648,7 @@ def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
     """FLOPs, DRAM bytes, VPE lane-ops and time by limiter over the whole step."""
     L, nd = i.llm.n_layers, pl.n_dense
     n_pred = (L - nd) if i.spec.selects(i.stage) else 0
-    head = lm_head_op(i.llm, i.batch)
+    head = lm_head_op(i.llm, i.batch, int(const("stack.eager_ops_fixed")))  # as the schedule runs it
     vop = vision_op(i.p.vision, i.batch) if i.stage == "frame" and i.p.include_vision else None
     plans = ((sc.dense, nd), (sc.sparse, L - nd))
     w = dict(llm_flops=sum(n * sum(o.flops for o in pl_.ops) for pl_, n in plans) + head.flops,
@@ -652,10 +667,8 @@ def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
     w["limits_ms"] = limits
     ops = [(o, n) for pl_, n in plans for o in pl_.ops] + [(head, 1)] + [(o, n_pred) for o in sc.pred.ops]
     ops += [(vop, 1)] if vop else []
-    w["dram_s"] = sum(n * sc.costs.dram_s(o) for o, n in ops)
-    if i.sys.kind != "vrex":
-        parts = [(sc.costs.gpu_parts(o)[1], n) for o, n in ops]
-        w["kernel_s"], w["host_s"] = (sum(n * p_[k] for p_, n in parts) for k in ("kernel", "host"))
+    parts = [(sc.costs.parts(o), n) for o, n in ops]
+    w["dram_s"], w["kernel_s"], w["host_s"] = (sum(n * p_[k] for p_, n in parts) for k in (2, 3, 4))
     return w
 
 
