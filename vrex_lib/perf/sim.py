@@ -14,8 +14,10 @@ Model (docs/PERF_MODEL.md; modelling choices are docs/DECISIONS.md D20-D28 and D
 
 * Each op's DRAM time is the sum over its access streams of bytes / (peak x the stream's sustained efficiency from
   the technology's bank-level model, :mod:`vrex_lib.perf.dram`). On V-Rex an op takes ``max(DRAM, DPE, VPE)`` from
-  the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM), host
-  calls x host time per call)`` -- the eager host stack issues each framework call while the GPU runs the previous.
+  the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM + kernel
+  start-ups), host calls x host time per call)`` -- each of the op's kernels (its stack's count) pays a measured
+  start-up, and the eager host stack issues each framework call while the GPU runs the previous (D240).
+* Every second and joule of the step is booked on the resource it occupies (:data:`RESOURCES`, ``SimResult.ledger``).
 * Per decoder layer ℓ the main engine runs QKV → KV prediction for layer ℓ+1 → attention → out-proj → FFN.
   The PCIe engine fetches layer ℓ+1's selected offloaded KV as soon as its prediction is known (on V-Rex:
   after the DRE's HCU/WTU finish, which run concurrently with the LXE) and the link is free; attention of
