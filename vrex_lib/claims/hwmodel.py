@@ -114,14 +114,29 @@ def core_ratio_rows(df: pd.DataFrame) -> list[report.Row]:
     return rows
 
 
-def fig16_step_rows(f16: pd.DataFrame) -> list[report.Row]:
-    """Each Fig. 16 bar's speedup over the previous bar: > 1 is the paper's direction (each step faster)."""
+#: Fig. 16's bars as (system, simulator method), in the order of :func:`vrex_lib.perf.experiments.fig16`.
+FIG16_BARS = {"agx_flexgen": ("agx_orin", "flexgen"), "agx_resv": ("agx_orin", "resv"),
+              "vrex_kvpu": ("vrex8", "resv_kvpu"), "vrex_all": ("vrex8", "resv")}
+
+
+def _fetch_text(label: str, workload: Workload | str, kv: int = 40000) -> str:
+    sysn, m = FIG16_BARS[label]
+    r = _frame(sysn, m, kv, Workload.resolve(workload))
+    cmds = r.notes["fetch_commands"]
+    return (f"moves {r.notes['moved_fraction']:.1%} of the offloaded KV ({r.bytes['pcie_fetch'] / 1e9:.2f} GB, "
+            f"{r.notes['granule']}) in {cmds:.0f} NVMe commands")
+
+
+def fig16_step_rows(f16: pd.DataFrame, workload: Workload | str = "paper") -> list[report.Row]:
+    """Each Fig. 16 bar's speedup over the previous bar: > 1 is the paper's direction (each step faster); each row
+    says what each bar fetches and in how many commands (the term that decides a step)."""
     d = f16.set_index("label")
     rows, labels = [], list(d.index)
     for prev, cur in zip(labels, labels[1:]):
         step = d.latency_ms[prev] / d.latency_ms[cur]
-        why = (f"{cur}: link stall {d.retrieval_exposed[cur]:.0f} ms, prediction {d.kv_prediction[cur]:.1f} ms vs "
-               f"{prev}: {d.retrieval_exposed[prev]:.0f} / {d.kv_prediction[prev]:.1f} ms")
+        why = (f"{cur}: link stall {d.retrieval_exposed[cur]:.0f} ms, prediction {d.kv_prediction[cur]:.1f} ms, "
+               f"{_fetch_text(cur, workload)}; {prev}: {d.retrieval_exposed[prev]:.0f} / "
+               f"{d.kv_prediction[prev]:.1f} ms, {_fetch_text(prev, workload)}")
         rows.append(report.info_row(f"hwmodel.fig16.step.{cur}", f"Fig. 16 {prev} -> {cur} speedup", "x", step,
                                     note=("faster, the paper's direction; " if step > 1 else "SLOWER than the "
                                           "previous bar; ") + why))
@@ -243,5 +258,5 @@ def all_rows(res: Mapping | None = None, workload: Workload | str = "paper") -> 
     el = edge_line_frame(workload)
     return dict(hwmodel_edge_line=edge_line_rows(el, capacity_range(workload=workload)),
                 hwmodel_cores=core_ratio_rows(core_ratio_frame(workload)),
-                hwmodel_fig16_steps=fig16_step_rows(res["f16"] if res else fig16_frame(workload)),
+                hwmodel_fig16_steps=fig16_step_rows(res["f16"] if res else fig16_frame(workload), workload),
                 fig19_speedup=fig19_rows(fig19_frame(workload)))
