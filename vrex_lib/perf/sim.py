@@ -539,8 +539,10 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
         ops.append(Op("staging", "staging", 0.0, act_bytes=n, kv_write_bytes=n, kernels=0, host_ops=0))
     times = [costs.time(o) for o in ops]
     sys = i.sys
-    fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie,
-                                 ssd=sys.offload_tier == "ssd", queue_depth=sys.nvme_queue_depth)
+    ssd = sys.offload_store if sys.offload_tier == "ssd" else None
+    fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie, ssd=ssd is not None,
+                                 queue_depth=sys.nvme_queue_depth, read_iops=ssd.read_iops if ssd else None,
+                                 read_latency_s=ssd.read_latency_s if ssd else None)
     # FlexGen's pinned-buffer relay in host DRAM (server): each fetched byte is copied before its DMA can start.
     copy_s = (sys.staging_copies * tr.fetch_bytes / sys.host_copy_bytes_s
               if sys.staging_copies and not sys.unified_memory and sys.kind != "vrex" and tr.fetch_bytes else 0.0)
@@ -700,7 +702,7 @@ def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dic
     out += [e("link", "transfers", busy_s, parts["pcie"], pcie_bytes),
             e("link", "idle (ASPM states)", max(0.0, t - busy_s), parts["pcie_idle"])]
     if "ssd" in parts:
-        act = _energy.ssd_active_j(busy_s)
+        act = _energy.ssd_active_j(sys, busy_s)
         out += [e("ssd", "reads (active)", busy_s, act, pcie_bytes), e("ssd", "idle", max(0.0, t - busy_s),
                                                                         parts["ssd"] - act)]
     else:
