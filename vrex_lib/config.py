@@ -11,17 +11,18 @@ import math
 import numbers
 import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from . import profiles as _profiles
+from .profiles import PROFILES, Profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The workload file's schema: written by :mod:`vrex_lib.workload`, read by
 #: :meth:`vrex_lib.perf.Workload.from_measurement` (its fields are listed in docs/PERF_MODEL.md).
 WORKLOAD_SCHEMA = "vrex.workload/1"
 
-Profile = Literal["smoke", "default", "full"]
-PROFILES: tuple[str, ...] = ("smoke", "default", "full")
 
 #: The most hash bits a code holds: codes are packed into int64 (``vrex_lib.resv.hashing.MAX_BITS``).
 MAX_HASH_BITS = 64
@@ -174,32 +175,9 @@ class RuntimeConfig:
         return dataclasses.replace(self, **changes)
 
 
-@dataclass(frozen=True)
-class ProfileConfig:
-    """What a profile runs: data, model and problem sizes. See README 'Profiles'."""
-
-    name: str
-    llm: Literal["tiny", "smollm2", "videollm_online"]
-    coin: Literal["tiny", "mini", "user"]
-    max_samples_per_task: int | None
-    seed: int = 0
-    device: str = "cpu"
-    dtype: str = "float32"  # the decoder's (runtime.checkpoint.DTYPES)
-    extra: dict = field(default_factory=dict)
-
-
-PROFILE_CONFIGS: dict[str, ProfileConfig] = {
-    "smoke": ProfileConfig("smoke", llm="tiny", coin="tiny", max_samples_per_task=2),
-    "default": ProfileConfig("default", llm="smollm2", coin="mini", max_samples_per_task=6),
-    "full": ProfileConfig("full", llm="videollm_online", coin="user", max_samples_per_task=None, device="cuda",
-                          dtype="bfloat16"),
-}
-
-
-def profile_config(profile: str) -> ProfileConfig:
-    if profile not in PROFILE_CONFIGS:
-        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
-    return PROFILE_CONFIGS[profile]
+def profile_config(profile: str) -> Profile:
+    """The record of ``profile`` (:func:`vrex_lib.profiles.get`; the profiles are defined there)."""
+    return _profiles.get(profile)
 
 
 def results_dir(override: str | os.PathLike | None = None) -> Path:
@@ -310,15 +288,19 @@ def param_path(name: str, value: object, *, kind: Literal["file", "dir"]) -> Pat
     return path
 
 
-def param_profile(name: str, value: object, profile: str, *, used_by: tuple[str, ...],
-                  required_by: tuple[str, ...] = ()) -> None:
-    """Refuse a parameter set under a profile that ignores it (docs/DECISIONS.md D74), or left empty under a
-    profile of ``required_by``: :class:`ParamError` naming ``name``. Empty = ``''`` or None."""
+def param_profile(name: str, value: object, profile: str, *, like: str | None = None) -> None:
+    """Refuse a path parameter (``LLM_PATH``, ``COIN_ROOT``, ... : a :data:`vrex_lib.profiles.PATH_FLAGS` name in
+    capitals) set under a profile whose record does not use it (docs/DECISIONS.md D74), or left empty under one that
+    requires it: :class:`ParamError` naming ``name``. Empty = ``''`` or None. ``like``: the path flag whose profiles
+    use ``name`` too, never requiring it (e.g. notebook 03's ``EVAL_DIR``, results on the user's COIN: like
+    ``coin_root``)."""
+    flag, prof = (like or name).lower(), profile_config(profile)
     given = value not in ("", None)
-    if given and profile not in used_by:
+    if given and not prof.uses_flag(flag):
+        used_by = [p for p in PROFILES if profile_config(p).uses_flag(flag)]
         raise _param_fail(name, value, f"is used only by the {' / '.join(used_by)} profile, not {profile}",
                           f"leave it empty, or pass -p PROFILE {used_by[-1]}")
-    if not given and profile in required_by:
+    if not given and like is None and prof.requires_flag(flag):
         raise _param_fail(name, value, f"is required by the {profile} profile", f"pass -p {name} <path>")
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from ..config import PROFILES, profile_config
 from .export import write_workload
 from .grid import Block, StudyGrid, study_grid
 from .run import default_out, run
@@ -44,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.longctx", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the long-context retrieval study (resumable, cached by its inputs)")
-    r.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    r.add_argument("--profile", default="default", choices=PROFILES)
     r.add_argument("--grid", default="profile", choices=["profile", "full"],
                    help="profile: the profile's share of make reproduce; full: 1K-8K x 5 depths x 3 seeds x 2 tasks")
     r.add_argument("--methods", default=None, help="comma-separated method names (default: the grid's)")
@@ -70,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("VREX_THREADS"):
         torch.set_num_threads(int(os.environ["VREX_THREADS"]))
     kw = {}
-    if a.profile == "full":
+    prof = profile_config(a.profile)
+    if prof.model.requires_paths:
         kw = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path,
-                  device=a.device or "cuda")
+                  device=a.device or prof.model.device)
     elif a.device:
         kw = dict(device=a.device)
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import results_dir, torch_threads
+from ..config import profile_config, results_dir, torch_threads
 from ..runtime import resolve_device, resolve_dtype, validate_full_paths
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .measure import ALL_METHODS, measure
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 def _measure(a: argparse.Namespace) -> int:
     kv, fid = _parse_counts("--kv", a.kv), _parse_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
     kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
-    if a.profile == "full":
+    if profile_config(a.profile).model.requires_paths:
         kw.update(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
         validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
