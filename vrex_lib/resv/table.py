@@ -142,7 +142,9 @@ class HashClusterTable:
 
     State (G groups, C = capacity >= max clusters of any group, T tokens added), as torch views:
         codes [G, C] int64, centroids [G, C, Dg] float32, counts [G, C] int64, n_clusters [G],
-        positions [T] int64 (cache position of each added token), assignment [G, T] int64.
+        positions [T] int64 (cache position of each added token), assignment [G, T] int64. The means are also
+        kept in float64 (the operand of the scores, :meth:`head_centroids64_np`), refreshed by ``add_frame`` only:
+        write the means through ``add_frame``, not through the ``centroids`` view.
     """
 
     def __init__(self, n_kv_heads: int, head_dim: int, cfg: ReSVConfig | None = None, layer: int = 0,
