@@ -179,6 +179,7 @@ _report_stale: | $(VENV)/.ok
 	  >/dev/null
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
+	@$(PY) -m vrex_lib.envcheck
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Jupyter refuses to start as root (containers, AE virtual machines) without --allow-root; the server listens
