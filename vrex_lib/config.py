@@ -11,6 +11,7 @@ import math
 import numbers
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -200,6 +201,56 @@ def profile_config(profile: str) -> ProfileConfig:
     if profile not in PROFILE_CONFIGS:
         raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
     return PROFILE_CONFIGS[profile]
+
+
+#: How notebook 06 and the simulator extend a measured workload outside its context range
+#: (``vrex_lib.perf.workload``).
+EXTRAPOLATIONS: tuple[str, ...] = ("hold", "loglog-fit")
+#: The long-context study's grids (``vrex_lib.longctx.study_grid``): the profile's share of make reproduce, or all.
+STUDY_GRIDS: tuple[str, ...] = ("profile", "full")
+#: Notebook parameters that take one of a few values: checked before any notebook runs (scripts/check_params.py,
+#: docs/DECISIONS.md D330) and by the notebooks themselves.
+NOTEBOOK_CHOICES: dict[str, tuple[str, ...]] = {"PROFILE": PROFILES, "GRID": STUDY_GRIDS,
+                                                 "EXTRAPOLATION": EXTRAPOLATIONS, "SPLIT": ("testing", "training")}
+
+
+#: Whether a profile reads each path input, decided by what the profile is (docs/DECISIONS.md D74): the COIN folder
+#: when it evaluates the user's COIN; an LLM folder when its LLM is a pretrained checkpoint (``default``: any local
+#: Llama-family folder instead of SmolLM2); the SigLIP and connector folders when it is VideoLLM-online.
+PROFILE_INPUTS: dict[str, Callable[[ProfileConfig], bool]] = {
+    "coin_root": lambda pc: pc.coin == "user",
+    "llm_path": lambda pc: pc.llm != "tiny",
+    "vision_path": lambda pc: pc.llm == "videollm_online",
+    "connector_path": lambda pc: pc.llm == "videollm_online",
+}
+
+
+def builds_from_folders(profile: str) -> bool:
+    """Whether the profile's model is built from the user's three checkpoint folders (LLM, SigLIP, connector:
+    VideoLLM-online), which are then required."""
+    return all(PROFILE_INPUTS[k](profile_config(profile)) for k in ("llm_path", "vision_path", "connector_path"))
+
+
+#: What a profile uses instead, for the message naming an input it ignores.
+_OWN_INPUTS = {"tiny": "its own tiny random model", "smollm2": "SmolLM2-135M-Instruct (or the --llm-path folder)",
+               "videollm_online": "the VideoLLM-online checkpoint", "mini": "the data/coin_mini fixture",
+               "user": "your COIN folder"}
+
+
+def check_profile_inputs(profile: str, **given: object) -> None:
+    """Refuse the path inputs (``coin_root=``, ``llm_path=``, ``vision_path=``, ``connector_path=``) that
+    ``profile`` does not read (:data:`PROFILE_INPUTS`): one ValueError naming every such flag -- or, in a notebook,
+    parameter (:func:`arg_name`) -- the profile, and the fix. Empty values (None, '') are not given."""
+    pc = profile_config(profile)
+    extra = [k for k, v in given.items() if v not in (None, "") and not PROFILE_INPUTS[k](pc)]
+    if not extra:
+        return
+    names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
+    users = [p for p in PROFILES if all(PROFILE_INPUTS[k](profile_config(p)) for k in extra)]
+    data = " and " + _OWN_INPUTS[pc.coin] if "coin_root" in extra and pc.coin in _OWN_INPUTS else ""
+    used = f"the {' and '.join(users)} profile{'s' if len(users) > 1 else ''}"
+    raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by {used}, not {profile}, which "
+                     f"runs {_OWN_INPUTS[pc.llm]}{data}: drop {names}, or select the {' or '.join(users)} profile")
 
 
 def results_dir(override: str | os.PathLike | None = None) -> Path:

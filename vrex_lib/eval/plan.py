@@ -10,7 +10,7 @@ import types
 import torch
 
 from ..coin import FRAMES_POLICIES
-from ..config import RuntimeConfig, arg_name
+from ..config import RuntimeConfig, check_profile_inputs
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
@@ -118,16 +118,9 @@ class NoSamplesEvaluated(RuntimeError):
 
 
 def _check_profile_args(profile: str, **paths) -> None:
-    """Flags a profile does not use are an error, never silently ignored."""
-    used = {"smoke": (), "default": ("llm_path",), "full": ("coin_root", "llm_path", "vision_path",
-                                                            "connector_path")}[profile]
-    extra = [k for k, v in paths.items() if v and k not in used]
-    if extra:
-        names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
-        fixture = "data/coin_tiny" if profile == "smoke" else "data/coin_mini"
-        raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
-                         f"{profile} profile evaluates its own fixture ({fixture}) with its own model. Drop {names}, "
-                         "or select the full profile.")
+    """Flags a profile does not use are an error, never silently ignored
+    (:func:`vrex_lib.config.check_profile_inputs`)."""
+    check_profile_inputs(profile, **paths)
 
 
 def _shape_from_config(cfg: dict, identity: ModelIdentity, device: torch.device):
