@@ -17,7 +17,7 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from ..config import ReSVConfig
+from ..config import STUDY_GRIDS, ReSVConfig, arg_name
 from ..retrieval import POLICIES, make_policy
 from .policy import ExactTopK, TextStageOnly
 from .task import TASKS
@@ -168,10 +168,13 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
 def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
     """The study of ``profile`` ('smoke', 'default'): ``grid='profile'`` its share of make reproduce, ``'full'`` the
     whole grid (default profile). The ``full`` profile (VideoLLM-online 8B) runs the full grid."""
+    if grid not in STUDY_GRIDS:
+        raise ValueError(f"long-context study: {arg_name('--grid')} {grid!r} is not a study grid; use "
+                         f"{' or '.join(STUDY_GRIDS)}")
     key = ("default", "full") if profile == "full" else (profile, grid)
     if key not in GRIDS:
         have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
-        raise ValueError(f"long-context study: no grid {grid!r} for profile {profile!r} (have {have}); "
-                         "use grid='profile' or grid='full'")
+        raise ValueError(f"long-context study: no {arg_name('--grid')} {grid!r} for profile {profile!r} (have "
+                         f"{have}); use {arg_name('--grid')} profile")
     g = GRIDS[key]
     return g.replace(model_profile="full") if profile == "full" else g
