@@ -397,12 +397,12 @@ def test_param_bool_str_and_profile():
         param_str("PROFILE", "default full", choices=("smoke", "default", "full"))
     with pytest.raises(ParamError, match="COIN_ROOT=5 is not a string"):
         param_str("COIN_ROOT", 5)
-    param_profile("COIN_ROOT", "", "default", used_by=("full",), required_by=("full",))
+    param_profile("COIN_ROOT", "", "default")  # which profile uses or requires it: its record (test_profiles.py)
     with pytest.raises(ParamError, match="COIN_ROOT='/x' is used only by the full profile, not default"):
-        param_profile("COIN_ROOT", "/x", "default", used_by=("full",), required_by=("full",))
+        param_profile("COIN_ROOT", "/x", "default")
     with pytest.raises(ParamError, match="COIN_ROOT='' is required by the full profile"):
-        param_profile("COIN_ROOT", "", "full", used_by=("full",), required_by=("full",))
-    param_profile("LLM_PATH", "/x", "default", used_by=("default", "full"), required_by=("full",))
+        param_profile("COIN_ROOT", "", "full")
+    param_profile("LLM_PATH", "/x", "default")
 
 
 def test_param_path(tmp_path):

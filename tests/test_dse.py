@@ -22,7 +22,7 @@ def test_pareto_mask_hand_cases():
 
 def test_resv_points_one_at_a_time_and_named():
     spec = dse.sweep_spec("default")
-    pts = spec.resv_points()
+    pts = dse.resv_points(spec)
     paper = dse.point_name({k: dse.PAPER_POINT[k] for k in dse.RESV_KEYS})
     assert next(iter(pts)) == paper == "resv@nhp32_th7_r0.3"
     for name, p in pts.items():
@@ -33,10 +33,10 @@ def test_resv_points_one_at_a_time_and_named():
     for prof in ("smoke", "default", "full"):
         s = dse.sweep_spec(prof)
         assert all(b & (b - 1) == 0 for b in s.n_buckets)  # WTU bucket counts are powers of two
-        assert s.long_points == "all" or set(s.long_points) <= set(s.resv_points())
+        assert s.long_points == "all" or set(s.long_points) <= set(dse.resv_points(s))
     with pytest.raises(ValueError, match="unknown profile"):
         dse.sweep_spec("huge")
-    assert spec.inputs_key("m") != dataclasses.replace(spec, ratio=(0.5,)).inputs_key("m")
+    assert dse.spec_inputs_key(spec, "m") != dse.spec_inputs_key(dataclasses.replace(spec, ratio=(0.5,)), "m")
 
 
 def test_measured_workload_replaces_only_what_was_measured():
@@ -90,11 +90,11 @@ def test_wtu_walk_is_measured_in_myhdl():
 def _fake_fid(spec) -> dict:
     """A fidelity file as measure_fidelity writes it, with made-up numbers (the table logic only)."""
     res = {}
-    for i, (n, p) in enumerate(spec.resv_points().items()):
+    for i, (n, p) in enumerate(dse.resv_points(spec).items()):
         rec = dict(kv_len=400, answer_agreement=1.0 - p["ratio"] / 10, attn_rel_error=0.3 * (1 - p["ratio"]),
                    selected_frac=p["ratio"], tokens_per_cluster=4.0 + i, wics_exit_frac=0.2, reuse_frac=0.5)
         res[n] = dict(fixture=rec, long=None)
-    return dict(points=spec.resv_points(), results=res, model="fake")
+    return dict(points=dse.resv_points(spec), results=res, model="fake")
 
 
 def test_design_space_table_and_report(tmp_path):
@@ -132,7 +132,7 @@ def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
     spec2 = dataclasses.replace(spec, ratio=(0.9,))
     c = dse.measure_fidelity(spec2, out, model=tiny, progress=False)
     assert "resv@nhp32_th7_r0.9" in c["results"] and "resv@nhp32_th7_r0.1" not in c["results"]
-    assert json.loads(out.read_text())["inputs_key"] == spec2.inputs_key(tiny.name)
+    assert json.loads(out.read_text())["inputs_key"] == dse.spec_inputs_key(spec2, tiny.name)
 
 
 def test_shadow_workload_via_contract_c(tiny, tmp_path):

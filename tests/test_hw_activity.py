@@ -9,7 +9,7 @@ import pytest
 from myhdl import ResetSignal, Signal, always_seq, block, intbv
 
 from vrex_lib.hw import activity, harness
-from vrex_lib.hw.blocks import Context
+from vrex_lib.hw.blocks import OperatingPoint
 
 pytestmark = pytest.mark.hdl
 needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None or shutil.which("vvp") is None,
@@ -127,12 +127,12 @@ def test_block_activity_vectors_seed_and_cache(tmp_path, monkeypatch):
 
 def test_inputs_key_changes_with_every_input(tmp_path):
     base = dict(block="wtu", n_vectors=2000, seed=0, simulator="icarus", params=dict(n_max=4096, lanes=16),
-                ctx=Context())
+                ctx=OperatingPoint())
     k = activity.inputs_key(**base)
     trace = tmp_path / "t.npz"
     trace.write_bytes(b"another trace")
     for change in (dict(block="hcu"), dict(n_vectors=2001), dict(seed=1), dict(simulator="verilator"),
-                   dict(params=dict(n_max=4096, lanes=8)), dict(ctx=Context(th=6)), dict(trace_file=trace)):
+                   dict(params=dict(n_max=4096, lanes=8)), dict(ctx=OperatingPoint(th=6)), dict(trace_file=trace)):
         assert activity.inputs_key(**(base | change)) != k, change
     assert activity.inputs_key(**base) == k
 

@@ -315,3 +315,70 @@ def test_a_choice_parameter_is_checked_before_any_notebook_runs(tmp_path, nbdir)
     assert "the notebook parameter GRID 'ful', which is not one of 'profile', 'full'" in r.stderr
     assert "-p GRID profile or -p GRID full" in r.stderr and "grid=" not in r.stderr
     assert _untouched(tmp_path / "res")
+
+
+# ------------------------------------------------------------------ per-notebook dependencies
+
+
+def test_notebook_dependencies_are_current():
+    """notebooks/deps.mk is what scripts/nb_deps.py derives from the notebooks' and the library's imports."""
+    r = subprocess.run(["python3", str(REPO / "scripts" / "nb_deps.py")], capture_output=True, text=True, check=True)
+    assert r.stdout == (REPO / "notebooks" / "deps.mk").read_text(), \
+        "notebooks/deps.mk is out of date: run `python3 scripts/nb_deps.py > notebooks/deps.mk`"
+
+
+def _checkout_for_make(tmp_path) -> Path:
+    """A copy of what `make reproduce` reads (library, notebooks, scripts, Makefile, pins), mtimes kept, data linked."""
+    repo = tmp_path / "checkout"
+    for d in ("vrex_lib", "notebooks", "scripts"):
+        shutil.copytree(REPO / d, repo / d, ignore=shutil.ignore_patterns("__pycache__"))
+    for f in ("Makefile", "environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"):
+        shutil.copy2(REPO / f, repo / f)
+    (repo / "data").mkdir()
+    shutil.copy2(REPO / "data" / "make_coin_mini.py", repo / "data")
+    for d in ("coin_mini", "coin_tiny"):
+        (repo / "data" / d).symlink_to(REPO / "data" / d)
+    return repo
+
+
+def _up_to_date_results(repo: Path, res: Path) -> None:
+    """A results folder newer than every source: stamps with today's parameters, the workload file, every notebook."""
+    (res / "executed").mkdir(parents=True)
+    (res / "data").mkdir()
+    (res / ".vrex-results").touch()
+    (res / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")
+    stamp = subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(repo / "scripts" / "coin_stamp.py"), "default"],
+                           capture_output=True, text=True, check=True)
+    (res / ".coin").write_text(stamp.stdout)
+    later = max(p.stat().st_mtime for p in repo.rglob("*") if p.is_file()) + 10
+    order = [res / ".params", res / ".coin", res / "data" / "workload_default.json"]
+    order += sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for i, p in enumerate(order):
+        target = res / "executed" / p.name if p.suffix == ".ipynb" else p
+        if not target.exists():
+            target.write_text("{}")
+        os.utime(target, (later + i + (5 if "07_summary" in p.name else 0),) * 2)
+
+
+def _dry_run(repo: Path, res: Path) -> tuple[set[str], str]:
+    env = {k: v for k, v in os.environ.items() if k != "MAKEFLAGS"}
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(repo), "-n", "reproduce", f"RESULTS={res}",
+                        f"VENV={REPO / '.venv'}"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    import re
+
+    return set(re.findall(r"papermill notebooks/(\d\d_\w+)\.ipynb", r.stdout)), r.stdout
+
+
+def test_a_simulator_change_reruns_only_the_notebooks_that_import_the_simulator(tmp_path):
+    repo, res = _checkout_for_make(tmp_path), tmp_path / "res"
+    _up_to_date_results(repo, res)
+    reran, out = _dry_run(repo, res)
+    assert reran == set() and "workload measure" not in out, out  # up to date: nothing reruns
+    sim = repo / "vrex_lib" / "perf" / "sim.py"
+    os.utime(sim, (sim.stat().st_mtime + 3600,) * 2)  # `touch vrex_lib/perf/sim.py`, an hour later
+    reran, out = _dry_run(repo, res)
+    deps = (repo / "notebooks" / "deps.mk").read_text().split("\n\n")
+    users = {b.split(".ipynb:")[0].rsplit("/", 1)[1] for b in deps if "vrex_lib/perf/sim.py" in b and ".ipynb:" in b}
+    assert reran == users | {"07_summary"}, (reran, users)  # 07 summarises every other notebook
+    assert "03_accuracy" not in reran and "04_dre_hardware" not in reran and "workload measure" not in out

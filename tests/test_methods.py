@@ -26,7 +26,7 @@ def test_every_list_reads_the_table():
 def test_policy_classes_match_their_rows(name):
     row = methods.METHODS[name]
     cls = POLICIES[name]
-    assert cls.__name__ == row.policy and cls.name == name
+    assert f"{cls.__module__.rsplit('.', 1)[1]}.{cls.__name__}" == row.policy and cls.name == name
     # the stages a row names are the paper's; a row whose default policy differs says which variant has them
     spec = methods.VARIANTS[row.sim_source] if row.sim_source else (name, {})
     assert make_policy(spec[0], **spec[1]).retrieves_at_frame == row.retrieves_at_frame
@@ -35,7 +35,7 @@ def test_policy_classes_match_their_rows(name):
 def test_simulator_methods_exist_and_agree_on_frame_retrieval():
     for name in methods.TABLE2:
         sim = perf_methods.METHODS[methods.METHODS[name].sim]
-        assert (sim.frame_predictor != "none") == methods.METHODS[name].retrieves_at_frame, name
+        assert sim.selects("frame") == methods.METHODS[name].retrieves_at_frame, name
     assert dict(methods.SIM_SOURCES) == perf_workload.SIM_METHOD_SOURCES
     assert set(methods.SIM_SOURCES.values()) <= set(methods.VARIANTS)
 
@@ -53,3 +53,42 @@ def test_the_table_imports_without_torch(python_exe, repo):
     code = "import sys, vrex_lib.methods; assert 'torch' not in sys.modules, 'torch imported'"
     p = subprocess.run([python_exe, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+def _hand_lists(path):
+    """(line, names) of every tuple/list/set literal in ``path`` holding two or more method names."""
+    import ast
+
+    names = set(methods.NAMES)
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            hits = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names]
+            if len(hits) >= 2:
+                out.append((node.lineno, hits))
+    return out
+
+
+def test_no_hand_written_list_of_method_names_outside_the_method_table():
+    """Every list of methods is derived from vrex_lib/methods.py (docs/ARCHITECTURE.md, "Add a method")."""
+    import json
+    from pathlib import Path
+
+    root = Path(methods.__file__).resolve().parent
+    offenders = [f"{p.relative_to(root.parent)}:{ln} {hits}" for p in sorted(root.rglob("*.py"))
+                 if p.name != "methods.py" or p.parent != root for ln, hits in _hand_lists(p)]
+    for nb in sorted((root.parent / "notebooks").glob("*.ipynb")):
+        code = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")
+        import ast
+        import tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write("\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+        offenders += [f"{nb.name}:{ln} {hits}" for ln, hits in _hand_lists(Path(f.name))]
+    assert not offenders, offenders
+
+
+def test_the_hand_list_check_can_fail(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text('M = ("resv", "rekv")\nN = ["full"]\n')
+    assert _hand_lists(f) == [(1, ["resv", "rekv"])]

@@ -6,9 +6,9 @@ import pytest
 
 from vrex_lib import report
 from vrex_lib.perf import Workload
-from vrex_lib.perf import claim_causes as C
+from vrex_lib.claims import causes as C
 from vrex_lib.perf import experiments as E
-from vrex_lib.perf import paper_report as CMP
+from vrex_lib.claims import performance as CMP
 
 PREFIXES = ("fig13.", "fig14.", "fig15.", "fig16.", "fig17.", "fig18.", "headline.")
 

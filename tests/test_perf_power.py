@@ -7,8 +7,8 @@ from vrex_lib.perf import energy as E
 from vrex_lib.perf.systems import agx_orin, a100, vrex
 
 
-def _idle(seconds: float = 1.0) -> E.Activity:
-    return E.Activity(seconds=seconds, macs=0.0, dram_bytes=0.0, pcie_bytes=0.0, pcie_busy_s=0.0)
+def _idle(seconds: float = 1.0) -> E.StepCounts:
+    return E.StepCounts(seconds=seconds, macs=0.0, dram_bytes=0.0, pcie_bytes=0.0, pcie_busy_s=0.0)
 
 
 def test_new_rows_are_cited():
@@ -51,11 +51,11 @@ def test_power_grows_with_capacity_and_traffic():
     sys = vrex(8, "edge")
     base = E.step_energy(sys, _idle())[0]
     assert E.step_energy(sys.replace(dram_capacity=2 * sys.dram_capacity), _idle())[0] > base
-    busy = E.Activity(seconds=1.0, macs=0.0, dram_bytes=100e9, pcie_bytes=0.0, pcie_busy_s=0.0)
+    busy = E.StepCounts(seconds=1.0, macs=0.0, dram_bytes=100e9, pcie_bytes=0.0, pcie_busy_s=0.0)
     j, parts = E.step_energy(sys, busy)
     assert j > base and parts["dram_phy"] > 0
     # PCIe busy vs idle: never less power while moving data
-    moving = E.Activity(seconds=1.0, macs=0.0, dram_bytes=0.0, pcie_bytes=3e9, pcie_busy_s=1.0)
+    moving = E.StepCounts(seconds=1.0, macs=0.0, dram_bytes=0.0, pcie_bytes=3e9, pcie_busy_s=1.0)
     assert E.step_energy(sys, moving)[0] >= base
 
 

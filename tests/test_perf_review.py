@@ -60,11 +60,11 @@ def test_headline_ranges_use_only_the_paper_panels():
 
 def test_infinigen_p_with_resident_keys_fetches_only_values():
     from vrex_lib.perf.methods import get_method
-    from vrex_lib.perf.sim import SimParams, keys_resident
+    from vrex_lib.perf.sim import SimParams
 
-    assert keys_resident(get_method("infinigen_p"), SimParams())
-    assert not keys_resident(get_method("infinigen_p"), SimParams(infinigen_p_key_frac=0.5))
-    assert not keys_resident(get_method("infinigen"), SimParams())
+    assert get_method("infinigen_p").keys_resident(SimParams())
+    assert not get_method("infinigen_p").keys_resident(SimParams(infinigen_p_key_frac=0.5))
+    assert not get_method("infinigen").keys_resident(SimParams())
     for stage in ("frame", "text"):
         full = simulate("a100", "infinigen_p", stage, 40000, 1, workload=WL, dense_layers=0)
         part = simulate("a100", "infinigen_p", stage, 40000, 1, workload=WL, infinigen_p_key_frac=0.5,

@@ -6,8 +6,9 @@ tests/test_layers.py against every import, and the README shows the same diagram
 ```
 notebook, envcheck, dse, live       notebook set-up; what this machine can run; design-space exploration;
                                     any video streamed live
-perf, estimate, report, claims
-                                    performance simulator; energy/area estimator (cited constants);
+claims                              which measured number is held against which printed one, and why a
+                                    row FAILs (one module per notebook)
+perf, estimate, report              performance simulator; energy/area estimator (cited constants);
                                     paper-vs-reproduced tables, figures and REPORT.md
 accuracy, eval, workload, streams, longctx
                                     measurement runners: COIN evaluation, accuracy study, workload file,
@@ -16,20 +17,22 @@ hw                                  MyHDL DRE (HCU, WTU, KVMU), timing, Verilog/
 runtime, retrieval                  streaming video LLM + hierarchical KV store; one policy per method
 resv, keys, selection               ReSV (hash bits, HC table, WiCSum); post-RoPE Q/K capture; Selection
 coin, video, llm_weights            COIN annotations/tasks/metric; frame decoding; offline LLM weights
-paper, config, methods, _io         the paper's printed numbers; every default; the method table; atomic
-                                    file writes
+paper, config, profiles, methods, choices, _io
+                                    the paper's printed numbers; every default; the profile records; the
+                                    method table; the open choices and their ranges; atomic file writes
 ```
 """
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 #: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("notebook", "envcheck", "dse", "live"),
-    ("perf", "estimate", "report", "claims"),
+    ("claims",),
+    ("perf", "estimate", "report"),
     ("accuracy", "eval", "workload", "streams", "longctx"),
     ("hw",),
     ("runtime", "retrieval"),
     ("resv", "keys", "selection"),
     ("coin", "video", "llm_weights"),
-    ("paper", "config", "methods", "_io"),
+    ("paper", "config", "profiles", "methods", "choices", "_io"),
 )

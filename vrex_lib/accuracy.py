@@ -26,12 +26,18 @@ import numpy as np
 import pandas as pd
 
 from . import methods
+from .coin import TASKS as COIN_TASKS
 from .config import RuntimeConfig
 from .eval import read_jsonl, run_eval, score_results
 from .runtime import load_trace
 
 #: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
 STUDY_METHODS: tuple[str, ...] = methods.STUDY
+#: The study's reference (VideoLLM-Online: full attention) and the paper's method; notebook 03 reruns this pair under
+#: the live prompt layout.
+REFERENCE: str = "full"
+PAPER_METHOD: str = "resv"
+LAYOUT_PAIR: tuple[str, ...] = (REFERENCE, PAPER_METHOD)
 #: Policy stats summed per sample into prediction-cost columns.
 COST_STATS: tuple[str, ...] = ("rows", "scored", "score_macs", "hash_macs", "select_s", "clusters",
                                "clusters_selected")
@@ -77,14 +83,12 @@ def trace_summary(tr) -> dict:
     out: dict = {}
     for stage in ("frame", "text"):
         m = tr.step_mask(stage)
-        err = tr["attn_err"][m]
-        out[f"attn_err_{stage}"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+        out[f"attn_err_{stage}"] = tr.attention_error(stage)
         for k in COST_STATS:
             if k in tr.stats:
                 v = tr.stats[k][m]
                 out[f"{k}_{stage}"] = float(np.nansum(v)) if np.isfinite(v).any() else 0.0
-    err = tr["attn_err"]
-    out["attn_err"] = float(np.nanmean(err)) if np.isfinite(err).any() else np.nan
+    out["attn_err"] = tr.attention_error()
     out["n_steps"] = tr.n_steps
     return out
 
@@ -153,3 +157,12 @@ def per_layer_head(tr, stage: str = "frame") -> pd.DataFrame:
     L, H = r.shape
     return pd.DataFrame(dict(layer=np.repeat(np.arange(L), H), kv_head=np.tile(np.arange(H), L),
                              retrieval_ratio=r.ravel()))
+
+
+def study_sizes(section) -> dict:
+    """Notebook 03's sizes from a profile's ``study`` section (:class:`vrex_lib.profiles.StudySection`): its fields
+    as a dict, ``None`` task lists read as all five COIN tasks."""
+    d = dict(vars(section))
+    for k in ("tasks", "sweep_tasks"):
+        d[k] = COIN_TASKS if d[k] is None else tuple(d[k])
+    return d

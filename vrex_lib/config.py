@@ -11,18 +11,18 @@ import math
 import numbers
 import os
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from . import profiles as _profiles
+from .profiles import PROFILES, Profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The workload file's schema: written by :mod:`vrex_lib.workload`, read by
 #: :meth:`vrex_lib.perf.Workload.from_measurement` (its fields are listed in docs/PERF_MODEL.md).
 WORKLOAD_SCHEMA = "vrex.workload/1"
 
-Profile = Literal["smoke", "default", "full"]
-PROFILES: tuple[str, ...] = ("smoke", "default", "full")
 
 #: The most hash bits a code holds: codes are packed into int64 (``vrex_lib.resv.hashing.MAX_BITS``).
 MAX_HASH_BITS = 64
@@ -175,32 +175,9 @@ class RuntimeConfig:
         return dataclasses.replace(self, **changes)
 
 
-@dataclass(frozen=True)
-class ProfileConfig:
-    """What a profile runs: data, model and problem sizes. See README 'Profiles'."""
-
-    name: str
-    llm: Literal["tiny", "smollm2", "videollm_online"]
-    coin: Literal["tiny", "mini", "user"]
-    max_samples_per_task: int | None
-    seed: int = 0
-    device: str = "cpu"
-    dtype: str = "float32"  # the decoder's (runtime.checkpoint.DTYPES)
-    extra: dict = field(default_factory=dict)
-
-
-PROFILE_CONFIGS: dict[str, ProfileConfig] = {
-    "smoke": ProfileConfig("smoke", llm="tiny", coin="tiny", max_samples_per_task=2),
-    "default": ProfileConfig("default", llm="smollm2", coin="mini", max_samples_per_task=6),
-    "full": ProfileConfig("full", llm="videollm_online", coin="user", max_samples_per_task=None, device="cuda",
-                          dtype="bfloat16"),
-}
-
-
-def profile_config(profile: str) -> ProfileConfig:
-    if profile not in PROFILE_CONFIGS:
-        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
-    return PROFILE_CONFIGS[profile]
+def profile_config(profile: str) -> Profile:
+    """The record of ``profile`` (:func:`vrex_lib.profiles.get`; the profiles are defined there)."""
+    return _profiles.get(profile)
 
 
 #: How notebook 06 and the simulator extend a measured workload outside its context range
@@ -214,21 +191,10 @@ NOTEBOOK_CHOICES: dict[str, tuple[str, ...]] = {"PROFILE": PROFILES, "GRID": STU
                                                  "EXTRAPOLATION": EXTRAPOLATIONS, "SPLIT": ("testing", "training")}
 
 
-#: Whether a profile reads each path input, decided by what the profile is (docs/DECISIONS.md D74): the COIN folder
-#: when it evaluates the user's COIN; an LLM folder when its LLM is a pretrained checkpoint (``default``: any local
-#: Llama-family folder instead of SmolLM2); the SigLIP and connector folders when it is VideoLLM-online.
-PROFILE_INPUTS: dict[str, Callable[[ProfileConfig], bool]] = {
-    "coin_root": lambda pc: pc.coin == "user",
-    "llm_path": lambda pc: pc.llm != "tiny",
-    "vision_path": lambda pc: pc.llm == "videollm_online",
-    "connector_path": lambda pc: pc.llm == "videollm_online",
-}
-
-
 def builds_from_folders(profile: str) -> bool:
-    """Whether the profile's model is built from the user's three checkpoint folders (LLM, SigLIP, connector:
-    VideoLLM-online), which are then required."""
-    return all(PROFILE_INPUTS[k](profile_config(profile)) for k in ("llm_path", "vision_path", "connector_path"))
+    """Whether the profile's model is built from the user's checkpoint folders (VideoLLM-online's LLM, SigLIP and
+    connector), which are then required (``Profile.model.requires_paths``)."""
+    return profile_config(profile).model.requires_paths
 
 
 #: What a profile uses instead, for the message naming an input it ignores.
@@ -238,15 +204,16 @@ _OWN_INPUTS = {"tiny": "its own tiny random model", "smollm2": "SmolLM2-135M-Ins
 
 
 def check_profile_inputs(profile: str, **given: object) -> None:
-    """Refuse the path inputs (``coin_root=``, ``llm_path=``, ``vision_path=``, ``connector_path=``) that
-    ``profile`` does not read (:data:`PROFILE_INPUTS`): one ValueError naming every such flag -- or, in a notebook,
-    parameter (:func:`arg_name`) -- the profile, and the fix. Empty values (None, '') are not given."""
+    """Refuse the path inputs (``coin_root=``, ``llm_path=``, ``vision_path=``, ``connector_path=``, ...) that
+    ``profile`` does not read: one ValueError naming every such flag -- or, in a notebook,
+    parameter (:func:`arg_name`) -- the profile, and the fix. Empty values (None, '') are not given. Keyed on what
+    the profile is (``Profile.uses_flag``, docs/DECISIONS.md D74), never on its name."""
     pc = profile_config(profile)
-    extra = [k for k, v in given.items() if v not in (None, "") and not PROFILE_INPUTS[k](pc)]
+    extra = [k for k, v in given.items() if v not in (None, "") and not pc.uses_flag(k)]
     if not extra:
         return
     names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
-    users = [p for p in PROFILES if all(PROFILE_INPUTS[k](profile_config(p)) for k in extra)]
+    users = [p for p in PROFILES if all(profile_config(p).uses_flag(k) for k in extra)]
     data = " and " + _OWN_INPUTS[pc.coin] if "coin_root" in extra and pc.coin in _OWN_INPUTS else ""
     used = f"the {' and '.join(users)} profile{'s' if len(users) > 1 else ''}"
     raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by {used}, not {profile}, which "
@@ -361,15 +328,19 @@ def param_path(name: str, value: object, *, kind: Literal["file", "dir"]) -> Pat
     return path
 
 
-def param_profile(name: str, value: object, profile: str, *, used_by: tuple[str, ...],
-                  required_by: tuple[str, ...] = ()) -> None:
-    """Refuse a parameter set under a profile that ignores it (docs/DECISIONS.md D74), or left empty under a
-    profile of ``required_by``: :class:`ParamError` naming ``name``. Empty = ``''`` or None."""
+def param_profile(name: str, value: object, profile: str, *, like: str | None = None) -> None:
+    """Refuse a path parameter (``LLM_PATH``, ``COIN_ROOT``, ... : a :data:`vrex_lib.profiles.PATH_FLAGS` name in
+    capitals) set under a profile whose record does not use it (docs/DECISIONS.md D74), or left empty under one that
+    requires it: :class:`ParamError` naming ``name``. Empty = ``''`` or None. ``like``: the path flag whose profiles
+    use ``name`` too, never requiring it (e.g. notebook 03's ``EVAL_DIR``, results on the user's COIN: like
+    ``coin_root``)."""
+    flag, prof = (like or name).lower(), profile_config(profile)
     given = value not in ("", None)
-    if given and profile not in used_by:
+    if given and not prof.uses_flag(flag):
+        used_by = [p for p in PROFILES if profile_config(p).uses_flag(flag)]
         raise _param_fail(name, value, f"is used only by the {' / '.join(used_by)} profile, not {profile}",
                           f"leave it empty, or pass -p PROFILE {used_by[-1]}")
-    if not given and profile in required_by:
+    if not given and like is None and prof.requires_flag(flag):
         raise _param_fail(name, value, f"is required by the {profile} profile", f"pass -p {name} <path>")
 
 

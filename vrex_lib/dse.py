@@ -42,10 +42,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import _io, keys, report
-from .config import ReSVConfig, RuntimeConfig, VRexCoreConfig
+from .config import ReSVConfig, RuntimeConfig, VRexCoreConfig, profile_config
+from .profiles import SweepSpec
 from .estimate.core import dre_area_power
 from .hw.analysis import wtu_walk_stats
 from .hw.timing import wtu_cycles
+from .hw.wtu import WTUParams
 from .notebook import _interactive
 from .perf import simulate_measured
 from .perf.methods import dre_cycles
@@ -59,58 +61,28 @@ from .workload import measure
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
 PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
                    kv_capacity=RuntimeConfig().kv_capacity, n_hcu_w=VRexCoreConfig().n_hcu_w,
-                   n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=16)
+                   n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=WTUParams().n_buckets)
 RESV_KEYS = ("n_hp", "th_hp", "ratio")
 HW_KEYS = ("kv_capacity", "n_hcu_w", "n_wtu_w", "n_buckets")
 SCHEMA = "vrex.dse_fidelity/1"
 QUESTION = "What is the person doing in the video?"
 
 
-@dataclass(frozen=True)
-class SweepSpec:
-    """What one profile sweeps. Lists hold the values tried for each parameter (the others at the paper point).
+def resv_points(spec: SweepSpec) -> dict[str, dict]:
+    """{name: dict(n_hp, th_hp, ratio)}: the paper point, then one-at-a-time variations of ``spec`` (no duplicates)."""
+    base = {k: PAPER_POINT[k] for k in RESV_KEYS}
+    pts = {point_name(base): base}
+    for k in RESV_KEYS:
+        for v in getattr(spec, k):
+            p = dict(base, **{k: v})
+            pts.setdefault(point_name(p), p)
+    return pts
 
-    fixture_video: the clip of the fixture stream; long_videos: clips streamed back to back for the long stream;
-    fixture_frames / long_frames: frames fed at ``fps``; long_points: ReSV points also measured on the long stream
-    ('all' or names); kv_len_sim: cache length (tokens) the simulator evaluates each point at; wtu_rows: real WTU
-    rows simulated in MyHDL per (ratio, lanes, buckets) combination; shadow_kv: cache lengths at which every ReSV
-    point's workload is measured in shadow on one full-attention long stream (:func:`vrex_lib.workload.measure`
-    with ``variants``); () = take the workload from the steered fixture runs instead.
-    """
 
-    profile: str
-    n_hp: tuple[int, ...]
-    th_hp: tuple[int, ...]
-    ratio: tuple[float, ...]
-    kv_capacity: tuple[int, ...]
-    n_hcu_w: tuple[int, ...]
-    n_wtu_w: tuple[int, ...]
-    n_buckets: tuple[int, ...]
-    fixture_video: str
-    long_videos: tuple[str, ...]
-    fixture_frames: int
-    long_frames: int
-    long_points: tuple[str, ...] | str = "all"
-    fps: float = 2.0
-    max_new_tokens: int = 12
-    kv_len_sim: int = 20_000
-    wtu_rows: int = 48
-    seed: int = 0
-    shadow_kv: tuple[int, ...] = ()
-
-    def resv_points(self) -> dict[str, dict]:
-        """{name: dict(n_hp, th_hp, ratio)}: the paper point, then one-at-a-time variations (no duplicates)."""
-        base = {k: PAPER_POINT[k] for k in RESV_KEYS}
-        pts = {point_name(base): base}
-        for k in RESV_KEYS:
-            for v in getattr(self, k):
-                p = dict(base, **{k: v})
-                pts.setdefault(point_name(p), p)
-        return pts
-
-    def inputs_key(self, model_name: str) -> str:
-        blob = json.dumps(dict(spec=asdict(self), model=model_name, schema=SCHEMA), sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def spec_inputs_key(spec: SweepSpec, model_name: str) -> str:
+    """What a fidelity file of ``spec`` measured with ``model_name`` is keyed on (a rerun reuses a matching file)."""
+    blob = json.dumps(dict(spec=asdict(spec), model=model_name, schema=SCHEMA), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def point_name(p: dict) -> str:
@@ -119,30 +91,9 @@ def point_name(p: dict) -> str:
 
 
 def sweep_spec(profile: str) -> SweepSpec:
-    """The sweep of each profile; smoke is CI-sized, default fits ``make reproduce``, full sweeps densely."""
-    mini = tuple(f"data/coin_mini/videos/{n}" for n in ("mini00-replac.mp4", "mini02-change.mp4",
-                                                        "mini04-plantt.mp4", "mini06-makerj.mp4"))
-    if profile == "smoke":
-        return SweepSpec("smoke", n_hp=(16,), th_hp=(), ratio=(0.9,), kv_capacity=(256, 4096),
-                         n_hcu_w=(8, 16), n_wtu_w=(8, 16), n_buckets=(2,),
-                         fixture_video="data/coin_tiny/videos/tinyA-ssd01.mp4",
-                         long_videos=("data/coin_tiny/videos/tinyA-ssd01.mp4",
-                                      "data/coin_tiny/videos/tinyC-plane1.mp4"),
-                         fixture_frames=4, long_frames=8, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=4,
-                         kv_len_sim=5000, wtu_rows=6)
-    if profile == "default":
-        return SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
-                         kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
-                         n_buckets=(2, 4, 8, 32), fixture_video=mini[0], long_videos=mini, fixture_frames=10,
-                         long_frames=40, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=12,
-                         kv_len_sim=20_000, wtu_rows=12, shadow_kv=())
-    if profile == "full":
-        return SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-                         kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64),
-                         n_wtu_w=(4, 8, 32, 64), n_buckets=(2, 4, 8, 32, 64), fixture_video=mini[0], long_videos=mini,
-                         fixture_frames=60, long_frames=240, long_points="all", max_new_tokens=32,
-                         kv_len_sim=40_000, wtu_rows=400, shadow_kv=(1000, 5000, 10000, 20000, 40000))
-    raise ValueError(f"unknown profile {profile!r}: choose smoke, default or full")
+    """The sweep of each profile (its ``design_space`` section, :mod:`vrex_lib.profiles`); smoke is CI-sized,
+    default fits ``make reproduce``, full sweeps densely. An unknown profile is an error naming the profiles."""
+    return profile_config(profile).design_space
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -162,10 +113,7 @@ def _run_one(model, frame_embeds, times, policy, answer_ids, cfg: RuntimeConfig,
     if policy is None:
         return rec
     tr = sess.trace()
-    err = tr.arrays["attn_err"].astype(np.float64)
-    app = np.broadcast_to(tr.arrays["applied"][:, :, None], err.shape)
-    ok = app & np.isfinite(err)
-    rec["attn_rel_error"] = float(err[ok].mean()) if ok.any() else None
+    rec["attn_rel_error"] = _none(tr.attention_error())
     rec["selected_frac"] = _none(tr.retrieval_ratio("frame"))
     rec["reuse_frac"] = _none(tr.reuse_fraction("frame"))
     st = tr.stats
@@ -191,7 +139,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     """
     out = Path(out)
     model = model or build_model(spec.profile)
-    key = spec.inputs_key(model.name)
+    key = spec_inputs_key(spec, model.name)
     if out.exists() and not force:
         try:
             old = json.loads(out.read_text())
@@ -201,7 +149,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
             return old
     t_start = time.perf_counter()
     cfg = RuntimeConfig(measure_attn_error=True)
-    pts = spec.resv_points()
+    pts = resv_points(spec)
     long_names = list(pts) if spec.long_points == "all" else [n for n in spec.long_points if n in pts]
     streams = {"fixture": ((spec.fixture_video,), spec.fixture_frames, list(pts)),
                "long": (spec.long_videos, spec.long_frames, long_names)}
@@ -239,7 +187,7 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
     key). Returns {point name: [workload-file checkpoint dicts, ascending kv_len]}, {} when ``shadow_kv`` is empty."""
     if not spec.shadow_kv:
         return {}
-    pts = spec.resv_points()
+    pts = resv_points(spec)
     paper = next(iter(pts))
     variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
                 if n != paper}

@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.trace:
             check_trace_path(args.trace, trace_request(args), force=args.force, replace=args.replace)
         plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
-        if args.profile == "full":
+        if profile_config(args.profile).model.requires_paths:
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
     except (StreamInputError, ValueError, OSError) as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     pc = profile_config(args.profile)
     seed_everything(pc.seed)
     _set_threads()
-    device = args.device or (pc.device if args.profile == "full" else None)
+    device = args.device or (pc.device if pc.model.requires_paths else None)
     if device and device.startswith("cuda") and not torch.cuda.is_available():
         print(f"vrex_lib.live: error: --device {device} but no CUDA device is visible; pass --device cpu",
               file=sys.stderr)

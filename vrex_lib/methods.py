@@ -1,23 +1,30 @@
 """The method table: every KV-retrieval method this artifact runs, by name, and what each name means elsewhere.
 
-One row per method (:class:`Method`): the runtime policy that implements it (a class of :mod:`vrex_lib.retrieval`,
-named as a string so this module imports nothing heavy and :mod:`vrex_lib.perf` can read it without torch), the
-performance simulator's model of it (a key of ``vrex_lib.perf.methods.METHODS``), its place in the paper (the
-Table II row, a figure, or none), and the stages at which it retrieves KV. Every list of method names in the
-library is derived from :data:`METHODS`:
+One row per method (:class:`Method`) is the whole registration of a method: the runtime policy that implements it
+(``module.Class`` under :mod:`vrex_lib.retrieval`, named as a string so this module imports nothing heavy and
+:mod:`vrex_lib.perf` can read it without torch), the performance simulator's model of it (a key of
+``vrex_lib.perf.methods.METHODS``, one module per model), its place in the paper (the Table II row, a figure, or
+none), the stages at which it retrieves KV, and the studies and figures it runs in (``runs_in``). Every list of
+method names in the library is derived from :data:`METHODS` (``tests/test_methods.py`` fails on a hand-written one):
 
 ===================== ==================================================================================
 :data:`NAMES`          every method (``vrex_lib.retrieval.POLICIES``, ``--method`` of eval and live)
 :data:`TABLE2`         the Table II rows, in the paper's row order
 :data:`SIMULATED`      the methods with a simulator model (``python -m vrex_lib.workload measure`` default)
 :data:`SIM_METHOD`     runtime name -> simulator method (``vrex_lib.perf.SIM_METHOD``)
-:data:`STUDY`          what notebook 03's accuracy study runs: Table II, the FlexGen baseline, Fig. 19's ablation
+:data:`STUDY`          what notebook 03's accuracy study runs (``runs_in`` 'study')
+:data:`RATIO_ROWS`     Table II's rows with a printed retrieval ratio (every row but VideoLLM-Online)
+:data:`FIG19`          Fig. 19's ablation bars (``runs_in`` 'fig19'), the ablation first
+:data:`LONGCTX`        what notebook 09's retrieval study runs (``runs_in`` 'longctx')
+:data:`GPU_BASELINES`  the GPU methods of the Fig. 13 grid (``runs_in`` 'fig13'), as simulator names
+:data:`E2E_BASELINES`  the AGX Orin methods of Fig. 14's end-to-end comparison (``runs_in`` 'fig14')
 :data:`VARIANTS`       named policy variants measured beside their method (``rekv@frame``)
 ===================== ==================================================================================
 
     from vrex_lib import methods
     methods.METHODS["rekv"].label          # 'ReKV'
     methods.TABLE2                          # ('full', 'infinigen', 'infinigen_p', 'rekv', 'resv')
+    methods.in_family("infinigen")          # ('infinigen', 'infinigen_p'): the rows one policy module implements
 """
 from __future__ import annotations
 
@@ -25,7 +32,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-Role = Literal["table2", "baseline", "ablation", "alternative"]
+Role = Literal["table2", "baseline", "ablation", "alternative", "external"]
+#: Where a method runs besides its own CLI: notebook 03's accuracy study, notebook 09's long-context study, the GPU
+#: grid of Fig. 13, the AGX Orin end-to-end comparison of Fig. 14, Fig. 19's ablation. (The workload measurement runs
+#: every method with a simulator model, :data:`SIMULATED`.)
+RUNS_IN: tuple[str, ...] = ("study", "longctx", "fig13", "fig14", "fig19")
 
 
 @dataclass(frozen=True)
@@ -33,14 +44,15 @@ class Method:
     """One retrieval method.
 
     name: the runtime name (policy registry key, ``--method``, the ``method`` of a workload checkpoint);
-    policy: the class in :mod:`vrex_lib.retrieval` that implements it; label: the name the paper prints;
+    policy: ``module.Class`` of the policy under :mod:`vrex_lib.retrieval`; label: the name the paper prints;
     role: 'table2' (a Table II row), 'baseline' (a comparison system only: FlexGen, Fig. 13/14), 'ablation'
-    (Fig. 19) or 'alternative' (this artifact's own variant, no paper counterpart); where: the paper place (or
-    docs/DECISIONS.md entry) that defines it; stages: the stages at which the method as the paper runs it
-    retrieves KV from the offload tier ('frame': frame prefill, 'text': question and answer), so "Retrieval @
-    frame" of Table II is ``'frame' in stages``; sim: the simulator method (None = no hardware mapping);
-    sim_source: the measured name whose statistics the simulator uses for it (a :data:`VARIANTS` key when the
-    default policy differs from the paper's behaviour; None = the method itself).
+    (Fig. 19), 'alternative' (this artifact's own variant, no paper counterpart) or 'external' (a published
+    method the paper does not compare, run beside it); where: the paper place (or docs/DECISIONS.md entry) that
+    defines it; stages: the stages at which the method as the paper runs it retrieves KV from the offload tier
+    ('frame': frame prefill, 'text': question and answer), so "Retrieval @ frame" of Table II is
+    ``'frame' in stages``; sim: the simulator method (None = no hardware mapping); sim_source: the measured name
+    whose statistics the simulator uses for it (a :data:`VARIANTS` key when the default policy differs from the
+    paper's behaviour; None = the method itself); runs_in: members of :data:`RUNS_IN`.
     """
 
     name: str
@@ -51,25 +63,47 @@ class Method:
     stages: tuple[str, ...]
     sim: str | None = None
     sim_source: str | None = None
+    runs_in: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = set(self.runs_in) - set(RUNS_IN)
+        if unknown or "." not in self.policy:
+            raise ValueError(f"method {self.name!r}: runs_in must be a subset of {RUNS_IN} (got {sorted(unknown)}) and "
+                             f"policy a 'module.Class' under vrex_lib.retrieval (got {self.policy!r})")
 
     @property
     def retrieves_at_frame(self) -> bool:
         return "frame" in self.stages
 
+    @property
+    def family(self) -> str:
+        """The policy module that implements it (InfiniGen and InfiniGenP share 'infinigen')."""
+        return self.policy.split(".")[0]
 
+
+_ALL = frozenset({"study", "longctx", "fig13", "fig14"})
 _ROWS: tuple[Method, ...] = (
-    Method("full", "FullAttention", "VideoLLM-Online", "table2", "Table II row 1 (no retrieval)", (), sim="full"),
-    Method("flexgen", "FlexGen", "FlexGen", "baseline", "Fig. 13/14 baseline (fetches every offloaded token)",
-           ("frame", "text"), sim="flexgen"),
-    Method("infinigen", "InfiniGen", "InfiniGen", "table2", "Table II", ("text",), sim="infinigen"),
-    Method("infinigen_p", "InfiniGenP", "InfiniGenP", "table2", "Table II", ("frame", "text"), sim="infinigen_p"),
+    Method("full", "full.FullAttention", "VideoLLM-Online", "table2", "Table II row 1 (no retrieval)", (), sim="full",
+           runs_in=frozenset({"study", "longctx"})),
+    Method("flexgen", "flexgen.FlexGen", "FlexGen", "baseline", "Fig. 13/14 baseline (fetches every offloaded token)",
+           ("frame", "text"), sim="flexgen", runs_in=_ALL),
+    Method("infinigen", "infinigen.InfiniGen", "InfiniGen", "table2", "Table II", ("text",), sim="infinigen",
+           runs_in=frozenset({"study", "longctx", "fig13"})),
+    Method("infinigen_p", "infinigen.InfiniGenP", "InfiniGenP", "table2", "Table II", ("frame", "text"),
+           sim="infinigen_p", runs_in=_ALL),
     # The reference ReKV retrieves once per question (docs/DECISIONS.md D60); Table II's row retrieves during
     # frame processing too, which is the 'frame' mode measured as rekv@frame.
-    Method("rekv", "ReKV", "ReKV", "table2", "Table II", ("frame", "text"), sim="rekv", sim_source="rekv@frame"),
-    Method("resv", "ReSV", "V-Rex's ReSV", "table2", "Table II; §IV", ("frame", "text"), sim="resv"),
-    Method("resv_noclust", "ReSVNoClustering", "ReSV w/o clustering", "ablation", "Fig. 19", ("frame", "text")),
-    Method("resv_candwics", "ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
+    Method("rekv", "rekv.ReKV", "ReKV", "table2", "Table II", ("frame", "text"), sim="rekv", sim_source="rekv@frame",
+           runs_in=_ALL),
+    Method("resv", "resv_policy.ReSV", "V-Rex's ReSV", "table2", "Table II; §IV", ("frame", "text"), sim="resv",
+           runs_in=frozenset({"study", "longctx", "fig19"})),
+    Method("resv_noclust", "resv_policy.ReSVNoClustering", "ReSV w/o clustering", "ablation", "Fig. 19",
+           ("frame", "text"), runs_in=frozenset({"study", "fig19"})),
+    Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
            "docs/DECISIONS.md D7", ("frame", "text")),
+    Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",
+           "Xiao et al., ICLR 2024 (sinks + recent window; docs/DECISIONS.md D300)", (), sim="streamingllm",
+           runs_in=frozenset({"study", "longctx", "fig13"})),
 )
 
 #: name -> :class:`Method`, in table order (Table II's methods in the paper's row order).
@@ -78,7 +112,31 @@ NAMES: tuple[str, ...] = tuple(METHODS)
 TABLE2: tuple[str, ...] = tuple(m.name for m in _ROWS if m.role == "table2")
 SIMULATED: tuple[str, ...] = tuple(m.name for m in _ROWS if m.sim is not None)
 SIM_METHOD: MappingProxyType = MappingProxyType({m.name: m.sim for m in _ROWS if m.sim is not None})
-STUDY: tuple[str, ...] = tuple(m.name for m in _ROWS if m.role != "alternative")
+
+
+def runs_in(place: str) -> tuple[str, ...]:
+    """The methods that run in ``place`` (one of :data:`RUNS_IN`), in table order."""
+    if place not in RUNS_IN:
+        raise ValueError(f"unknown place {place!r}: choose one of {', '.join(RUNS_IN)}")
+    return tuple(m.name for m in _ROWS if place in m.runs_in)
+
+
+def in_family(family: str) -> tuple[str, ...]:
+    """The methods whose policy lives in module ``family`` of :mod:`vrex_lib.retrieval`, in table order."""
+    return tuple(m.name for m in _ROWS if m.family == family)
+
+
+STUDY: tuple[str, ...] = runs_in("study")
+#: Table II's rows that retrieve at some stage (every row but VideoLLM-Online): those with a printed retrieval ratio.
+RATIO_ROWS: tuple[str, ...] = tuple(m for m in TABLE2 if METHODS[m].stages)
+#: This artifact's own variants (no paper counterpart).
+ALTERNATIVES: tuple[str, ...] = tuple(m.name for m in _ROWS if m.role == "alternative")
+#: Fig. 19's bars after VideoLLM-Online: the ablation(s) first, then ReSV.
+FIG19: tuple[str, ...] = tuple(sorted(runs_in("fig19"), key=lambda m: METHODS[m].role != "ablation"))
+LONGCTX: tuple[str, ...] = runs_in("longctx")
+#: Simulator names of the Fig. 13 GPU methods and of Fig. 14's AGX Orin methods (the table's order).
+GPU_BASELINES: tuple[str, ...] = tuple(SIM_METHOD[m] for m in runs_in("fig13"))
+E2E_BASELINES: tuple[str, ...] = tuple(SIM_METHOD[m] for m in runs_in("fig14"))
 #: Variant name -> (method, policy kwargs): measured beside the method whenever it is measured.
 VARIANTS: MappingProxyType = MappingProxyType({"rekv@frame": ("rekv", MappingProxyType({"mode": "frame"}))})
 #: Simulator method -> the measured variant whose statistics it uses when a workload file has them.
@@ -97,5 +155,6 @@ def variants_of(names) -> dict[str, tuple[str, dict]]:
     return {v: (m, dict(kw)) for v, (m, kw) in VARIANTS.items() if m in names}
 
 
-__all__ = ["METHODS", "Method", "NAMES", "SIMULATED", "SIM_METHOD", "SIM_SOURCES", "STUDY", "TABLE2", "VARIANTS",
-           "get", "variants_of"]
+__all__ = ["ALTERNATIVES", "E2E_BASELINES", "FIG19", "GPU_BASELINES", "LONGCTX", "METHODS", "Method", "NAMES",
+           "RATIO_ROWS", "RUNS_IN", "SIMULATED", "SIM_METHOD", "SIM_SOURCES", "STUDY", "TABLE2", "VARIANTS", "get",
+           "in_family", "runs_in", "variants_of"]

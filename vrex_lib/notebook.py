@@ -1,7 +1,7 @@
 """The two lines every notebook starts with: validate the profile, seed, pick the results folder.
 
     ctx = vrex_lib.notebook.setup(PROFILE, RESULTS_DIR)
-    ctx.profile, ctx.cfg, ctx.out   # 'default', ProfileConfig, Path to results/
+    ctx.profile, ctx.cfg, ctx.out   # 'default', its Profile record (vrex_lib.profiles), Path to results/
 
 A notebook runs either live (JupyterLab: widgets, progress bars) or headless (papermill, ``nbconvert
 --execute``, ``make reproduce``: figures stored as static images, no widgets, no progress bars); :func:`headless`
@@ -22,7 +22,7 @@ from IPython.display import display
 from tqdm import notebook as tqdm_notebook, std as tqdm_std
 
 from . import _io, report
-from .config import (REPO_ROOT, ProfileConfig, arg_name, profile_config, results_dir, seed_everything,
+from .config import (REPO_ROOT, Profile, arg_name, profile_config, results_dir, seed_everything,
                      torch_threads, use_notebook_arg_names)
 
 if TYPE_CHECKING:  # matplotlib is imported when a notebook draws, not at import
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # matplotlib is imported when a notebook draws, not at import
 @dataclass(frozen=True)
 class Context:
     profile: str
-    cfg: ProfileConfig
+    cfg: Profile
     out: Path
 
 

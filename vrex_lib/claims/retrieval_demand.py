@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from .. import methods as method_table
 from .. import report
 from ..longctx import accuracy_table
 from ..perf import simulate
@@ -89,9 +90,9 @@ def simulation_rows(sim: pd.DataFrame, kv_lens: Sequence[int] = ROW_KV) -> list[
     return rows
 
 
-#: (system, method) pairs notebook 09 simulates: V-Rex8 with ReSV, and the GPU baselines on the AGX Orin.
-SIM_POINTS: tuple[tuple[str, str], ...] = (("vrex8", "resv"), ("agx_orin", "infinigen"), ("agx_orin", "infinigen_p"),
-                                           ("agx_orin", "rekv"), ("agx_orin", "flexgen"))
+#: (system, method) pairs notebook 09 simulates: V-Rex8 with ReSV, and the Fig. 13 GPU baselines on the AGX Orin.
+SIM_POINTS: tuple[tuple[str, str], ...] = (("vrex8", "resv"),) + tuple(("agx_orin", m)
+                                                                      for m in method_table.GPU_BASELINES)
 
 
 def simulate_text(workloads: dict, kv_lens: Sequence[int],

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import video
-from ..config import REPO_ROOT
+from ..config import REPO_ROOT, profile_config
 from .annotations import SkipLog, VideoAnnotation, split_videos
-from .tasks import FRAME_FPS, Sample
+from .tasks import FRAME_FPS, FRAME_SAMPLING, Sample
 
 
 _VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov")
@@ -68,14 +68,16 @@ def filter_available(samples: Sequence[Sample], videos_dir: str | os.PathLike,
     return out
 
 
-def decoded_duration(path: str | os.PathLike, fps: float = FRAME_FPS) -> float:
+def decoded_duration(path: str | os.PathLike, fps: float = FRAME_FPS, sampling: str = FRAME_SAMPLING) -> float:
     """The length VideoLLM-online clamps a video's spans to: ``(len(frames) - 1) / fps`` of its ``fps`` frames
-    (``COIN.get_metadata``, data/coin/coin.py), i.e. ``k_last / fps`` for the last grid point ``k_last`` that has a
-    decoded frame at or before it (the grid :func:`vrex_lib.video.request_times` samples). Read from the container's
-    frame timestamps (:func:`vrex_lib.video.probe`; decord reads its index, no frame is decoded); a video that
-    cannot be opened raises :class:`vrex_lib.video.VideoDecodeError` naming the file."""
-    info = video.probe(path)
-    return math.floor(info.last_time * fps + 1e-6) / fps
+    (``COIN.get_metadata``, data/coin/coin.py). ``sampling="ffmpeg"`` (default): the frames ffmpeg's ``-r fps``
+    writes (:func:`vrex_lib.video.resampled_count`, from the container's packet timestamps, no frame decoded);
+    ``"grid"``: ``k_last / fps`` for the last grid point ``k_last`` with a decoded frame at or before it. A video
+    that cannot be opened raises :class:`vrex_lib.video.VideoDecodeError` naming the file (docs/DECISIONS.md D59)."""
+    if sampling == "grid":
+        info = video.probe(path)
+        return math.floor(info.last_time * fps + 1e-6) / fps
+    return (video.resampled_count(path, fps, sampling) - 1) / fps
 
 
 def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> tuple[Path, Path]:
@@ -86,23 +88,18 @@ def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> t
     full:    the user's folder ``coin_root`` laid out as ``COIN.json`` (the official file, any name
              matching ``COIN.json``/``coin.json``) and ``videos/<youtube_id>.mp4``.
     """
-    if profile == "smoke":
-        root = REPO_ROOT / "data" / "coin_tiny"
-        if not (root / "videos").is_dir():
-            raise FileNotFoundError(f"{root}/videos is missing: run `python data/make_coin_mini.py --tiny`.")
-    elif profile == "default":
-        root = REPO_ROOT / "data" / "coin_mini"
-        if not (root / "COIN.json").exists():
-            raise FileNotFoundError(f"{root}/COIN.json is missing: the COIN fixture is built by `make data` "
-                                    "(python data/make_coin_mini.py, < 1 min).")
-    elif profile == "full":
+    data = profile_config(profile).data  # an unknown profile is an error naming the profiles
+    if data.root is not None:
+        root = REPO_ROOT / data.root
+        need = root / data.must_exist
+        if not need.exists():
+            raise FileNotFoundError(f"{need} is missing: {data.missing_hint}.")
+    else:
         if not coin_root:
-            raise ValueError("profile 'full' needs coin_root: a folder holding COIN.json and videos/<id>.mp4")
+            raise ValueError(f"profile {profile!r} needs coin_root: a folder holding COIN.json and videos/<id>.mp4")
         root = Path(coin_root).expanduser()
         if not root.is_dir():
             raise FileNotFoundError(f"coin_root {root} is not a folder (expected COIN.json + videos/)")
-    else:
-        raise ValueError(f"unknown profile {profile!r}: smoke, default or full")
     js = next((root / n for n in ("COIN.json", "coin.json") if (root / n).exists()), root / "COIN.json")
     if not js.exists():
         raise FileNotFoundError(f"{js} not found: put the official COIN.json in {root}")

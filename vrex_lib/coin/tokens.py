@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..config import profile_config
 from .tasks import FRAME_FPS, Sample
 
 
@@ -65,15 +66,16 @@ def token_counter(profile: str, tokenizer_path: str | os.PathLike | None = None)
     (e.g. the VideoLLM-online checkpoint's Llama-3 tokenizer), else SmolLM2 with a warning.
     Special tokens and chat templates are not counted.
     """
-    if profile == "smoke":
+    how = profile_config(profile).model.token_counter
+    if how == "approx":
         return approx_token_count, f"approx: ceil(words x {WORDS_PER_TOKEN_APPROX})"
     from transformers import AutoTokenizer
 
-    if profile == "full" and tokenizer_path:
+    if how == "checkpoint" and tokenizer_path:
         tok = AutoTokenizer.from_pretrained(str(tokenizer_path))
         name = str(tokenizer_path)
     else:
-        if profile == "full":
+        if how == "checkpoint":
             warnings.warn("full profile without tokenizer_path: counting tokens with SmolLM2's tokenizer, not "
                           "the checkpoint's (Llama-3 for VideoLLM-online).", stacklevel=2)
         from ..llm_weights import GGUF_NAME, smollm2_dir

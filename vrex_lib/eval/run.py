@@ -43,6 +43,7 @@ class _Run:
     seed: int
     skips: coin.SkipLog
     skipped: list[dict]
+    frame_sampling: str = coin.FRAME_SAMPLING
 
 
 def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, coin_root: str | None = None,
@@ -53,12 +54,14 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
              model=None, llm_path: str | None = None, vision_path: str | None = None,
              connector_path: str | None = None, progress: bool = True, prompt_layout: str = "coin",
              frames_policy: str = "videollm-online", device: str | None = None, dtype: str | None = None,
-             replace: bool = False, force: bool = False) -> Path:
+             frame_sampling: str = coin.FRAME_SAMPLING, replace: bool = False, force: bool = False) -> Path:
     """Run (or resume) one method on one COIN task; returns the JSONL path of this shard.
 
     Samples are built from the split's videos whose files exist (VideoLLM-online's ``video_uid in metadata``), so
     sample counts and the metric's vocabulary match the reference. ``max_frames`` (default Live1+'s 1,200) and
-    ``frames_policy`` decide long spans (:func:`frames_action`); ``prompt_layout`` 'coin' (default) or 'live'.
+    ``frames_policy`` decide long spans (:func:`frames_action`); ``prompt_layout`` 'coin' (default) or 'live';
+    ``frame_sampling`` how the 2 fps frames are taken ('ffmpeg', VideoLLM-online's ``-r 2`` preprocessing, default;
+    'grid'; docs/DECISIONS.md D59).
 
     ``model``: a prebuilt :class:`~vrex_lib.runtime.StreamingVideoLLM` to reuse (else built from the profile and
     paths, after every input has been checked) on ``device`` in ``dtype`` (default: the profile's, cuda and
@@ -73,6 +76,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     num_shards, shard_index = _check_flags(task, method, profile, max_samples, max_frames, max_new_tokens,
                                            num_shards, shard_index, method_kwargs, coin_root=coin_root,
                                            vision_path=vision_path, connector_path=connector_path, llm_path=llm_path)
+    video.check_sampling(frame_sampling)
     dev = _check_device(profile, model, device, dtype)
     out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir, force)
     runtime_cfg = runtime_cfg or RuntimeConfig()
@@ -86,17 +90,18 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     ident = model_identity(profile, model, llm_path, vision_path, connector_path, dtype)
     cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile, model=ident, split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
-                     seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy)
+                     seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy,
+                     frame_sampling=frame_sampling)
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
                max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
-               skipped)
+               skipped, frame_sampling)
     ref = _read_reference(reference, out, method, task, profile, cfg)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
         done_rows = check_resume(out_path, cfg, replace=replace, force=force)
         done = {r["sample_id"] for r in done_rows}
         mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
-        if profile == "full" and model is None and todo:
+        if pcfg.model.requires_paths and model is None and todo:
             shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
             _check_all(shape, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
         run_record = dict(_run_record(run, cfg, done_rows), device=str(dev))
@@ -157,7 +162,8 @@ def _decoded_spans(run: _Run, mine: list, available: set, done: set) -> tuple[li
             continue
         if s.video_id not in durations:
             try:
-                durations[s.video_id] = coin.decoded_duration(coin.video_path(run.videos_dir, s.video_id))
+                durations[s.video_id] = coin.decoded_duration(coin.video_path(run.videos_dir, s.video_id),
+                                                              sampling=run.frame_sampling)
             except (video.VideoDecodeError, coin.MissingVideoError) as err:
                 durations[s.video_id] = str(err)
                 run.skips.add(s.video_id, "decode", str(err))
@@ -220,13 +226,14 @@ def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir,
 def _load_samples(task: str, split: str, profile: str, coin_root, max_samples, prompt_layout: str, max_frames,
                   frames_policy: str, skips: coin.SkipLog) -> tuple:
     """(annotation file, videos folder, samples) of the task's split whose videos exist; errors name the flag."""
-    if profile == "full" and not coin_root:
-        raise ValueError(f"the full profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
+    user_data = profile_config(profile).uses_flag("coin_root")
+    if user_data and not coin_root:
+        raise ValueError(f"the {profile} profile needs {arg_name('--coin-root')}: a folder holding COIN.json and "
                          "videos/<youtube_id>.mp4")
     try:
         js, videos_dir = coin.dataset_paths(profile, coin_root)
     except FileNotFoundError as err:
-        raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if profile == 'full' else ''}{err}") from None
+        raise FileNotFoundError(f"{arg_name('--coin-root') + ': ' if user_data else ''}{err}") from None
     ann = coin.load_annotations(js, skips)
     if prompt_layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
@@ -329,7 +336,7 @@ def _evaluate(run: _Run, model, todo: list, ref: dict, cfg: dict, progress: bool
                                   max_new_tokens=run.max_new_tokens, max_frames=run.max_frames,
                                   reference=ref.get(s.sample_id), trace_dir=run.trace_dir,
                                   method_kwargs=run.method_kwargs, seed=run.seed, prompt_layout=run.prompt_layout,
-                                  frames_policy=run.frames_policy)
+                                  frames_policy=run.frames_policy, frame_sampling=run.frame_sampling)
         except (video.VideoDecodeError, video.VideoSpanError) as err:
             run.skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
             run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _io
 from ..config import ReSVConfig, VRexCoreConfig, results_dir
-from .blocks import BlockSpec, Context, spec
+from .blocks import BlockSpec, OperatingPoint, spec
 from .bulk import check_vectors
 from .harness import Protocol, Stimulus, convert, pick_simulator, simulate
 from .vectors import TRACE_FILE, load_traces
@@ -146,7 +146,7 @@ def summarise(counts: dict[str, tuple[int, int]], flops: set[str], cycles: int) 
 
 
 # ------------------------------------------------------------------------------------------- vectors
-def activity_vectors(b: BlockSpec, n_vectors: int, seed: int, p, ctx: Context, tr: dict | None) \
+def activity_vectors(b: BlockSpec, n_vectors: int, seed: int, p, ctx: OperatingPoint, tr: dict | None) \
         -> tuple[list, int, dict[str, int]]:
     """(vectors, real count, real count per source): a prefix of each trace source's recorded vectors (an
     equal share of ``n_vectors`` each), then random vectors from ``default_rng([seed, 2])`` up to
@@ -173,7 +173,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def inputs_key(block: str, n_vectors: int, seed: int, simulator: str, params: dict, ctx: Context,
+def inputs_key(block: str, n_vectors: int, seed: int, simulator: str, params: dict, ctx: OperatingPoint,
                trace_file: Path = TRACE_FILE) -> str:
     """What decides a measurement: the block, its parameters, the vector count, seed, simulator, operating
     point, the recorded trace and the code of ``vrex_lib/hw`` (the RTL, the stimulus and the counting)."""
@@ -219,7 +219,7 @@ def block_activity(block: str, *, n_vectors: int = 2000, seed: int = 0, out: str
     pick_simulator(sim)
     cfg = cfg or VRexCoreConfig()
     rc = ReSVConfig()
-    ctx = Context(th=rc.th_hp, ratio=rc.ratio)
+    ctx = OperatingPoint(th=rc.th_hp, ratio=rc.ratio)
     p = b.params(cfg)
     path = results_dir(out) / "hdl" / "activity" / f"{block}.json"
     key = inputs_key(block, n_vectors, seed, sim, asdict(p) if p is not None else {}, ctx)
@@ -238,7 +238,7 @@ def block_activity(block: str, *, n_vectors: int = 2000, seed: int = 0, out: str
     return act
 
 
-def _measure_block(b: BlockSpec, vecs: list, n_real: int, per: dict[str, int], ctx: Context, p, vfile: Path,
+def _measure_block(b: BlockSpec, vecs: list, n_real: int, per: dict[str, int], ctx: OperatingPoint, p, vfile: Path,
                    work: Path, simulator: str, seed: int) -> BlockActivity:
     vcd = work / "activity.vcd"
     chk = check_vectors(b, vecs, ctx, p, vfile, work, simulator, vcd=vcd)

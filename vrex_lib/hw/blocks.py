@@ -33,7 +33,7 @@ from .wtu import WTUParams, WTURowResult, simulate_wtu, wtu, wtu_ports
 
 
 @dataclass(frozen=True)
-class Context:
+class OperatingPoint:
     """The operating point every block check shares: Th_hd, Th_r-wics and the KVMU's bytes per token."""
 
     th: int = 7
@@ -260,11 +260,11 @@ class BlockSpec:
     ports: Callable[[Any], dict]  # fresh top-level signals
     make: Callable[[dict, Any], Any]  # the MyHDL instance on those ports
     protocol: Protocol  # outputs, strobes and done of the stimulus testbench
-    random: Callable[[int, np.random.Generator, Any, Context], list]  # seeded random vectors
+    random: Callable[[int, np.random.Generator, Any, OperatingPoint], list]  # seeded random vectors
     trace: Callable[..., list]  # recorded real vectors of one source (vectors.trace_*)
     count: Callable[[list], int]  # vectors a list holds (an HCU frame counts its tokens)
-    check: Callable[[list, Context, Any, list | None], dict]  # MyHDL vs reference
-    stimulus: Callable[[list, Context, Any], tuple[Stimulus, list[dict]]]  # stimulus + per-vector reference
+    check: Callable[[list, OperatingPoint, Any, list | None], dict]  # MyHDL vs reference
+    stimulus: Callable[[list, OperatingPoint, Any], tuple[Stimulus, list[dict]]]  # stimulus + per-vector reference
     check_log: Callable[[SimRun, list[dict], Any], dict]  # Verilog log vs reference
     longest: Callable[[list[dict]], int]  # cycles of the longest WAIT of a stimulus (0: no WAIT)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .blocks import BlockSpec, Context, spec
+from .blocks import BlockSpec, OperatingPoint, spec
 from .harness import simulate
 
 # A WAIT that sees no ``done`` within this many times the longest expected cycle count (plus a margin) ends as a
@@ -19,7 +19,7 @@ from .harness import simulate
 WAIT_LIMIT_FACTOR, WAIT_LIMIT_MARGIN = 4, 64
 
 
-def check_vectors(b: BlockSpec, vectors: list, ctx: Context, p, vfile: Path, work: Path, simulator: str,
+def check_vectors(b: BlockSpec, vectors: list, ctx: OperatingPoint, p, vfile: Path, work: Path, simulator: str,
                   vcd: Path | None = None) -> dict:
     """Build the stimulus of ``vectors`` for block ``b``, simulate ``vfile`` with ``simulator`` and check every
     vector against the reference.
@@ -42,5 +42,5 @@ def run_block(block_name: str, vectors: list, vfile: Path, work: Path, simulator
               ratio_q: int = 0, bytes_per_token: int = 0, p=None) -> dict:
     """:func:`check_vectors` for the block named ``block_name`` at Th_hd ``th``, Th_r-wics ``ratio_q`` (Q0.16)
     and ``bytes_per_token``; ``p`` its parameters (None for the KVMU)."""
-    ctx = Context(th=th, ratio=ratio_q / 2 ** 16, bytes_per_token=bytes_per_token)  # exact: r_q / 2^16 in binary
+    ctx = OperatingPoint(th=th, ratio=ratio_q / 2 ** 16, bytes_per_token=bytes_per_token)  # exact: r_q / 2^16 in binary
     return check_vectors(spec(block_name), vectors, ctx, p, vfile, work, simulator)

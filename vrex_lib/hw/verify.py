@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import _io
 from ..config import ReSVConfig, VRexCoreConfig, arg_name
-from .blocks import BLOCKS, BlockSpec, Context, spec
+from .blocks import BLOCKS, BlockSpec, OperatingPoint, spec
 from .bulk import check_vectors
 from .dre import dre_memory_bytes, make_dre
 from .harness import SimulatorMissing, convert, pick_simulator, replay
@@ -85,9 +85,10 @@ YOSYS_RECIPE = ("read_verilog {v}; hierarchy -top {top}; proc; flatten; opt_expr
 # selections), of which the share ``replay`` is replayed on the Verilog in Icarus. ``bulk``: vectors per block
 # checked on the converted Verilog by vrex_lib.hw.bulk -- every recorded real vector plus random ones up to this
 # count (docs/DECISIONS.md D86). ``real_cap``: recorded real vectors per source in the MyHDL check (None = all);
-# the bulk check takes every recorded one (``real_cap`` too in smoke).
+# the bulk check takes every recorded one (``real_cap`` too where ``bulk_real_capped``). The run sizes are named
+# after the profiles that use them (a profile's record names its size: ``Profile.hardware.verify_size``).
 SIZES = {"smoke": dict(random=dict(hcu=64, wtu=24, kvmu=40), replay=1.0, synth=False, bulk=400,
-                       real_cap=dict(hcu=12, wtu=30, kvmu=None)),
+                       real_cap=dict(hcu=12, wtu=30, kvmu=None), bulk_real_capped=True),
          "default": dict(random=dict(hcu=640, wtu=240, kvmu=400), replay=0.25, synth=True, bulk=10_000,
                          real_cap=dict(hcu=40, wtu=60, kvmu=None)),
          "full": dict(random=dict(hcu=10240, wtu=10000, kvmu=10000), replay=0.05, synth=True, bulk=100_000,
@@ -141,7 +142,7 @@ def _bulk_simulator(verilog: bool, simulator: str | None, tools: dict) -> tuple[
 
 
 # ------------------------------------------------------------------------------------- per block
-def _reference_check(b: BlockSpec, S: dict, ctx: Context, p, tr: dict | None, rng: np.random.Generator) -> dict:
+def _reference_check(b: BlockSpec, S: dict, ctx: OperatingPoint, p, tr: dict | None, rng: np.random.Generator) -> dict:
     """The MyHDL check of one block: random vectors (the first ``replay`` share recorded for the Icarus
     replay), then the rest and the recorded real vectors."""
     rnd = b.random(S["random"][b.name], rng, p, ctx)
@@ -165,10 +166,10 @@ def _reference_check(b: BlockSpec, S: dict, ctx: Context, p, tr: dict | None, rn
     return dict(entry=entry, kept=kept, record=record)
 
 
-def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: Context, p, tr: dict | None, rng: np.random.Generator,
+def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: OperatingPoint, p, tr: dict | None, rng: np.random.Generator,
                 vfile: Path, work: Path, simulator: str) -> tuple[dict, dict]:
     """The bulk Verilog check of one block: (summary entry, the per-vector results of the real vectors)."""
-    real, tags = b.real(tr, S["real_cap"][b.name] if size == "smoke" else None)
+    real, tags = b.real(tr, S["real_cap"][b.name] if S.get("bulk_real_capped") else None)
     n_real = b.count(real)
     vecs = real + b.random(max(0, S["bulk"] - n_real), rng, p, ctx)
     bk = check_vectors(b, vecs, ctx, p, vfile, work, simulator)
@@ -177,7 +178,7 @@ def _bulk_check(b: BlockSpec, S: dict, size: str, ctx: Context, p, tr: dict | No
     return entry, dict(real=res[:len(real)], real_inputs=real, real_source=tags, simulator=simulator)
 
 
-def _verify_block(b: BlockSpec, *, S: dict, size: str, ctx: Context, cfg: VRexCoreConfig, tr: dict | None,
+def _verify_block(b: BlockSpec, *, S: dict, size: str, ctx: OperatingPoint, cfg: VRexCoreConfig, tr: dict | None,
                   rng: np.random.Generator, brng: np.random.Generator, work: Path, bulk_sim: str | None,
                   synth: bool, staged: dict[str, Path]) -> tuple[dict, dict]:
     """Reference check, conversion, Icarus replay, bulk vectors and synthesis of one block: (entry, kept).
@@ -249,7 +250,7 @@ def publish(out: Path, files: dict[str, bytes]) -> None:
                               f"{arg_name('--out')} (this run's outputs were not all written)") from None
 
 
-def _summary_head(size: str, seed: int, ctx: Context, verilog: bool, bulk_sim: str | None,
+def _summary_head(size: str, seed: int, ctx: OperatingPoint, verilog: bool, bulk_sim: str | None,
                   bulk_warning: str | None) -> dict:
     return dict(schema=SCHEMA, size=size, seed=seed, th_hd=ctx.th, ratio=ctx.ratio, ratio_q=ctx.ratio_q,
                 recipe=YOSYS_RECIPE.format(v="<block>.v", top="<block>", stat="<block>.stat.json"),
@@ -296,7 +297,7 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     S = SIZES[size]
     cfg = cfg or VRexCoreConfig()
     rcfg = ReSVConfig()
-    ctx = Context(th=rcfg.th_hp if th is None else int(th), ratio=rcfg.ratio if ratio is None else float(ratio),
+    ctx = OperatingPoint(th=rcfg.th_hp if th is None else int(th), ratio=rcfg.ratio if ratio is None else float(ratio),
                   bytes_per_token=bytes_per_token)
     out = Path(out)
     check_writable(out)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import STUDY_GRIDS, builds_from_folders, check_profile_inputs, torch_threads
+from ..config import PROFILES, STUDY_GRIDS, builds_from_folders, check_profile_inputs, torch_threads
 from ..runtime import resolve_device, validate_full_paths
 from .export import check_workload_out, write_workload
 from .grid import Block, StudyGrid, method_specs, study_grid
@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.longctx", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the long-context retrieval study (resumable, cached by its inputs)")
-    r.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    r.add_argument("--profile", default="default", choices=PROFILES)
     r.add_argument("--grid", default="profile", choices=STUDY_GRIDS,
                    help="profile: the profile's share of make reproduce; full: 1K-8K x 5 depths x 3 seeds x 2 tasks")
     r.add_argument("--methods", default=None, help="comma-separated method names (default: the grid's)")

@@ -17,14 +17,20 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from ..config import STUDY_GRIDS, ReSVConfig, arg_name
-from ..retrieval import POLICIES, make_policy
+from .. import methods as method_table
+from ..config import STUDY_GRIDS, ReSVConfig, arg_name, profile_config
+from ..retrieval import POLICIES, make_policy, takes_resv_config
 from .policy import ExactTopK, TextStageOnly
 from .task import TASKS
 
-#: Every method of Table II, FlexGen, and ReKV's and ReSV's variants (the notebook's order).
-ALL_METHODS: tuple[str, ...] = ("full", "flexgen", "infinigen", "infinigen_p", "rekv", "rekv@frame", "resv",
-                                "resv@text")
+#: Variant tags this study adds after a method (ReSV encoding the document densely, as InfiniGen and ReKV's
+#: reference do).
+_STUDY_TAGS: dict[str, tuple[str, ...]] = {"resv": ("text",)}
+#: Every method of the method table's 'longctx' rows, each followed by its measured variants (``rekv@frame``, ReKV
+#: deciding at every step, the paper's Table II row) and this study's tags (the notebook's order).
+ALL_METHODS: tuple[str, ...] = tuple(
+    n for m in method_table.LONGCTX
+    for n in (m, *method_table.variants_of([m]), *(f"{m}@{t}" for t in _STUDY_TAGS.get(m, ()))))
 _TAG = re.compile(r"^(?P<policy>[a-z_]+)(@(?P<tag>.+))?$")
 #: Policies of this study that are not retrieval methods of the paper (references).
 LOCAL_POLICIES = {"exact": ExactTopK}
@@ -46,8 +52,8 @@ class MethodSpec:
         kw = dict(self.kwargs)
         if self.policy in LOCAL_POLICIES:
             return LOCAL_POLICIES[self.policy](**kw)
-        p = make_policy(self.policy, cfg=resv, **kw) if self.policy.startswith("resv") else make_policy(self.policy,
-                                                                                                        **kw)
+        p = make_policy(self.policy, cfg=resv, **kw) if takes_resv_config(self.policy) else make_policy(self.policy,
+                                                                                                         **kw)
         return TextStageOnly(p) if self.text_only else p
 
 
@@ -69,7 +75,7 @@ def method_spec(name: str) -> MethodSpec:
         return MethodSpec(name, pol)
     if pol == "rekv" and tag == "frame":
         return MethodSpec(name, pol, (("mode", "frame"),))
-    t = re.fullmatch(r"(text)?-?(r(?P<r>\d*\.?\d+))?", tag) if pol.startswith("resv") else None
+    t = re.fullmatch(r"(text)?-?(r(?P<r>\d*\.?\d+))?", tag) if takes_resv_config(pol) else None
     if t is None or not tag:
         raise ValueError(f"long-context study: unknown variant {name!r}; use {forms}")
     kw = (("ratio", float(t["r"])),) if t["r"] else ()
@@ -166,15 +172,16 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
 
 
 def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
-    """The study of ``profile`` ('smoke', 'default'): ``grid='profile'`` its share of make reproduce, ``'full'`` the
-    whole grid (default profile). The ``full`` profile (VideoLLM-online 8B) runs the full grid."""
+    """The study of ``profile`` (its ``longctx`` section, :mod:`vrex_lib.profiles`): ``grid='profile'`` its share of
+    make reproduce, ``'full'`` the whole grid of its family. The ``full`` profile (VideoLLM-online 8B) always runs
+    the default family's full grid, on its own model."""
     if grid not in STUDY_GRIDS:
         raise ValueError(f"long-context study: {arg_name('--grid')} {grid!r} is not a study grid; use "
                          f"{' or '.join(STUDY_GRIDS)}")
-    key = ("default", "full") if profile == "full" else (profile, grid)
+    sec = profile_config(profile).longctx
+    key = (sec.grid, "full" if sec.always_full else grid)
     if key not in GRIDS:
         have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
         raise ValueError(f"long-context study: no {arg_name('--grid')} {grid!r} for profile {profile!r} (have "
                          f"{have}); use {arg_name('--grid')} profile")
-    g = GRIDS[key]
-    return g.replace(model_profile="full") if profile == "full" else g
+    return GRIDS[key].replace(model_profile=profile)

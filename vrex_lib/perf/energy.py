@@ -25,7 +25,7 @@ from .systems import System
 
 
 @dataclass(frozen=True)
-class Activity:
+class StepCounts:
     """What a step did: counts for the per-action energies, busy times for the powered devices.
 
     seconds: step time; macs: main-engine multiply-accumulates (LXE on V-Rex); vpe_ops: vector-lane operations;
@@ -48,10 +48,10 @@ class Activity:
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
-            raise ValueError(f"Activity.seconds must be > 0, got {self.seconds}")
+            raise ValueError(f"StepCounts.seconds must be > 0, got {self.seconds}")
 
 
-def core_utilisation(sys: System, act: Activity) -> dict[str, float]:
+def core_utilisation(sys: System, act: StepCounts) -> dict[str, float]:
     """Per-core utilisation of each activity source over the step (work spread evenly over the cores)."""
     cfg = sys.core
     cycles = act.seconds * cfg.freq_hz * sys.n_cores
@@ -71,7 +71,7 @@ def pcie_power_w(sys: System, busy_frac: float) -> float:
     return full_w * (busy_frac + _offchip.pcie_idle_fraction() * (1.0 - busy_frac))
 
 
-def step_energy(sys: System, act: Activity) -> tuple[float, dict]:
+def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
     """(joules, parts in J) for one step on ``sys``."""
     parts: dict[str, float] = {}
     t = act.seconds

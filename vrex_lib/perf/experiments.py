@@ -2,7 +2,7 @@
 
 Each function simulates under the ``workload`` it is given (a :class:`~vrex_lib.perf.Workload`, ``"paper"`` or a
 measurement file) and carries its ``workload_source`` in every row; none reads a paper value. Comparison with the
-paper happens in :mod:`vrex_lib.perf.paper_report` and the notebook via ``vrex_lib.report``.
+paper happens in :mod:`vrex_lib.claims.performance` and the notebook via ``vrex_lib.report``.
 """
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from .. import methods as method_table
 from .workload import Workload
 from .sim import e2e_coin, memory_footprint_gb, simulate
 from .systems import get_system
 
 KV_SIZES = (1000, 5000, 10000, 20000, 40000)
-GPU_METHODS = ("flexgen", "infinigen", "infinigen_p", "rekv")
+#: The GPU methods of Fig. 13 and the AGX Orin methods of Fig. 14, from the method table.
+GPU_METHODS: tuple[str, ...] = method_table.GPU_BASELINES
 PLATFORMS = {"edge": ("agx_orin", "vrex8", (1, 4)), "server": ("a100", "vrex48", (1, 8))}
 
 
@@ -116,7 +118,7 @@ def fig4c(kv_len: int = 40000, budget: int = 10000, system: str = "a100", *,
                 lat_llm_pct=100 * r.breakdown_ms["llm"] / tot, latency_ms=tot)
 
 
-def fig14(kv_sizes=KV_SIZES, methods=("flexgen", "infinigen_p", "rekv"), *, workload: Workload | str = "paper",
+def fig14(kv_sizes=KV_SIZES, methods=method_table.E2E_BASELINES, *, workload: Workload | str = "paper",
           **kw) -> pd.DataFrame:
     wl, sy = Workload.resolve(workload), _systems("agx_orin", "vrex8")
     rows = []

@@ -40,7 +40,7 @@ from . import link as _link
 from .dram import StreamRates
 from .lxe import lxe_time, vpe_lane_ops
 from .workload import SIM_METHOD, Workload
-from .methods import MethodSpec, PredWork, get_method, moved_fraction, prediction_work, run_tokens
+from .methods import PredContext, PredWork, SimMethod, get_method, moved_fraction, run_tokens
 from .systems import System, get_system
 from .model_ops import (LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op,
                         vision_op)
@@ -244,7 +244,7 @@ class StepInputs:
     attend to everything."""
 
     sys: System
-    spec: MethodSpec
+    spec: SimMethod
     p: SimParams
     wl: Workload
     llm: LLMSpec
@@ -278,20 +278,7 @@ def _check_step_args(stage: str, kv_len, batch) -> tuple[int, int]:
     return int(kv_len), int(batch)
 
 
-def _selection(spec: MethodSpec, wl: Workload, stage: str, kv_len: int, used: dict) -> tuple[float, float]:
-    """(on-device share, offloaded share) of the method at this length; both 1 when it does not select."""
-    if spec.predictor(stage) == "none":
-        return 1.0, 1.0
-    out = []
-    for tier in ("device", "offloaded"):
-        r, pol = wl.selected(spec.ratio_key, stage, kv_len, tier)
-        if pol:
-            used[f"selected_frac_{tier} {spec.ratio_key}/{stage}"] = pol
-        out.append(r)
-    return out[0], out[1]
-
-
-def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_len: int, batch: int,
+def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_len: int, batch: int,
                 workload: Workload | str | Path, overrides: dict) -> StepInputs:
     kv_len, batch = _check_step_args(stage, kv_len, batch)
     sys = get_system(system)
@@ -303,22 +290,13 @@ def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_l
     if unknown:
         raise TypeError(f"simulate: unknown override(s) {sorted(unknown)}; SimParams fields or system_<field>. "
                         "Workload quantities (selected fraction, reuse, tokens per cluster) belong in the Workload")
-    spec = get_method(method)
+    spec = get_method(method).on_system(sys.kind)
     p = SimParams(**overrides)
     wl = Workload.resolve(workload)
-    if spec.name == "resv_kvpu" and sys.kind != "vrex":
-        raise ValueError("resv_kvpu is the V-Rex KVPU-only ablation; on a GPU use method 'resv' (GPU+ReSV)")
     used: dict[str, str] = {}
     offload = spec.offload if p.offload is None else (p.offload and spec.offload)
     # Below the KVMU capacity nothing is offloaded: the offloaded share is not needed (nor looked up).
-    needs_off = offload and kv_len > p.recent_capacity
-    if needs_off or spec.predictor(stage) == "none":
-        r_dev, r_off = _selection(spec, wl, stage, kv_len, used)
-    else:
-        r_dev, pol = wl.selected(spec.ratio_key, stage, kv_len, "device")
-        r_off = r_dev
-        if pol:
-            used[f"selected_frac_device {spec.ratio_key}/{stage}"] = pol
+    r_dev, r_off = spec.selection(wl, stage, kv_len, offloaded=offload and kv_len > p.recent_capacity, used=used)
     reuse, pol = wl.reuse_at(spec.ratio_key, stage, kv_len) if spec.ratio_key else (0.0, None)
     if pol:
         used[f"reuse {spec.ratio_key}/{stage}"] = pol
@@ -329,10 +307,7 @@ def step_inputs(system: str | System, method: str | MethodSpec, stage: str, kv_l
     if pol and spec.ratio_key == "resv":
         used["wics_exit_frac"] = pol
     n_new = (p.n_new or wl.tokens_per_frame) if stage == "frame" else 1
-    engine = "dre" if (sys.kind == "vrex" and spec.predictor(stage) == "resv") else "gpu"
-    if spec.layout == "cluster" and sys.kind != "vrex":
-        # No KVMU on a GPU: ReSV's clusters stay scattered in token order (§V.C: online reordering is impractical).
-        spec = dataclasses.replace(spec, layout="token")
+    engine = spec.engine(sys.kind, stage)
     dense = wl.dense_layers if p.dense_layers is None else p.dense_layers
     return StepInputs(sys, spec, p, wl, dataclasses.replace(p.llm, kv_bits=spec.kv_bits), stage, kv_len, batch, n_new,
                       r_dev, r_off, reuse, max(1.0, tpc), min(1.0, max(0.0, wics)), engine,
@@ -419,11 +394,11 @@ def placement(i: StepInputs) -> Placement:
             if off > 0 else 0.0)
     # Who keeps the previous step's retrieved KV in device DRAM (SimParams.retrieved_cache).
     has_cache = (spec.layout == "cluster" if p.retrieved_cache == "kvmu" else
-                 p.retrieved_cache == "all" and offload and spec.predictor(i.stage) != "none")
+                 p.retrieved_cache == "all" and offload and spec.selects(i.stage))
     reuse = i.reuse_frac if has_cache else 0.0
     # A method that keeps every key in device DRAM for its scoring (InfiniGenP full-key) fetches only V.
-    share = 0.5 if keys_resident(spec, p) else 1.0
-    n_dense = i.dense_layers if spec.predictor(i.stage) != "none" else 0
+    share = 0.5 if spec.keys_resident(p) else 1.0
+    n_dense = i.dense_layers if spec.selects(i.stage) else 0
     full_bytes = B * off * kvb
     # The retrieved-KV region keeps every sparse layer's selected offloaded KV until the next step, in the DRAM
     # left over after weights, recent KV, predictor metadata and the prefetch buffers (two sparse layers' fetch;
@@ -436,13 +411,14 @@ def placement(i: StepInputs) -> Placement:
     if need > 0:
         reuse *= kept_frac
     fb, fc, fr = _fetch(i, off, frac, reuse, share, spec.layout, run_bytes, chunk_bytes)
-    layout_runs = spec.layout != "all" and spec.predictor(i.stage) != "none" and i.r_dev < 1.0
+    layout_runs = spec.layout != "all" and spec.selects(i.stage) and i.r_dev < 1.0
     sparse = LayerTraffic(False, always + sel_dev + sel_off + i.n_new, sel_dev if layout_runs else 0.0, run_bytes,
                           fb, fc, fr, B * sel_off * kvb * share, frac)
     db, dc, dr = (_fetch(i, off, 1.0, 0.0, 1.0, "all", run_bytes, chunk_bytes) if not p.dense_resident
                   else (0.0, 0.0, math.inf))
     dense = LayerTraffic(True, i.kv_len + i.n_new, 0.0, math.inf, db, dc, dr, db, 1.0 if db else 0.0)
-    write = B * i.n_new * kvb if off > 0 else 0.0  # the oldest tokens leave for the offload tier
+    # The oldest tokens leave for the offload tier (an evicting method drops them instead).
+    write = B * i.n_new * kvb if off > 0 and not spec.evicts else 0.0
     return Placement(offload, on_dev, off, always, n_cand, sel_off, n_dense, dense, sparse, share, reuse, kept_frac,
                      write, kept)
 
@@ -463,7 +439,7 @@ class LayerPlan:
 
 
 @dataclass
-class Schedule:
+class LayerSchedule:
     total_s: float
     stall_s: float
     vision_s: float
@@ -522,17 +498,17 @@ class _Timeline:
         self.add(layer, "kv_fetch", "pcie", start, self.pcie_free, b, b)
 
 
-def schedule(i: StepInputs, pl: Placement) -> Schedule:
+def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:
     sys, p, L = i.sys, i.p, i.llm.n_layers
     costs = OpCosts(sys)
     dense = _layer_plan(i, pl.dense, costs, pl.offload_write_bytes_per_layer)
     sparse = _layer_plan(i, pl.sparse, costs, pl.offload_write_bytes_per_layer)
-    pred = prediction_work(i.spec.predictor(i.stage), i.llm, i.batch, i.n_new, pl.cand_tokens, i.engine, p,
-                           tokens_per_frame=i.wl.tokens_per_frame, tokens_per_cluster=i.tokens_per_cluster,
-                           wics_exit_frac=i.wics_exit_frac, n_cores=sys.n_cores, core=sys.core)
+    pred = i.spec.prediction_work(i.stage, PredContext(
+        i.llm, i.batch, i.n_new, pl.cand_tokens, i.engine, p, tokens_per_frame=i.wl.tokens_per_frame,
+        tokens_per_cluster=i.tokens_per_cluster, wics_exit_frac=i.wics_exit_frac, n_cores=sys.n_cores, core=sys.core))
     pred_main_s = sum(costs.seconds(o) for o in pred.ops)
     dre_s = (pred.hcu_cycles + pred.wtu_cycles) / sys.freq_hz if i.engine == "dre" else 0.0
-    predicted = lambda ell: i.spec.predictor(i.stage) != "none" and ell >= pl.n_dense  # noqa: E731
+    predicted = lambda ell: i.spec.selects(i.stage) and ell >= pl.n_dense  # noqa: E731
     tl = _Timeline()
     vision_s = 0.0
     if i.stage == "frame" and p.include_vision:
@@ -567,7 +543,7 @@ def schedule(i: StepInputs, pl: Placement) -> Schedule:
             tl.run(ell, plan.ops[k].name, plan.op_s[k], plan.dram[k])
     head = lm_head_op(i.llm, i.batch, int(const("stack.eager_ops_fixed")))
     tl.run(L, "lm_head", costs.seconds(head), head.dram_bytes)
-    return Schedule(tl.t, stall_s, vision_s, pred_main_s, dre_s, dense, sparse, pred, tl.rows, costs)
+    return LayerSchedule(tl.t, stall_s, vision_s, pred_main_s, dre_s, dense, sparse, pred, tl.rows, costs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -582,10 +558,10 @@ def _link_gaps(rows: list[tuple], total_s: float) -> list[float]:
     return gaps + [max(0.0, total_s - busy[-1][1]) + busy[0][0]]
 
 
-def _work(i: StepInputs, pl: Placement, sc: Schedule) -> dict:
+def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
     """FLOPs, DRAM bytes, VPE lane-ops and time by limiter over the whole step."""
     L, nd = i.llm.n_layers, pl.n_dense
-    n_pred = (L - nd) if i.spec.predictor(i.stage) != "none" else 0
+    n_pred = (L - nd) if i.spec.selects(i.stage) else 0
     head = lm_head_op(i.llm, i.batch)
     vop = vision_op(i.p.vision, i.batch) if i.stage == "frame" and i.p.include_vision else None
     plans = ((sc.dense, nd), (sc.sparse, L - nd))
@@ -606,7 +582,7 @@ def _work(i: StepInputs, pl: Placement, sc: Schedule) -> dict:
     return w
 
 
-def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
+def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
     sys, p, B, L = i.sys, i.p, i.batch, i.llm.n_layers
     w = _work(i, pl, sc)
     breakdown_ms = dict(llm=w["llm_s"] * 1e3, vision_mlp=sc.vision_s * 1e3,
@@ -619,7 +595,7 @@ def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
     busy_s = (pl.n_dense * sc.dense.fetch_s + (L - pl.n_dense) * sc.sparse.fetch_s
               + L * pl.offload_write_bytes_per_layer / sys.pcie)
     idle_s, idle_l0_s = _link.idle_power_frac(_link_gaps(sc.timeline, sc.total_s), p.aspm)
-    act = _energy.Activity(
+    act = _energy.StepCounts(
         seconds=sc.total_s, macs=(w["llm_flops"] + w["vis_flops"] + w["pred_flops"] - w["vector_flops"]) / 2,
         vpe_ops=w["lane_ops"], dram_bytes=w["dram"], pcie_bytes=pcie_bytes, pcie_busy_s=min(busy_s, sc.total_s),
         pcie_idle_l0_s=idle_l0_s * max(0.0, sc.total_s - busy_s) / idle_s if idle_s > 0 else 0.0,
@@ -646,7 +622,7 @@ def totals(i: StepInputs, pl: Placement, sc: Schedule) -> SimResult:
                      i.wl.source(i.extrapolated), sc.timeline, notes)
 
 
-def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len: int, batch: int = 1, *,
+def simulate(system: str | System, method: str | SimMethod, stage: str, kv_len: int, batch: int = 1, *,
              workload: Workload | str | Path, **overrides) -> SimResult:
     """Simulate one batched step of ``stage`` ('frame' or 'text') with ``kv_len`` cached tokens per stream.
 
@@ -660,29 +636,12 @@ def simulate(system: str | System, method: str | MethodSpec, stage: str, kv_len:
     return totals(i, pl, sc)
 
 
-def keys_resident(spec: MethodSpec, p: SimParams) -> bool:
-    """True when the method keeps all keys (full head_dim) in device DRAM for scoring: InfiniGenP with
-    ``infinigen_p_key_frac >= 1`` (footprint_bytes counts that copy in every stage)."""
-    return "full_key" in (spec.frame_predictor, spec.text_predictor) and p.infinigen_p_key_frac >= 1.0
-
-
-def footprint_bytes(llm: LLMSpec, p: SimParams, spec: MethodSpec, kv_len: int, batch: int, offload: bool,
+def footprint_bytes(llm: LLMSpec, p: SimParams, spec: SimMethod, kv_len: int, batch: int, offload: bool,
                     tokens_per_frame: int, tokens_per_cluster: float) -> float:
     """Accelerator DRAM in use: weights (LLM + vision) + on-device KV + the predictor's resident metadata."""
     on_dev = kv_len if not offload else min(kv_len, p.recent_capacity)
     kv = batch * on_dev * llm.kv_bytes_per_token
-    L, Hkv, D = llm.n_layers, llm.n_kv_heads, llm.head_dim
-    meta = 0.0
-    preds = {spec.frame_predictor, spec.text_predictor}
-    if "full_key" in preds:
-        meta = batch * kv_len * L * Hkv * D * p.infinigen_p_key_frac * 2
-    elif "partial_key" in preds:
-        meta = batch * kv_len * L * Hkv * D * p.infinigen_partial_frac * 2
-    elif "block_mean" in preds:
-        meta = batch * kv_len / tokens_per_frame * L * Hkv * D * 2
-    elif "resv" in preds:
-        # HC table: per cluster a BF16 centroid + 32-bit code + 16-bit count, plus a 32-bit index per token.
-        meta = batch * L * Hkv * (kv_len / tokens_per_cluster * (D * 2 + 6) + kv_len * 4)
+    meta = spec.metadata_bytes(llm, p, kv_len, batch, tokens_per_frame, tokens_per_cluster)
     return llm.weight_bytes + p.vision.weight_bytes + kv + meta
 
 

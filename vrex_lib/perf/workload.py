@@ -10,7 +10,7 @@ its provenance:
 * **tokens per frame**, the **dense layers** (the first layers attend to everything) and the scenario's
   **frames, question and answer tokens** (Fig. 4(b), Fig. 14).
 
-Provenance kinds: ``measured`` (a workload file of schema ``vrex.workload/1``: file, profile, model, the context
+Provenance kinds (:class:`FieldSource`): ``measured`` (a workload file of schema ``vrex.workload/1``: file, profile, model, the context
 range actually measured), ``paper-stated`` (read from :mod:`vrex_lib.paper`, cited) or ``user`` (keywords).
 Outside a measured range a named extrapolation policy applies and is reported in every result that used it:
 
@@ -45,17 +45,18 @@ from .methods import METHODS
 #: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
 #: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
 #: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
-SIM_METHOD_SOURCES: dict[str, str] = {"rekv": "rekv@frame"}
+SIM_METHOD_SOURCES: Mapping[str, str] = method_table.SIM_SOURCES
 #: Runtime policy name -> simulator method, from the method table (``resv_noclust`` has no hardware mapping).
 SIM_METHOD: Mapping[str, str] = method_table.SIM_METHOD
-#: (method, stage) pairs a workload may carry. Methods without selection (flexgen, full, oaken) need none.
-SELECTING = ("infinigen", "infinigen_p", "rekv", "resv")
+#: The methods whose selected fractions a workload carries: every simulator model's ``ratio_key`` (models without
+#: selection -- flexgen, full, oaken -- need none).
+SELECTING: tuple[str, ...] = tuple(dict.fromkeys(m.ratio_key for m in METHODS.values() if m.ratio_key))
 TIERS = ("device", "offloaded")
 ProvKind = Literal["measured", "paper-stated", "user"]
 
 
 @dataclass(frozen=True)
-class Provenance:
+class FieldSource:
     """Where a field's value comes from: kind, the file or paper place, and detail (profile, model, kv range)."""
 
     kind: ProvKind
@@ -160,7 +161,7 @@ class Workload:
     tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
     tokens_per_frame: LLM tokens appended per frame; dense_layers: the first layers attend to (and fetch) every
     token; frames / question_tokens / answer_tokens: the E2E scenario.
-    provenance: {field name: Provenance}; ``name``: short label of the whole workload.
+    provenance: {field name: FieldSource}; ``name``: short label of the whole workload.
     """
 
     selected_frac_device: Mapping[tuple[str, str], Curve]
@@ -173,7 +174,7 @@ class Workload:
     frames: int = 26
     question_tokens: int = 25
     answer_tokens: int = 39
-    provenance: Mapping[str, Provenance] = field(default_factory=dict)
+    provenance: Mapping[str, FieldSource] = field(default_factory=dict)
     name: str = "user"
 
     def __post_init__(self) -> None:
@@ -198,7 +199,7 @@ class Workload:
             raise ValueError(f"Workload.dense_layers must be >= 0, got {self.dense_layers}")
         prov = dict(self.provenance)
         for f in _FIELDS:
-            prov.setdefault(f, Provenance("user", "Workload(...) keyword"))
+            prov.setdefault(f, FieldSource("user", "Workload(...) keyword"))
         prov["selected_frac"] = prov["selected_frac_device"]  # the short name's provenance (see .selected_frac)
         object.__setattr__(self, "provenance", MappingProxyType(prov))
 
@@ -214,7 +215,7 @@ class Workload:
         """A user workload with one selected fraction per (method, stage) for both tiers (provenance 'user',
         saying so)."""
         prov = dict(kw.pop("provenance", {}))
-        both = Provenance("user", "Workload.uniform", "one fraction for the on-device and the offloaded tier")
+        both = FieldSource("user", "Workload.uniform", "one fraction for the on-device and the offloaded tier")
         prov.setdefault("selected_frac_device", both)
         prov.setdefault("selected_frac_offloaded", both)
         return cls(selected_frac_device=selected_frac, selected_frac_offloaded=selected_frac, provenance=prov, **kw)
@@ -229,19 +230,19 @@ class Workload:
                for m in SELECTING for st in ("frame", "text")}
         t2 = "Table II (average retrieval ratio per method and stage)"
         prov = dict(
-            selected_frac_device=Provenance("paper-stated", t2, "constant in the context length; one ratio for "
+            selected_frac_device=FieldSource("paper-stated", t2, "constant in the context length; one ratio for "
                                             "both tiers (the paper states no split)"),
-            selected_frac_offloaded=Provenance("paper-stated", t2, "constant in the context length; one ratio for "
+            selected_frac_offloaded=FieldSource("paper-stated", t2, "constant in the context length; one ratio for "
                                                "both tiers (the paper states no split)"),
-            reuse=Provenance("paper-stated", "not stated by the paper", "no reuse (0)"),
-            tokens_per_cluster=Provenance("paper-stated", "§VI.B (32 tokens per cluster)"),
-            wics_exit_frac=Provenance("paper-stated", "§IV.C (16 % of a row on average)"),
-            tokens_per_frame=Provenance("paper-stated", "VideoLLM-online Live1+ (docs/DECISIONS.md D8)"),
-            dense_layers=Provenance("paper-stated", "Fig. 6 (layer 0: full attention)",
+            reuse=FieldSource("paper-stated", "not stated by the paper", "no reuse (0)"),
+            tokens_per_cluster=FieldSource("paper-stated", "§VI.B (32 tokens per cluster)"),
+            wics_exit_frac=FieldSource("paper-stated", "§IV.C (16 % of a row on average)"),
+            tokens_per_frame=FieldSource("paper-stated", "VideoLLM-online Live1+ (docs/DECISIONS.md D8)"),
+            dense_layers=FieldSource("paper-stated", "Fig. 6 (layer 0: full attention)",
                                     "RuntimeConfig.dense_layers"),
-            frames=Provenance("paper-stated", "§VI.A average COIN case"),
-            question_tokens=Provenance("paper-stated", "§VI.A average COIN case"),
-            answer_tokens=Provenance("paper-stated", "§VI.A average COIN case"))
+            frames=FieldSource("paper-stated", "§VI.A average COIN case"),
+            question_tokens=FieldSource("paper-stated", "§VI.A average COIN case"),
+            answer_tokens=FieldSource("paper-stated", "§VI.A average COIN case"))
         return cls(selected_frac_device=sel, selected_frac_offloaded=sel, reuse={},
                    tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
                    wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
@@ -335,7 +336,7 @@ class Workload:
         for k in changes:
             if k not in ("provenance", "name"):
                 was = self.provenance.get(k)
-                prov[k] = Provenance("user", "Workload.replace", f"was {was.label() if was else '?'}")
+                prov[k] = FieldSource("user", "Workload.replace", f"was {was.label() if was else '?'}")
         return dataclasses.replace(self, provenance=prov, **changes)
 
     # ---- lookups -----------------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ class Workload:
         return rows
 
 
-def _curve_row(name: str, c: Curve, prov: Provenance) -> dict:
+def _curve_row(name: str, c: Curve, prov: FieldSource) -> dict:
     return dict(field=name, value=", ".join(f"{v:.4g}" for v in c.value), range=c.range_label,
                 extrapolation=None if c.is_constant else c.extrapolation, provenance=prov.label())
 
@@ -506,17 +507,17 @@ def _use_variants(by: dict) -> list[str]:
 
 
 def _measured_provenance(p: Path, where: str, rng: str, by: dict, curves: dict) -> tuple[dict, dict]:
-    """Provenance per field of a measured workload, and the ReSV/scenario keyword values."""
-    meas = Provenance("measured", where, rng)
+    """FieldSource per field of a measured workload, and the ReSV/scenario keyword values."""
+    meas = FieldSource("measured", where, rng)
     no_off = sorted(f"{m}/{s}" for m, s in set(by["dev"]) - set(by["off"]))
-    off_prov = (meas if not no_off else Provenance("measured", where, rng + "; no offloaded-tier share for "
+    off_prov = (meas if not no_off else FieldSource("measured", where, rng + "; no offloaded-tier share for "
                                                    + ", ".join(no_off) + " (never offloaded when measured)"))
-    dev_prov = Provenance("measured", where, rng + "; on-device share = (f C - g O) / (C - O)")
+    dev_prov = FieldSource("measured", where, rng + "; on-device share = (f C - g O) / (C - O)")
     pw = Workload.paper()  # fields the file does not carry keep the paper's statement, labelled so
     kw: dict = {}
     prov = dict(selected_frac_device=dev_prov, selected_frac_offloaded=off_prov,
-                reuse=meas if by["reuse"] else Provenance("measured", where, "no reuse measured: 0"),
-                tokens_per_frame=Provenance("measured", where), dense_layers=Provenance("measured", where))
+                reuse=meas if by["reuse"] else FieldSource("measured", where, "no reuse measured: 0"),
+                tokens_per_frame=FieldSource("measured", where), dense_layers=FieldSource("measured", where))
     for f, tag in (("tokens_per_cluster", "tpc"), ("wics_exit_frac", "wics")):
         if (tag, "resv", "any") in curves:
             kw[f] = curves[(tag, "resv", "any")]

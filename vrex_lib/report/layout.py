@@ -100,7 +100,7 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
     ("Table III", "table3", "table3.area_mm2.total", "area of one V-Rex core"),
     ("Table III", "table3", "table3.power_mw.total", "power of one V-Rex core"),
 )
-#: The claim suffix of a row's twin simulated with the measured workload (perf.paper_report's pairing).
+#: The claim suffix of a row's twin simulated with the measured workload (claims.performance's pairing).
 MEASURED_SUFFIX = ".measured_workload"
 
 _REF = re.compile(r"Table\s+(?:III|II|I)\b|Fig\.\s*\d+|§\s*[IVX]+(?:\.[A-Z])?")

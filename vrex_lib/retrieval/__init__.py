@@ -29,6 +29,7 @@ the prediction), ``select_s`` (measured wall time of ``select``); plus method-sp
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 from collections.abc import Callable
@@ -42,10 +43,16 @@ from .ratio import ReSVCandidatesWiCSum, retrieval_ratio
 from .rekv import ReKV
 from .resv_policy import ReSV, ReSVNoClustering
 
-_CLASSES = {c.__name__: c for c in (FullAttention, FlexGen, InfiniGen, InfiniGenP, ReKV, ReSV, ReSVNoClustering,
-                                    ReSVCandidatesWiCSum)}
+
+
+def _policy_class(row: methods.Method) -> Callable[..., RetrievalPolicy]:
+    """The class a row names as ``module.Class`` under this package (a new method needs no edit here)."""
+    module, cls = row.policy.rsplit(".", 1)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
 #: name -> policy class, one per row of the method table (:data:`vrex_lib.methods.METHODS`), in its order.
-POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {m.name: _CLASSES[m.policy] for m in methods.METHODS.values()}
+POLICIES: dict[str, Callable[..., RetrievalPolicy]] = {m.name: _policy_class(m) for m in methods.METHODS.values()}
 
 #: The methods of Table II, in the paper's row order (``full`` = VideoLLM-Online).
 TABLE2_METHODS: tuple[str, ...] = methods.TABLE2
@@ -54,6 +61,12 @@ TABLE2_METHODS: tuple[str, ...] = methods.TABLE2
 def make_policy(name: str, **kwargs) -> RetrievalPolicy:
     """Build the policy registered under ``name`` with its config kwargs; unknown names list the choices."""
     return POLICIES[methods.get(name).name](**kwargs)
+
+
+def takes_resv_config(name: str) -> bool:
+    """True when ``name``'s policy is configured by a :class:`~vrex_lib.config.ReSVConfig` (its ``cfg``), so a study
+    sweeping ReSV's hyper-parameters passes it one."""
+    return "cfg" in inspect.signature(POLICIES[methods.get(name).name].__init__).parameters
 
 
 def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") -> None:
@@ -80,4 +93,4 @@ def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") 
 
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
            "ReSVCandidatesWiCSum", "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "check_policy_kwargs",
-           "make_policy", "retrieval_ratio"]
+           "make_policy", "retrieval_ratio", "takes_resv_config"]

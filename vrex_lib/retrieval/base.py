@@ -16,7 +16,10 @@ A policy may also define ``bind(model)``: :class:`~vrex_lib.runtime.StreamingSes
 projections, InfiniGen its calibration, ``W_q`` and the previous layer's attention input; see
 :mod:`vrex_lib.runtime.capture`). Such policies used without a session raise an error naming the fix. A policy
 may set ``retrieval_from_layer`` (an int) to be consulted from that layer instead of ``RuntimeConfig.dense_layers``
-(ReKV's reference mode: layer 0, as its patch replaces every layer's attention).
+(ReKV's reference mode: layer 0, as its patch replaces every layer's attention). A policy that decides by tier may
+define ``bind_store(store)``: the session passes its :class:`~vrex_lib.runtime.KVStore` after every ``reset``, so
+``store.host_boundary(seq_len)`` tells which candidates are on the device (StreamingLLM keeps those and drops the
+offloaded ones).
 
 Shapes (batch 1; the runtime loops over batch if ever needed):
     new_keys   [Hkv, N, D]      keys:  [Hkv, S, D] (whole cache, post-RoPE, this step included)

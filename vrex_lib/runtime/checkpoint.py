@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..config import PROFILES, arg_name, profile_config
+from ..config import arg_name, profile_config
 from ..llm_weights import GGUF_NAME, smollm2_dir
 
 #: Names ``--dtype`` / ``build_model(dtype=...)`` accept.
@@ -44,7 +44,7 @@ _FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".gguf", ".model", ".t
 # ---------------------------------------------------------------------------------------------------------------
 def resolve_dtype(profile: str, dtype: str | torch.dtype | None) -> torch.dtype:
     """The dtype a build uses: ``dtype`` (a name of :data:`DTYPES` or a torch dtype) or the profile's default
-    (``ProfileConfig.dtype``: bfloat16 for ``full``, float32 otherwise); a ValueError naming ``--dtype`` for
+    (``Profile.model.dtype``: bfloat16 for ``full``, float32 otherwise); a ValueError naming ``--dtype`` for
     anything else."""
     name = profile_config(profile).dtype if dtype is None else str(dtype).removeprefix("torch.")
     if name not in DTYPES:
@@ -54,7 +54,7 @@ def resolve_dtype(profile: str, dtype: str | torch.dtype | None) -> torch.dtype:
 
 
 def resolve_device(profile: str, device: str | torch.device | None) -> torch.device:
-    """The device a build uses: ``device`` or the profile's default (``ProfileConfig.device``: ``cuda`` for
+    """The device a build uses: ``device`` or the profile's default (``Profile.model.device``: ``cuda`` for
     ``full``, ``cpu`` otherwise), checked against this machine: a CUDA (or MPS) device that torch cannot see is a
     one-line ValueError naming ``--device`` and the fix, raised before any weight loads."""
     flag = arg_name("--device")
@@ -195,19 +195,18 @@ def build_sources(profile: str, *, llm_path=None, vision_path=None, connector_pa
                   vision: str | None = None) -> dict:
     """The names and fingerprint a build of ``profile`` records (keyword arguments of :func:`make_identity`
     besides the LLM config and dtype); reads no weights."""
-    if profile == "smoke":
-        return dict(name=SMOKE_NAME, llm="tiny random Llama", vision=vision or "siglip-random")
-    if profile == "default":
+    m = profile_config(profile).model  # an unknown profile is an error naming the profiles
+    if m.kind == "tiny":
+        return dict(name=SMOKE_NAME, llm="tiny random Llama", vision=vision or m.vision)
+    if m.kind == "smollm2":
         if llm_path:
-            return dict(name=checkpoint_name(llm_path), llm=checkpoint_name(llm_path), vision=vision or "patch-dct",
+            return dict(name=checkpoint_name(llm_path), llm=checkpoint_name(llm_path), vision=vision or m.vision,
                         fingerprint=fingerprint(llm_path))
-        return dict(name=SMOLLM2_NAME, llm=SMOLLM2_NAME, vision=vision or "patch-dct",
+        return dict(name=SMOLLM2_NAME, llm=SMOLLM2_NAME, vision=vision or m.vision,
                     fingerprint=fingerprint(smollm2_dir() / GGUF_NAME))
-    if profile == "full":
-        return dict(name=checkpoint_name(connector_path), llm=checkpoint_name(llm_path),
-                    vision=checkpoint_name(vision_path), adapter=checkpoint_name(connector_path),
-                    fingerprint=fingerprint(llm_path, vision_path, connector_path))
-    raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    return dict(name=checkpoint_name(connector_path), llm=checkpoint_name(llm_path),
+                vision=checkpoint_name(vision_path), adapter=checkpoint_name(connector_path),
+                fingerprint=fingerprint(llm_path, vision_path, connector_path))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
-from ..config import PROFILES, arg_name
+from ..config import arg_name, profile_config
 from ..llm_weights import GGUF_NAME, load_smollm2, smollm2_dir, tiny_llama_config
 from .attention import ATTN_IMPL, register
 from .checkpoint import (ModelIdentity, _read_json, _require_file, build_sources, check_weight_files,
@@ -256,19 +256,18 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
     'siglip-random' (a seeded random SigLIP tower; the smoke profile's default). The full profile always uses the
     user's pretrained SigLIP. The model's :attr:`StreamingVideoLLM.identity` names what was loaded.
     """
-    if profile not in PROFILES:
-        raise ValueError(f"build_model: unknown profile {profile!r}; choose smoke, default or full")
-    if profile == "full" and vision not in (None, "siglip"):
-        raise ValueError(f"build_model: the full profile uses the pretrained SigLIP-L/16-384 (--vision-path); "
-                         f"vision={vision!r} applies to the smoke and default profiles only")
+    kind = profile_config(profile).model.kind  # an unknown profile is an error naming the profiles
+    if kind == "videollm_online" and vision not in (None, "siglip"):
+        raise ValueError(f"build_model: the {profile} profile uses the pretrained SigLIP-L/16-384 (--vision-path); "
+                         f"vision={vision!r} applies to the profiles with a stand-in vision tower only")
     dev, dt = resolve_device(profile, device), resolve_dtype(profile, dtype)
     register()
-    if profile == "smoke":
-        model = _build_smoke(vision, seed, dt)
-    elif profile == "default":
-        model = _build_default(llm_path, vision, seed, dt)
+    if kind == "tiny":
+        model = _build_smoke(profile, vision, seed, dt)
+    elif kind == "smollm2":
+        model = _build_default(profile, llm_path, vision, seed, dt)
     else:
-        model = _build_full(llm_path, vision_path, connector_path, dt)
+        model = _build_full(profile, llm_path, vision_path, connector_path, dt)
     for m in (model.llm, model.vision, model.connector):
         m.to(dev)
         m.eval()
@@ -279,38 +278,38 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
     return model
 
 
-def _build_smoke(vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
+def _build_smoke(profile: str, vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
     from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
     tok = ByteTokenizer()
     llm = LlamaForCausalLM(tiny_llama_config(vocab_size=tok.vocab_size)).eval()
-    enc, hv, vname = _vision(vision or "siglip-random", (32, 1, 2), 64)
-    src = build_sources("smoke", vision=vname)
+    enc, hv, vname = _vision(vision or profile_config(profile).model.vision, (32, 1, 2), 64)
+    src = build_sources(profile, vision=vname)
     model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), src["name"], 64, vname)
     _match_embedding_rms(model, seed)  # in float32, then cast: the same weights in every dtype
     model.llm.to(dtype)
     model.connector.to(dtype)
-    model.identity = make_identity("smoke", llm.config.to_dict(), model.dtype, **src)
+    model.identity = make_identity(profile, llm.config.to_dict(), model.dtype, **src)
     return model
 
 
-def _build_default(llm_path, vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
+def _build_default(profile: str, llm_path, vision: str | None, seed: int, dtype: torch.dtype) -> StreamingVideoLLM:
     if llm_path:
         llm, tok = _load_hf_llm(Path(llm_path), dtype)
     else:
         llm, tok = load_smollm2(str(dtype).removeprefix("torch."))
     torch.manual_seed(seed)
-    enc, hv, vname = _vision(vision or "patch-dct", (192, 4, 3), 224)
-    src = build_sources("default", llm_path=llm_path, vision=vname)
+    enc, hv, vname = _vision(vision or profile_config(profile).model.vision, (192, 4, 3), 224)
+    src = build_sources(profile, llm_path=llm_path, vision=vname)
     model = StreamingVideoLLM(llm, tok, enc, make_connector(hv, llm.config.hidden_size), src["name"], 224, vname)
     model.connector.to(model.dtype)
     _match_embedding_rms(model, seed)
-    model.identity = make_identity("default", llm.config.to_dict(), model.dtype, **src)
+    model.identity = make_identity(profile, llm.config.to_dict(), model.dtype, **src)
     return model
 
 
-def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> StreamingVideoLLM:
+def _build_full(profile: str, llm_path, vision_path, connector_path, dtype: torch.dtype) -> StreamingVideoLLM:
     from transformers import SiglipVisionModel
 
     cfgs = validate_full_paths(llm_path, vision_path, connector_path)
@@ -327,10 +326,10 @@ def _build_full(llm_path, vision_path, connector_path, dtype: torch.dtype) -> St
     merge_lora(llm, state, float(ad["lora_alpha"]), int(ad["r"]), bool(ad.get("use_rslora", False)))
     conn = make_connector(vision.config.hidden_size, llm.config.hidden_size).to(dtype)
     load_connector(conn, state, adapter_file)
-    src = build_sources("full", llm_path=llm_path, vision_path=vision_path, connector_path=connector_path)
+    src = build_sources(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path)
     model = StreamingVideoLLM(llm, tok, vision.eval(), conn, src["name"], int(vision.config.image_size),
                               src["vision"])
-    model.identity = make_identity("full", llm.config.to_dict(), model.dtype, adapter_config=ad, **src)
+    model.identity = make_identity(profile, llm.config.to_dict(), model.dtype, adapter_config=ad, **src)
     return model
 
 
@@ -363,12 +362,13 @@ def identify(profile: str, *, llm_path=None, vision_path=None, connector_path=No
     """The :class:`ModelIdentity` that ``build_model`` with these arguments gives its model, from config files
     alone (no weight is read): what an evaluation keys its results on before 16 GB of weights load."""
     dt = resolve_dtype(profile, dtype)
-    if profile == "full":
+    m = profile_config(profile).model
+    if m.kind == "videollm_online":
         cfgs = validate_full_paths(llm_path, vision_path, connector_path)
         src = build_sources(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path)
         return make_identity(profile, cfgs["llm"], dt, adapter_config=cfgs["adapter"], **src)
-    src = build_sources(profile, llm_path=llm_path if profile == "default" else None, vision=vision)
-    if profile == "smoke":
+    src = build_sources(profile, llm_path=llm_path if "llm_path" in m.path_flags else None, vision=vision)
+    if m.kind == "tiny":
         cfg = tiny_llama_config(vocab_size=ByteTokenizer.vocab_size).to_dict()
     elif llm_path:
         cfg = _read_json(Path(llm_path) / "config.json", arg_name("--llm-path"))

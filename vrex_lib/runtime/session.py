@@ -110,8 +110,8 @@ class StreamingSession:
         # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
         # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
         # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
-        members = [policy] + list(getattr(policy, "policies", {}).values()) if policy is not None else []
-        for p in members:
+        self._members = [policy] + list(getattr(policy, "policies", {}).values()) if policy is not None else []
+        for p in self._members:
             if hasattr(p, "bind"):
                 p.bind(model)
         self.reset()
@@ -124,6 +124,10 @@ class StreamingSession:
                              bytes_per_elem=m.kv_bytes_per_elem, paper_bytes_per_elem=self.cfg.paper_kv_bytes_per_elem)
         if self.policy is not None:
             self.policy.reset(m.n_layers, m.n_kv_heads, m.head_dim)
+        # A policy that decides by tier (keep what is on the device, drop the rest) reads the store's boundary.
+        for p in self._members:
+            if hasattr(p, "bind_store"):
+                p.bind_store(self.store)
         meta = dict(model=m.name, n_layers=m.n_layers, n_kv_heads=m.n_kv_heads, n_q_heads=m.n_q_heads,
                     head_dim=m.head_dim, bytes_per_elem=m.kv_bytes_per_elem,
                     paper_bytes_per_elem=self.cfg.paper_kv_bytes_per_elem, frame_tokens=FRAME_TOKENS,

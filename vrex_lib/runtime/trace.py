@@ -168,6 +168,13 @@ class RetrievalTrace:
         r = _fraction(*self.reuse_counts(stage, by=by))
         return float(r) if by == "all" else r
 
+    def attention_error(self, stage: str | None = None) -> float:
+        """Mean relative error of the attention output against full attention over the (step, layer, KV head) cells
+        of ``stage`` (None = all) where it was measured (``RuntimeConfig.measure_attn_error``: cells whose policy
+        restricted attention; the others hold NaN); NaN when none was."""
+        err = self.arrays["attn_err"][self.step_mask(stage)].astype(np.float64)
+        return float(err[np.isfinite(err)].mean()) if np.isfinite(err).any() else math.nan
+
     def tokens_per_cluster(self, step: int) -> float:
         """ReSV tokens per cluster of one step (:func:`step_stats`); NaN for a policy without an HC table."""
         return _tokens_per_cluster(self.stats, step, int(self.meta["n_kv_heads"]))

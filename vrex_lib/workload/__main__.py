@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import check_profile_inputs, results_dir, torch_threads
+from ..config import builds_from_folders, check_profile_inputs, results_dir, torch_threads
 from ..runtime import resolve_device, resolve_dtype, validate_full_paths
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .measure import ALL_METHODS, measure
@@ -89,7 +89,7 @@ def _measure(a: argparse.Namespace) -> int:
     paths = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
     check_profile_inputs(a.profile, **paths)  # a flag the profile does not read is an error (D74)
     kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
-    if a.profile == "full":
+    if builds_from_folders(a.profile):
         validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
     kw.update({k: v for k, v in paths.items() if v})
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"

@@ -44,9 +44,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import methods as method_table
-from ..config import REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, results_dir
+from ..config import (PROFILES, REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, profile_config,
+                      results_dir)
 from ..hw.timing import hcu_cycles, wtu_cycles
-from ..retrieval import make_policy
+from ..retrieval import make_policy, takes_resv_config
 from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes,
                        memory_limit, pooled_fraction)
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
@@ -79,20 +80,17 @@ class MeasureProfile:
     fps: float = 2.0
 
 
-MEASURE_PROFILES: dict[str, MeasureProfile] = {
-    # tiny model, tiny capacity so the offload tier is exercised in seconds
-    "smoke": MeasureProfile("smoke", (200, 320), (480,), (200,), RuntimeConfig(kv_capacity=96), frame_steps=1,
-                            decode_tokens=2),
-    "default": MeasureProfile("default", (1000, 2000, 5000, 10000), (20000, 40000), (1000,), RuntimeConfig()),
-    "full": MeasureProfile("full", (1000, 2000, 5000, 10000, 20000, 40000), (), (1000, 5000, 10000),
-                           RuntimeConfig()),
-}
-
-
 def measure_profile(profile: str) -> MeasureProfile:
-    if profile not in MEASURE_PROFILES:
-        raise ValueError(f"workload measure: unknown --profile {profile!r}; choose one of {', '.join(MEASURE_PROFILES)}")
-    return MEASURE_PROFILES[profile]
+    """What ``measure(profile)`` streams, from the profile's ``workload`` section (:mod:`vrex_lib.profiles`)."""
+    if profile not in PROFILES:
+        raise ValueError(f"workload measure: unknown --profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    w = profile_config(profile).workload
+    rc = RuntimeConfig() if w.kv_capacity is None else RuntimeConfig(kv_capacity=w.kv_capacity)
+    return MeasureProfile(profile, w.kv_points, w.long_kv_points, w.fidelity_kv, rc, frame_steps=w.frame_steps,
+                          decode_tokens=w.decode_tokens, stream_seed=w.stream_seed, fps=w.fps)
+
+
+MEASURE_PROFILES: dict[str, MeasureProfile] = {p: measure_profile(p) for p in PROFILES}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -137,7 +135,7 @@ def _policy_specs(methods: Sequence[str], variants: Mapping[str, tuple[str, dict
 
 
 def _make(pname: str, kw: dict, resv: ReSVConfig):
-    if pname in ("resv", "resv_noclust"):
+    if takes_resv_config(pname):
         return make_policy(pname, cfg=resv, **kw)
     return make_policy(pname, **kw)
 

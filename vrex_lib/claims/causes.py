@@ -1,4 +1,4 @@
-"""Why a performance claim FAILs or is NOT RUN, computed from the printed numbers and our simulation (report layer).
+"""Why a performance claim FAILs or is NOT RUN, computed from the printed numbers and our simulation.
 
 Causes (:data:`vrex_lib.report.CAUSES`):
 
@@ -10,7 +10,7 @@ Causes (:data:`vrex_lib.report.CAUSES`):
 * ``not-run`` -- the measured-workload column without a measurement file.
 
 No paper value is read here: the printed numbers arrive as ``printed`` ({registered key: value}) from
-:mod:`vrex_lib.perf.paper_report`.
+:mod:`vrex_lib.claims.performance`.
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from typing import Literal
 
 from .. import paper
 from ..config import RuntimeConfig
-from .model_ops import LLAMA3_8B, decoder_layer_ops, lm_head_op
+from ..perf.model_ops import LLAMA3_8B, decoder_layer_ops, lm_head_op
 
 GB = 1e9
-#: The registered paper keys :func:`implied_checks` needs (paper_report reads them).
+#: The registered paper keys :func:`implied_checks` needs (claims.performance reads them).
 PRINTED_KEYS: tuple[str, ...] = (
     *(f"fig13.edge.b1.frame.vrex8_ms.{k}k" for k in (1, 5, 10, 20, 40)), "fig13.edge.b1.frame.speedup_max",
     "fig13.edge.b1.tpot_vrex8_max", "fig13.edge.b1.text.speedup_max", "fig14.speedup.40k", "fig14.speedup_max",

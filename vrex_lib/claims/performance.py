@@ -1,4 +1,4 @@
-"""Comparison with the paper's printed performance numbers (report layer of the simulator; notebook 06 calls it).
+"""Comparison with the paper's printed performance numbers (notebook 06 calls it).
 
 * :func:`run_experiments` -- every Fig. 4/13-18 experiment under one Workload;
 * :func:`claim_values` -- the reproduced value of each registered claim from those frames;
@@ -9,7 +9,8 @@
   selected fraction a link could carry), INFO only: never an input of the simulator;
 * :func:`system_power_rows` -- Table I's system power against the simulated peak, per-point averages beside.
 
-This is the only place under ``vrex_lib/perf`` besides :meth:`Workload.paper` that reads paper results.
+Besides :meth:`vrex_lib.perf.Workload.paper`, the simulator's one labelled path for paper-stated statistics, this is
+where the performance claims meet the paper's printed results.
 """
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ import pandas as pd
 from .. import paper, report
 from ..config import RuntimeConfig
 from ..estimate.core import CorePowerModel
-from . import claim_causes as C
-from . import experiments as E
-from .energy import peak_power_w
-from .methods import METHODS
-from .validation import validation_frame
-from .workload import Workload
-from .systems import get_system
-from .model_ops import LLAMA3_8B, SIGLIP_L384
+from ..perf import experiments as E
+from ..perf.energy import peak_power_w
+from ..perf.methods import METHODS
+from ..perf.model_ops import LLAMA3_8B, SIGLIP_L384
+from ..perf.systems import get_system
+from ..perf.validation import validation_frame
+from ..perf.workload import Workload
+from . import causes as C
 
 MEASURED_SUFFIX = ".measured_workload"
 
@@ -47,7 +48,7 @@ def run_experiments(workload: Workload, kv_sizes=E.KV_SIZES, **overrides) -> dic
 
 
 def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str, tuple[float, str]]:
-    """{paper key: (value, note)} for Fig. 4 from :func:`experiments.fig4a` / ``fig4b`` (must include 80K) /
+    """{paper key: (value, note)} for Fig. 4 from :func:`vrex_lib.perf.experiments.fig4a` / ``fig4b`` (must include 80K) /
     ``fig4c``. Minutes to 32 GB: the parameters plus the KV growth rate of the table's first rows."""
     if 80000 not in set(f4b.kv_len):
         raise ValueError("fig4_claims: fig4b must include kv_len 80000 (the paper's Fig. 4(b) point)")
@@ -67,7 +68,7 @@ def fig4_claims(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping) -> dict[str,
 def fig4_rows(f4a: pd.DataFrame, f4b: pd.DataFrame, f4c: Mapping, measured_f4b: pd.DataFrame | None = None,
               measured_label: str = "") -> list[report.Row]:
     """Fig. 4's rows (paper-stated workload) with their causes, and the measured workload's 80K prefill share as an
-    INFO row when ``measured_f4b`` (a :func:`experiments.fig4b` frame at 80K) is given."""
+    INFO row when ``measured_f4b`` (a :func:`vrex_lib.perf.experiments.fig4b` frame at 80K) is given."""
     r80 = f4b[f4b.kv_len == 80000].iloc[0]
     why = (f"InfiniGen on A100 at 80K: prefill {r80.prefill:.0f} ms (retrieval {r80.prefill_retrieval:.0f} ms), "
            f"generation {r80.generation:.0f} ms, vision {r80.vision_mlp:.0f} ms; InfiniGenP at 40K: prediction "
@@ -154,7 +155,7 @@ def workload_label(res: Mapping) -> str:
 
 
 def printed_values() -> dict[str, float]:
-    """The registered paper values the implied-by-printed checks read (:data:`claim_causes.PRINTED_KEYS`)."""
+    """The registered paper values the implied-by-printed checks read (:data:`causes.PRINTED_KEYS`)."""
     return {k: paper.value(k) for k in C.PRINTED_KEYS}
 
 
@@ -163,9 +164,9 @@ def paired_rows(paper_claims: Mapping[str, tuple[float, str]], measured_claims: 
                 checks: list | None = None) -> list[report.Row]:
     """Two rows per claim (keys starting with ``prefix``): the paper-stated workload under the registered key and
     the measured workload under ``<key>.measured_workload``. ``measured_claims`` None -> that row is NOT RUN and
-    its note says why (``measured_label``). Every FAIL / NOT RUN row gets its cause (:mod:`claim_causes`):
+    its note says why (``measured_label``). Every FAIL / NOT RUN row gets its cause (:mod:`vrex_lib.claims.causes`):
     ``res`` is the paper-stated experiment run (for the model reasons), ``checks`` the implied-by-printed checks
-    (default: :func:`claim_causes.implied_checks` of the printed values)."""
+    (default: :func:`causes.implied_checks` of the printed values)."""
     checks = C.implied_checks(printed_values()) if checks is None else checks
     rows = []
     for key, (v, note) in paper_claims.items():
@@ -290,7 +291,7 @@ def implied_info_rows(df: pd.DataFrame) -> list[report.Row]:
 
 
 def implied_check_rows(checks: list | None = None) -> list[report.Row]:
-    """One INFO row per implied-by-printed check (:func:`claim_causes.implied_checks`): the bound the paper's own
+    """One INFO row per implied-by-printed check (:func:`causes.implied_checks`): the bound the paper's own
     inputs put on the printed value, with the printed value and whether it violates it. FAIL rows with cause
     'paper-inconsistent' name these rows."""
     checks = C.implied_checks(printed_values()) if checks is None else checks
@@ -369,7 +370,7 @@ def core_scaling_rows(res: Mapping) -> list[report.Row]:
 
 
 def granule_rows(df: pd.DataFrame) -> list[report.Row]:
-    """INFO rows of :func:`experiments.fig16_granule_sensitivity`: the ablation's speedups per SSD block size."""
+    """INFO rows of :func:`vrex_lib.perf.experiments.fig16_granule_sensitivity`: the ablation's speedups per SSD block size."""
     return [report.info_row(f"fig16.sensitivity.{r.label}.granule_{int(r.granule_bytes)}",
                             f"Fig. 16 {r.label} speedup over AGX+FlexGen with {int(r.granule_bytes)}-B SSD blocks",
                             "x", r.speedup, note=f"{r.latency_ms:.0f} ms; sensitivity, not a choice")
@@ -433,11 +434,11 @@ def headline_frame(res_p: Mapping, res_m: Mapping | None, measured_label: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vrex_lib.perf.paper_report [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline claims
+    """``python -m vrex_lib.claims.performance [--workload FILE] [--extrapolation hold|loglog-fit]``: the headline claims
     (V-Rex8 per-frame latency 1K-40K, FPS, TPOT, speedups, energy-efficiency gains, system power) under the
     paper-stated workload and, with ``--workload``, a measured one, each with its verdict and cause; the V-Rex8 /
     V-Rex48 ratio; core power."""
-    ap = argparse.ArgumentParser(prog="python -m vrex_lib.perf.paper_report", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.claims.performance", description=main.__doc__)
     ap.add_argument("--workload", default="", help="a vrex.workload/1 file for the measured column")
     ap.add_argument("--extrapolation", default="hold", choices=("hold", "loglog-fit"))
     a = ap.parse_args(argv)
