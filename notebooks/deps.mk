@@ -21,6 +21,7 @@ $(EXEC_DIR)/00_overview.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/01_coin_data.ipynb: \
@@ -48,6 +49,7 @@ $(EXEC_DIR)/01_coin_data.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/video.py
 
@@ -96,6 +98,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -170,6 +173,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -239,6 +243,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -308,6 +313,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -361,6 +367,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -385,6 +392,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/08_design_space.ipynb: \
@@ -438,6 +446,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -524,6 +533,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
