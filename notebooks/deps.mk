@@ -21,6 +21,7 @@ $(EXEC_DIR)/00_overview.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/01_coin_data.ipynb: \
@@ -48,6 +49,7 @@ $(EXEC_DIR)/01_coin_data.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/video.py
 
@@ -97,6 +99,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -148,11 +151,13 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/coin/tokens.py \
   vrex_lib/config.py \
   vrex_lib/eval/__init__.py \
+  vrex_lib/eval/budget.py \
   vrex_lib/eval/cli.py \
   vrex_lib/eval/plan.py \
   vrex_lib/eval/results.py \
   vrex_lib/eval/run.py \
   vrex_lib/eval/sample.py \
+  vrex_lib/eval/stats.py \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/timing.py \
   vrex_lib/keys.py \
@@ -169,6 +174,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -238,6 +244,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -308,6 +315,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -365,6 +373,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -389,6 +398,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/08_design_space.ipynb: \
@@ -443,6 +453,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -530,6 +541,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \

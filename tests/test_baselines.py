@@ -490,14 +490,14 @@ def test_eval_cut_skip_and_short_video_are_logged(tiny, tmp_path):
     log = list(csv.DictReader(open(out.with_name("step.skips.csv"))))
     assert sum(e["action"] == "cut" for e in log) == len(cut)
     # the short video (default max_frames 1,200): its last step is annotated with 24 frames (8.5 s .. 20 s), the
-    # file has 8 -> the span is clamped to the decoded length (VideoLLM-online's rule, D59), run on 8, logged with
-    # the counts
+    # file's 2 fps video (ffmpeg -r 2: 26 frames, 12.5 s) has 9 -> the span is clamped to the decoded length
+    # (VideoLLM-online's rule, D59), run on 9, logged with the counts
     full = ev.run_eval("step", "full", "full", tmp_path / "all" / "step.jsonl", **kw)
     r = {x["sample_id"]: x for x in ev.read_jsonl(full)}["step/tinyC-plane1/2"]
-    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (8, 8)
+    assert r["frames_action"] == "keep" and (r["n_frames"], r["n_frames_expected"]) == (9, 9)
     log_all = list(csv.DictReader(open(full.with_name("step.skips.csv"))))
     assert [e["video_id"] for e in log_all if e["action"] == "short"] == ["tinyC-plane1"]
-    assert "8 of 24 annotated frames" in [e for e in log_all if e["action"] == "short"][0]["reason"]
+    assert "9 of 24 annotated frames" in [e for e in log_all if e["action"] == "short"][0]["reason"]
     out2 = ev.run_eval("step", "full", "full", tmp_path / "skip" / "step.jsonl", max_frames=7, frames_policy="skip",
                        **kw)
     assert len(ev.read_jsonl(out2)) == 7 - len(cut)

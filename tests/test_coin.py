@@ -457,13 +457,19 @@ def test_spans_clamp_to_the_decoded_length_as_videollm_online(tmp_path):
         dec.with_duration(float("nan"))
 
 
-def test_decoded_duration_is_the_last_whole_frame_of_the_2fps_grid(tmp_path):
+def test_decoded_duration_is_that_of_the_2fps_video(tmp_path):
     clip = REPO_ROOT / "data" / "coin_tiny" / "videos" / "tinyC-plane1.mp4"
     info = video.probe(clip)
+    # default: the video ffmpeg's -r 2 writes (VideoLLM-online's preprocessing): its last frame outlives the grid's
     d = coin.decoded_duration(clip)
-    assert d == int(info.last_time * 2 + 1e-6) / 2
+    frames, _ = video.read_frames(clip, fps=2.0, max_side=32, sampling="ffmpeg")
+    assert (len(frames) - 1) / 2.0 == d == (video.resampled_count(clip, 2.0) - 1) / 2  # (len(frames) - 1) / fps
+    assert d > info.last_time  # 8 fps source: the last source frame lasts until 12.125 s and fills one more frame
+    # 'grid': the last whole point of the 2 fps grid with a decoded frame
+    g = coin.decoded_duration(clip, sampling="grid")
+    assert g == int(info.last_time * 2 + 1e-6) / 2
     frames, _ = video.read_frames(clip, fps=2.0, max_side=32)
-    assert (len(frames) - 1) / 2.0 == d  # VideoLLM-online's (len(frames) - 1) / fps of the 2 fps frames
+    assert (len(frames) - 1) / 2.0 == g
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"\x00" * 64)
     with pytest.raises(video.VideoDecodeError, match="junk.mp4"):

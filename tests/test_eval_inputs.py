@@ -122,7 +122,7 @@ def test_resume_under_another_configuration_is_an_error(tiny, tmp_path, change):
                 method_kwargs=base["method_kwargs"], max_new_tokens=base["max_new_tokens"])
     before = out.read_bytes()
     kw = {**base, **change}
-    with pytest.raises(ValueError, match="another run") as e:
+    with pytest.raises(ValueError, match="another configuration") as e:
         ev.run_eval("step", kw.pop("method"), "smoke", out, model=tiny, max_samples=2, progress=False,
                     reference=None, **kw)
     assert str(out) in str(e.value) and "--out" in str(e.value)
@@ -145,7 +145,7 @@ def test_resume_after_the_data_file_changed_is_an_error(tiny, tmp_path, coin_cop
 def test_rows_without_configuration_key_are_not_resumed(tiny, tmp_path):
     out = tmp_path / "step.jsonl"
     out.write_text(json.dumps({"sample_id": "x", "index": 0, "task": "step", "method": "resv"}) + "\n")
-    with pytest.raises(ValueError, match=r"another run \(method: 'resv' there, 'full' now"):
+    with pytest.raises(ValueError, match=r"another configuration \(method: 'resv' there, 'full' now"):
         ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)
 
 
@@ -487,7 +487,8 @@ def test_a_full_disk_during_append_or_merge_names_the_file(tiny, tmp_path, monke
 
 
 def test_decoded_length_clamps_the_span_and_a_fifo_is_not_a_video(tiny, tmp_path, coin_copy):
-    # tinyC's file decodes to 12 s; COIN.json claims 30 s with its last step reaching 20 s
+    # tinyC's file (8 fps, last frame at 12 s) resamples to 26 frames at 2 fps (ffmpeg -r 2, D59): 12.5 s; COIN.json
+    # claims 30 s with its last step reaching 20 s
     js = coin_copy / "COIN.json"
     d = json.loads(js.read_text())
     d["database"]["tinyC-plane1"]["duration"] = 30.0
@@ -496,11 +497,11 @@ def test_decoded_length_clamps_the_span_and_a_fifo_is_not_a_video(tiny, tmp_path
     out = ev.run_eval("step", "full", "full", tmp_path / "r" / "step.jsonl", coin_root=str(coin_copy), model=tiny,
                       **KW)
     r = {x["sample_id"]: x for x in ev.read_jsonl(out)}["step/tinyC-plane1/2"]
-    # VideoLLM-online: duration = (len(frames) - 1) / 2 = 12.0; start ceil(17) / 2 = 8.5, end min(20, 12) = 12
-    # -> frames int(17) .. int(24): 8 frames, expected and decoded alike
-    assert (r["n_frames"], r["n_frames_expected"]) == (8, 8)
+    # VideoLLM-online: duration = (len(frames) - 1) / 2 = 12.5; start ceil(17) / 2 = 8.5, end min(20, 12.5) = 12.5
+    # -> frames int(17) .. int(25): 9 frames, expected and decoded alike
+    assert (r["n_frames"], r["n_frames_expected"]) == (9, 9)
     skips = ev.skips_file(out).read_text()
-    assert "8 of 24 annotated frames" in skips and "decodes to 12 s, COIN.json says 30 s" in skips
+    assert "9 of 24 annotated frames" in skips and "decodes to 12.5 s, COIN.json says 30 s" in skips
     # a FIFO in the videos folder would block the decoder forever: it is no video file, refused by name
     fifo = coin_copy / "videos" / "tinyB-ssd02.mp4"
     fifo.unlink()

@@ -142,7 +142,7 @@ def test_eval_runs_a_sample_and_names_the_tiny_model(tiny_videollm, tmp_path, re
     # the identity is in the configuration key: the same file does not resume under another dtype
     assert ev.main(_eval_args(tiny_videollm, repo, out, "--device", "cpu", "--dtype", "bfloat16")) == 2
     err = capsys.readouterr().err
-    assert "another run" in err and "model_identity" in err
+    assert "another configuration" in err and "model_identity" in err
 
 
 def test_workload_measure_two_checkpoints_names_the_tiny_model(tiny_videollm, tmp_path):
@@ -163,19 +163,71 @@ def test_workload_measure_two_checkpoints_names_the_tiny_model(tiny_videollm, tm
         "(`data/workload_smoke.json` is missing or unreadable)")
 
 
-def test_torchrun_two_ranks_on_cpu_then_merge(tiny_videollm, tmp_path, repo, python_exe):
-    out = tmp_path / "tr" / "step.jsonl"
-    cmd = [python_exe, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "vrex_lib.eval",
-           *_eval_args(tiny_videollm, repo, out, "--device", "cpu", "--dtype", "float32", "--threads", "1")]
-    r = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    shards = sorted(out.parent.glob("step.shard*of2.jsonl"))
-    assert [p.name for p in shards] == ["step.shard0of2.jsonl", "step.shard1of2.jsonl"]
-    assert ev.main(["merge", "--out", str(out), *map(str, shards)]) == 0
+def test_readme_torchrun_two_ranks_then_merge_then_the_report(tmp_path, repo):
+    """The README's torchrun command (two CPU ranks, as tests/test_readme_full.py adapts it) and its merge, then a
+    second method sharded the same way, then notebook 03's reader of merged results (EVAL_DIR) and the report's
+    Table II rows with the 95 % interval beside each COIN accuracy verdict."""
+    from test_readme_full import adapt, is_torchrun_step, readme_commands, readme_layout, run_command
+
+    tmp, env = readme_layout(tmp_path)
+    steps = [adapt(c, tmp) for c in readme_commands(repo / "README.md") if is_torchrun_step(c)]
+    assert [c.split()[0] for c in steps] == ["torchrun", "python"] and "--nproc_per_node 2" in steps[0]
+    for c in steps:
+        run_command(c, repo, env)
+    eval_dir = tmp / "results" / "eval" / "full"
+    out = eval_dir / "resv" / "step.jsonl"
+    assert sorted(p.name for p in out.parent.glob("step.shard*of2.jsonl")) == ["step.shard0of2.jsonl",
+                                                                             "step.shard1of2.jsonl"]
     rows = ev.read_jsonl(out)
     assert [r["index"] for r in rows] == [0, 1] and {r["model"] for r in rows} == {CONNECTOR_NAME}
     run = json.loads(ev.run_file(out).read_text())
-    assert run["complete"] and run["model"] == CONNECTOR_NAME and run["model_identity"]["n_layers"] == 2
+    assert run["complete"] and run["model_identity"]["n_layers"] == 2 and run["device"] == "cpu"
+    # the reference method, sharded the same way (--num-shards / --shard-index are what torchrun's RANK sets)
+    full = eval_dir / "full" / "step.jsonl"
+    ck = TinyCk(tmp / "ckpt")
+    for i in range(2):
+        args = _eval_args(ck, repo, full, "--device", "cpu", "--dtype", "float32", "--num-shards", "2",
+                          "--shard-index", str(i), "--coin-root", str(tmp / "coin"))
+        assert ev.main(args) == 0
+    assert ev.main(["merge", "--out", str(full), *map(str, sorted(full.parent.glob("step.shard*of2.jsonl")))]) == 0
+    _merged_results_reach_the_report(eval_dir, tmp / "coin", run["model_identity"], tmp_path, repo)
+
+
+class TinyCk:
+    """The README's ``$CKPT`` layout (llama/, siglip/, videollm/) as the flags of the tiny checkpoint."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def flags(self) -> list[str]:
+        return ["--llm-path", str(self.root / "llama"), "--vision-path", str(self.root / "siglip"),
+                "--connector-path", str(self.root / "videollm")]
+
+
+def _merged_results_reach_the_report(eval_dir, coin_root, identity, tmp_path, repo):
+    from vrex_lib.claims import accuracy as claims
+    from vrex_lib.claims.provenance import Provenance
+    from vrex_lib.report import write_table
+
+    acc, strict, found = claims.merged_accuracy(eval_dir, ["full", "resv", "rekv"], ["step"], "full", str(coin_root),
+                                                identity)
+    assert found.startswith("2 of 3 method x task results") and acc.loc["rekv", "step"] != acc.loc["rekv", "step"]
+    ci = claims.accuracy_intervals(eval_dir, ["full", "resv"], ["step"], "full", str(coin_root))
+    assert ci["table2.acc.full.step"].n == 2 and ci["table2.acc.full.step"].value == acc.loc["full", "step"]
+    prov = Provenance("full", CONNECTOR_NAME, "siglip", f"the user's COIN at {coin_root}", paper_workload=True)
+    res = tmp_path / "results"
+    write_table("table2", claims.accuracy_rows(acc, prov, ["step"], strict, "as merged", ci), profile="full",
+                title="Table II", out=res)
+    from vrex_lib.report.cli import main as report_main
+
+    report_main(["--results", str(res), "--notebooks", str(repo / "notebooks")])  # exit 1: the other notebooks
+    md = (res / "REPORT.md").read_text()
+    line = next(x for x in md.splitlines() if "table2.acc.resv.step" in x)
+    assert "95 % CI" in line and "n = 2" in line and "tolerance is below this sampling error" in line
+    assert "table2.acc.rekv.step" in md  # a method without merged results: NOT RUN, named
+    # results of another model never enter the table
+    with pytest.raises(ValueError, match="not the model this notebook loads"):
+        claims.merged_accuracy(eval_dir, ["full"], ["step"], "full", str(coin_root), dict(identity, dtype="bfloat16"))
 
 
 # ------------------------------------------------------------------------------------------------ --device / --dtype

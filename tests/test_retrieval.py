@@ -41,7 +41,8 @@ def _check_valid(sel: Selection, candidates: torch.Tensor) -> None:
 
 # Without a model (no RoPE, no W_q, no calibration) ReKV and InfiniGen run their model-free variants here; their
 # reference modes are tested in tests/test_baselines.py.
-STANDALONE = {"rekv": dict(mode="legacy"), "infinigen": dict(mode="oracle"), "infinigen_p": dict(mode="oracle")}
+STANDALONE = {"rekv": dict(mode="legacy"), "infinigen": dict(mode="oracle"), "infinigen_p": dict(mode="oracle"),
+              "streamingllm": dict(window=TOK)}  # without a session there is no KV store to read the tiers from
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))

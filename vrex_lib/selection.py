@@ -20,11 +20,22 @@ class Selection:
                   rows scored), ``scored`` (keys or clusters scored per head), ``clusters`` (clusters in
                   the table), ``clusters_selected``, ``prefix_frac`` (ReSV: mean fraction of a row's
                   clusters in its WiCSum prefix).
+    rows:         None (every query token of the step attends ``indices``), or per KV head one sorted index
+                  set per query token of the step, ``rows[g][t]`` ⊆ ``indices[g]``: token t attends only its own
+                  set (InfiniGen's per-row selection, docs/DECISIONS.md D61). ``indices[g]`` is then the union
+                  of head g's sets, what is fetched and counted.
     """
 
     indices: list[torch.Tensor]
     n_candidates: int
     stats: dict = field(default_factory=dict)
+    rows: list[list[torch.Tensor]] | None = None
+
+    @classmethod
+    def per_row(cls, rows: list[list[torch.Tensor]], n_candidates: int, stats: dict | None = None) -> "Selection":
+        """A per-row selection: ``indices`` are the union of each KV head's row sets."""
+        union = [torch.unique(torch.cat(r)) if r else torch.zeros(0, dtype=torch.int64) for r in rows]
+        return cls(union, n_candidates, stats or {}, rows)
 
     @property
     def n_selected(self) -> list[int]:

@@ -1,18 +1,27 @@
 """Decode video frames at a fixed rate (2 fps for COIN) for the streaming runtime.
 
-    frames, ts = read_frames("videos/abc.mp4", fps=2.0, max_side=384, start=60.0, end=69.0)
-    # frames: uint8 [T, H, W, 3] RGB, longer side <= max_side; ts: float64 [T] seconds of the decoded frames
+    frames, ts = read_frames("videos/abc.mp4", fps=2.0, max_side=384, start=60.0, end=69.0, sampling="ffmpeg")
+    # frames: uint8 [T, H, W, 3] RGB, longer side <= max_side; ts: float64 [T] seconds (see below)
     for t, frame in stream_frames("videos/abc.mp4"):   # time order, bounded memory
         ...
 
-Which frames: the requested times are the ``fps`` grid ``k / fps`` for
-``k = ceil(start·fps) .. ceil(end·fps)`` (the COIN span rule, :func:`vrex_lib.coin.span_frame_range`),
-clamped to the last decodable frame; each is served by the source frame whose timestamp is nearest, so
-returned timestamps are within half a source-frame interval of the request (and always within half a
-``fps`` interval). Frames are resized on decode so the longer side is ``max_side`` (never upscaled);
-``pad_square=True`` zero-pads to ``max_side × max_side`` like VideoLLM-online's preprocessing.
+Which frames (``sampling``, :data:`SAMPLINGS`):
 
-decord decodes; if decord cannot be imported PyAV is used instead (one warning says so).
+* ``"ffmpeg"`` (the COIN default, :data:`vrex_lib.coin.FRAME_SAMPLING`): the frames of the video ffmpeg writes with
+  ``-r fps``, as VideoLLM-online's preprocessing (``ffmpeg_once``) resamples every video before its model sees it.
+  ffmpeg's constant-frame-rate rule (``video_sync_process`` of fftools, vsync ``cfr``; :func:`ffmpeg_cfr_map`)
+  drops or duplicates source frames; output frame k shows the source frame this rule assigns to it, and its time is
+  ``k / fps``, its place in the resampled video. The resampled video has :func:`resampled_count` frames;
+* ``"grid"``: the ``fps`` grid ``k / fps`` for ``k = ceil(start·fps) .. ceil(end·fps)``, clamped to the last
+  decodable frame; each is served by the source frame whose timestamp is nearest (returned timestamps are the
+  source frames', within half a source-frame interval of the request).
+
+Both take output frames ``ceil(start·fps) .. ceil(end·fps)`` of the span (the COIN span rule,
+:func:`vrex_lib.coin.span_frame_range`). Frames are resized on decode so the longer side is ``max_side`` (never
+upscaled); ``pad_square=True`` zero-pads to ``max_side × max_side`` like VideoLLM-online's preprocessing.
+
+decord decodes; if decord cannot be imported PyAV is used instead (one warning says so). The ffmpeg rule reads the
+container's integer timestamps with PyAV (packets only, no frame is decoded).
 """
 from __future__ import annotations
 
@@ -21,11 +30,15 @@ import os
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 _BACKEND: str | None = None
+#: How output frames are chosen from the source frames (module docstring).
+SAMPLINGS: tuple[str, ...] = ("ffmpeg", "grid")
 
 
 class VideoDecodeError(RuntimeError):
@@ -164,19 +177,180 @@ def request_times(info: VideoInfo, fps: float, start: float | None, end: float |
     """The ``fps``-grid times to sample in [start, end] (the COIN span rule), clamped to the video."""
     if fps <= 0:
         raise ValueError(f"fps must be positive, got {fps}")
-    last = info.last_time
+    k_last = math.floor(info.last_time * fps + 1e-6)  # last grid point that has a decoded frame at or before it
+    k0, k1 = _span_k(info.path, k_last, fps, start, end, info.last_time)
+    return np.arange(k0, k1 + 1, dtype=np.float64) / fps
+
+
+def _span_k(path: Path, k_last: int, fps: float, start: float | None, end: float | None,
+            last_s: float) -> tuple[int, int]:
+    """Output frames ``ceil(start·fps) .. ceil(end·fps)`` of a video whose last output frame is ``k_last``."""
     s = 0.0 if start is None else float(start)
-    e = last if end is None else float(end)
+    e = k_last / fps if end is None else float(end)
     if s < 0 or e < s:
-        raise VideoSpanError(f"{info.path}: span [{s}, {e}] is reversed or negative")
-    k_last = math.floor(last * fps + 1e-6)  # last grid point that has a decoded frame at or before it
+        raise VideoSpanError(f"{path}: span [{s}, {e}] is reversed or negative")
     k0 = math.ceil(s * fps - 1e-9)
     if k0 > k_last + 1:  # more than one grid step past the last frame: the span is not in this video
-        raise VideoSpanError(f"{info.path}: span starts at {s:.2f} s but the video ends at {last:.2f} s. "
+        raise VideoSpanError(f"{path}: span starts at {s:.2f} s but the video ends at {last_s:.2f} s. "
                              "Check the annotation's segment/duration against the file (wrong or truncated video?).")
-    k1 = min(math.ceil(e * fps - 1e-9), k_last)
-    k0 = min(k0, k_last)
-    return np.arange(k0, k1 + 1, dtype=np.float64) / fps
+    return min(k0, k_last), min(math.ceil(e * fps - 1e-9), k_last)
+
+
+# ---------------------------------------------------------------------------------- ffmpeg's -r (vsync cfr)
+@dataclass(frozen=True)
+class PacketTimes:
+    """A video stream's integer timestamps in presentation order: ``pts`` / ``durations`` [N] in ``time_base``
+    units, the container's ``start_time`` (µs, what ffmpeg subtracts from every timestamp) and ``avg_rate``."""
+
+    pts: np.ndarray
+    durations: np.ndarray
+    time_base: Fraction
+    start_time_us: int
+    avg_rate: Fraction | None
+
+
+def _rescale(a: int, b: Fraction, c: Fraction) -> int:
+    """libavutil's ``av_rescale_q(a, b, c)``: a·b/c rounded to the nearest integer, halves away from zero."""
+    num, den = a * b.numerator * c.denominator, b.denominator * c.numerator
+    q, r = divmod(abs(num), den)
+    q += 2 * r >= den
+    return q if num >= 0 else -q
+
+
+@lru_cache(maxsize=256)
+def _packet_times(path: str, size: int, mtime_ns: int) -> PacketTimes:
+    import av
+
+    with av.open(path) as c:
+        st = c.streams.video[0]
+        pk = sorted((int(p.pts), int(p.duration or 0)) for p in c.demux(st) if p.pts is not None)
+        rate = Fraction(st.average_rate) if st.average_rate else None
+        start = int(c.start_time) if c.start_time is not None else 0
+        tb = Fraction(st.time_base)
+    if not pk:
+        raise ValueError("no video packets")
+    arr = np.asarray(pk, dtype=np.int64)
+    return PacketTimes(arr[:, 0], arr[:, 1], tb, start, rate)
+
+
+def packet_times(video: str | os.PathLike) -> PacketTimes:
+    """:class:`PacketTimes` of a video (demuxed once per file version, no frame decoded)."""
+    p = _check_path(video)
+    try:
+        st = p.stat()
+        return _packet_times(str(p), st.st_size, st.st_mtime_ns)
+    except Exception as err:
+        raise _corrupt(p, err) from None
+
+
+def _frame_durations(t: PacketTimes) -> list[int]:
+    """Each frame's duration as ffmpeg 7's decoder sets it (``video_duration_estimate``): the packet's, else the
+    time since the previous frame, else one frame at the average rate, else the previous frame's (1 for the first)."""
+    out, last = [], None
+    for p, d in zip(t.pts.tolist(), t.durations.tolist()):
+        if d <= 0:
+            if last is not None and p > last:
+                d = p - last
+            elif t.avg_rate:
+                d = max(1, _rescale(1, 1 / t.avg_rate, t.time_base))
+            else:
+                d = out[-1] if out else 1
+        out.append(d)
+        last = p
+    return out
+
+
+#: The ffmpeg releases whose ``-r`` rule :func:`ffmpeg_cfr_map` follows: "7" (7.0.1, VideoLLM-online's pin, and later)
+#: and "5.1" (Debian 12's), which differ only for sources below twice the output rate.
+FFMPEG_RULES: tuple[str, ...] = ("7", "5.1")
+
+
+def ffmpeg_cfr_map(t: PacketTimes, fps: float, rule: str = "7") -> np.ndarray:
+    """For every frame of the video ``ffmpeg -i SRC -r fps`` writes (vsync ``cfr``, the default of mp4 output), the
+    index of the source frame it shows: int64 [n_out].
+
+    fftools' ``video_sync_process`` (ffmpeg 7.0; ``do_video_out`` in 5.1), per source frame in presentation order:
+    its time in output frames ``sync`` (the timestamp less the container's start, rescaled to ``1/fps`` with 16
+    extra bits, nudged by 2^-17 off exact midpoints) and duration ``dur``; with ``next`` the output frames written
+    so far, ``delta0 = sync - next`` and ``delta = delta0 + dur``: the frame is dropped if ``delta < -1.1``, written
+    ``round(delta)`` times if ``delta > 1.1`` (the first ``round(delta0 - 0.6)`` of them repeating the previous
+    frame when ``delta0 > 1.1``), else once. At the end the previous frame is repeated the median of the last
+    three repeat counts. ``rule="5.1"``: ffmpeg 5.1's ``do_video_out`` caps ``dur`` at one output frame and always
+    nudges. The rule is re-implemented, not copied; tests/test_video_ffmpeg.py checks it against the system ffmpeg.
+    """
+    if rule not in FFMPEG_RULES:
+        raise ValueError(f"unknown ffmpeg rule {rule!r}: choose one of {', '.join(FFMPEG_RULES)}")
+    rate = Fraction(fps).limit_denominator(1_000_000)
+    tb_out = 1 / rate
+    extra = min(max(29 - (tb_out.denominator.bit_length() - 1), 0), 16)
+    fine = Fraction(tb_out.numerator, tb_out.denominator << extra)
+    offset = _rescale(t.start_time_us, Fraction(1, 1_000_000), t.time_base)
+    in_s = t.time_base.numerator / t.time_base.denominator
+    out_s = tb_out.numerator / tb_out.denominator
+    out: list[int] = []
+    hist = [0, 0, 0]
+    for i, (p, d) in enumerate(zip(t.pts.tolist(), _frame_durations(t))):
+        sync = _rescale(p - offset, t.time_base, fine) / (1 << extra)
+        if sync != round(sync) or rule == "5.1":
+            sync += 1.0 / (1 << 17) if sync > 0 else -1.0 / (1 << 17)
+        dur = d * in_s / out_s
+        delta0 = sync - len(out)
+        delta = delta0 + (min(dur, 1.0) if rule == "5.1" else dur)
+        n, n_prev = 1, 0
+        if delta < -1.1:
+            n = 0
+        elif delta > 1.1:
+            n = int(round(float(np.float32(delta))))
+            if delta0 > 1.1:
+                n_prev = min(int(round(float(np.float32(delta0 - 0.6)))), n)
+        if i == 0:
+            n_prev = 0  # no previous frame to repeat
+        out += [i - 1] * n_prev + [i] * (n - n_prev)
+        hist = [n_prev] + hist[:2]
+    out += [len(t.pts) - 1] * sorted(hist)[1]
+    return np.asarray(out, dtype=np.int64)
+
+
+def resampled_map(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg",
+                  info: VideoInfo | None = None) -> np.ndarray:
+    """Source frame index [n_out] behind every output frame of the video resampled to ``fps`` (``sampling``)."""
+    check_sampling(sampling)
+    info = info or probe(video)
+    if sampling == "grid":
+        k_last = math.floor(info.last_time * fps + 1e-6)
+        return _nearest_indices(info.timestamps, np.arange(k_last + 1, dtype=np.float64) / fps)
+    t = packet_times(info.path)
+    if len(t.pts) != info.n_frames:
+        raise VideoDecodeError(f"{info.path}: {len(t.pts)} timestamped packets but {info.n_frames} decodable frames; "
+                               "re-encode it (`ffmpeg -i in.mp4 -c:v libx264 fixed.mp4`) or use sampling='grid'")
+    return ffmpeg_cfr_map(t, fps)
+
+
+def resampled_count(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg") -> int:
+    """How many frames the video has once resampled to ``fps`` (``len(frames)`` of VideoLLM-online's 2 fps video for
+    ``sampling="ffmpeg"``)."""
+    return len(resampled_map(video, fps, sampling))
+
+
+def check_sampling(sampling: str) -> None:
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"unknown frame sampling {sampling!r}: choose one of {', '.join(SAMPLINGS)}")
+
+
+def frame_plan(info: VideoInfo, fps: float, start: float | None, end: float | None,
+               sampling: str = "grid") -> tuple[np.ndarray, np.ndarray]:
+    """(times [T] s, source frame indices [T]) of the frames of [start, end] at ``fps`` (module docstring)."""
+    if fps <= 0:
+        raise ValueError(f"fps must be positive, got {fps}")
+    check_sampling(sampling)
+    if sampling == "grid":
+        times = request_times(info, fps, start, end)
+        idx = _nearest_indices(info.timestamps, times)
+        return info.timestamps[idx], idx
+    m = resampled_map(info.path, fps, sampling, info)
+    k0, k1 = _span_k(info.path, len(m) - 1, fps, start, end, (len(m) - 1) / fps)
+    k = np.arange(k0, k1 + 1)
+    return k / fps, m[k]
 
 
 def _nearest_indices(ts: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -226,11 +400,10 @@ def _decode(info: VideoInfo, idx: np.ndarray, size: tuple[int, int], chunk: int)
 
 def stream_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | None = 384,
                   start: float | None = None, end: float | None = None, *, pad_square: bool = False,
-                  chunk: int = 32) -> Iterator[tuple[float, np.ndarray]]:
+                  chunk: int = 32, sampling: str = "grid") -> Iterator[tuple[float, np.ndarray]]:
     """Yield ``(timestamp, frame uint8 [H, W, 3])`` in time order, decoding ``chunk`` frames at a time."""
     info = probe(video)
-    times = request_times(info, fps, start, end)
-    idx = _nearest_indices(info.timestamps, times)
+    times, idx = frame_plan(info, fps, start, end, sampling)
     size = output_size(info.width, info.height, max_side)
     pos = 0
     try:
@@ -238,7 +411,7 @@ def stream_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | No
             if pad_square and max_side:
                 block = _pad(block, max_side)
             for fr in block:
-                yield float(info.timestamps[idx[pos]]), fr
+                yield float(times[pos]), fr
                 pos += 1
     except (VideoSpanError, FileNotFoundError):
         raise
@@ -248,10 +421,10 @@ def stream_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | No
 
 def read_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | None = 384,
                 start: float | None = None, end: float | None = None, *,
-                pad_square: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                pad_square: bool = False, sampling: str = "grid") -> tuple[np.ndarray, np.ndarray]:
     """All frames of [start, end] at ``fps``: (uint8 [T, H, W, 3] RGB, float64 [T] timestamps in s)."""
     ts, frames = [], []
-    for t, f in stream_frames(video, fps, max_side, start, end, pad_square=pad_square):
+    for t, f in stream_frames(video, fps, max_side, start, end, pad_square=pad_square, sampling=sampling):
         ts.append(t)
         frames.append(f)
     if not frames:

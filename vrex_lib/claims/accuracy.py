@@ -23,8 +23,9 @@ import pandas as pd
 
 from .. import accuracy as study
 from .. import methods as method_table
-from .. import report
+from .. import paper, report
 from ..coin import TASKS as COIN_TASKS
+from ..eval.stats import Interval, drop_interval, pooled_counts, top1_interval
 from ..runtime import RetrievalTrace, load_trace
 from .provenance import FULL_PROFILE_RUN, Provenance, workload_cause
 
@@ -248,6 +249,98 @@ def coin_accuracy_table(root: str | Path, methods: Sequence[str], tasks: Sequenc
                          for t in tasks})
 
 
+def merged_accuracy(eval_dir: str | Path, methods: Sequence[str], tasks: Sequence[str], profile: str,
+                    coin_root: str | None, identity: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """COIN Top-1 (%) of the merged results ``<eval_dir>/<method>/<task>.jsonl`` (``torchrun`` shards joined by
+    ``python -m vrex_lib.eval merge``): (VideoLLM-online metric, strict metric, one line of what was found).
+
+    A (method, task) without a file is NaN (its row NOT RUN); a file whose run record is not complete (a shard
+    missing) or names another model than ``identity`` (:meth:`~vrex_lib.runtime.ModelIdentity.record`) is an error
+    naming it: results of another checkpoint never enter this table."""
+    root = Path(eval_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"EVAL_DIR {root} is not a folder: pass the folder holding <method>/<task>.jsonl "
+                                "(e.g. results/eval/full, where the torchrun commands of the README write)")
+    found = []
+    for m in methods:
+        for t in tasks:
+            f = study.method_dir(root, m) / f"{t}.jsonl"
+            if not f.is_file():
+                continue
+            rec = _merged_record(f)
+            if identity is not None and rec.get("model_identity") != identity:
+                raise ValueError(f"EVAL_DIR: {f} was made with {rec.get('model')!r} "
+                                 f"({(rec.get('model_identity') or {}).get('summary', '?')}), not the model this "
+                                 f"notebook loads ({identity.get('summary')}); rerun it with this checkpoint")
+            found.append((m, t))
+    if not found:
+        raise FileNotFoundError(f"EVAL_DIR {root}: no <method>/<task>.jsonl of methods {', '.join(methods)} and tasks "
+                                f"{', '.join(tasks)}; merge the shards first (python -m vrex_lib.eval merge)")
+    frames = [pd.DataFrame({t: {m: (study.coin_accuracy(root, m, t, profile, coin_root, metric=metric)
+                                    if (m, t) in found else np.nan) for m in methods} for t in tasks})
+              for metric in ("videollm-online", "strict")]
+    return frames[0], frames[1], f"{len(found)} of {len(methods) * len(tasks)} method x task results from {root}"
+
+
+def _merged_record(f: Path) -> dict:
+    import json
+
+    from ..eval import run_file
+
+    rf = run_file(f)
+    try:
+        rec = json.loads(rf.read_text())
+    except (OSError, json.JSONDecodeError):
+        raise ValueError(f"EVAL_DIR: {f} has no readable run record {rf.name}; merge its shards with "
+                         "python -m vrex_lib.eval merge") from None
+    if not rec.get("complete") or rec.get("num_shards", 1) != 1:
+        raise ValueError(f"EVAL_DIR: {f} is not a complete merged run ({rf.name}: complete={rec.get('complete')}, "
+                         f"num_shards={rec.get('num_shards')}); merge every shard with python -m vrex_lib.eval merge")
+    return rec
+
+
+def accuracy_intervals(root: str | Path, methods: Sequence[str], tasks: Sequence[str], profile: str,
+                       coin_root: str | None) -> dict[str, Interval]:
+    """95 % intervals (:mod:`vrex_lib.eval.stats`) keyed by claim: every ``table2.acc.<method>.<task>`` (bootstrap
+    over samples) and, when ``full`` and all five tasks are there, the drops ``table2.avg_drop.resv``,
+    ``table2.max_drop.infinigen_p``, ``fig19.acc_drop.<method>`` (paired bootstrap against ``full``)."""
+    counts = {(m, t): pooled_counts(study.method_dir(root, m) / f"{t}.jsonl", profile, coin_root)
+              for m in methods for t in tasks if (study.method_dir(root, m) / f"{t}.jsonl").is_file()}
+    out = {f"table2.acc.{m}.{t}": top1_interval(c) for (m, t), c in counts.items()}
+    if set(tasks) != set(COIN_TASKS) or any(("full", t) not in counts for t in tasks):
+        return out
+    ref = [counts["full", t] for t in tasks]
+    drops = (("table2.avg_drop.resv", "resv", "mean"), ("table2.max_drop.infinigen_p", "infinigen_p", "max"),
+             *((f"fig19.acc_drop.{m}", m, "mean") for m in method_table.FIG19))
+    for key, m, how in drops:
+        if all((m, t) in counts for t in tasks):
+            out[key] = drop_interval(ref, [counts[m, t] for t in tasks], how)
+    return out
+
+
+def interval_note(key: str, ci: Mapping[str, Interval] | None, note: str = "") -> str:
+    """``note`` with the claim's 95 % interval beside it, and a warning when the paper's tolerance is below the
+    sampling error (the interval's half-width), so the verdict is not decided by the data."""
+    if not ci or key not in ci:
+        return note
+    iv, tol = ci[key], paper.get(key).tol
+    text = iv.text()
+    if tol.kind == "abs" and tol.value < iv.half_width:
+        text += (f"; the ±{tol.value:g}-point tolerance is below the sampling error (half-width {iv.half_width:.1f} "
+                 f"pt): this verdict is not decided by these samples (`python -m vrex_lib.eval plan` sizes a run)")
+    return f"{note}; {text}" if note else text
+
+
+def interval_label(quantity: str, key: str, ci: Mapping[str, Interval] | None) -> str:
+    """``quantity`` with the claim's 95 % interval appended (the report shows a row's quantity beside its verdict)."""
+    if not ci or key not in ci:
+        return quantity
+    iv, tol = ci[key], paper.get(key).tol
+    below = tol.kind == "abs" and tol.value < iv.half_width
+    return (f"{quantity} [95 % CI {iv.lo:.1f}–{iv.hi:.1f}, n = {iv.n}"
+            + (f"; the ±{tol.value:g} pt tolerance is below this sampling error]" if below else "]"))
+
+
 def _acc_cause(prov: Provenance, n_samples: str) -> dict:
     c, d = workload_cause(prov, "", f"COIN Top-1 of this harness on the user's COIN ({n_samples} samples per task): "
                           "greedy decoding, the checkpoint's prompt layout (D58), VideoLLM-online's metric (D55); "
@@ -256,9 +349,11 @@ def _acc_cause(prov: Provenance, n_samples: str) -> dict:
 
 
 def accuracy_rows(acc: pd.DataFrame | None, prov: Provenance, tasks: Sequence[str],
-                  acc_strict: pd.DataFrame | None = None, n_samples: str = "all") -> list[report.Row]:
+                  acc_strict: pd.DataFrame | None = None, n_samples: str = "all",
+                  ci: Mapping[str, Interval] | None = None) -> list[report.Row]:
     """Table II COIN Top-1 per method and task (NOT RUN without ``acc``), the strict metric beside it where the
-    two differ, then the average / maximum accuracy drops (they need all five tasks)."""
+    two differ, then the average / maximum accuracy drops (they need all five tasks); ``ci``
+    (:func:`accuracy_intervals`) puts each row's 95 % interval in its note."""
     rows = []
     for m in ("full",) + PAPER_METHODS:
         for t in tasks:
@@ -268,17 +363,24 @@ def accuracy_rows(acc: pd.DataFrame | None, prov: Provenance, tasks: Sequence[st
                                        note="COIN accuracy needs the trained checkpoint (full profile)",
                                        cause_detail=NOT_RUN_ACC))
                 continue
-            rows.append(report.row(f"table2.acc.{m}.{t}", acc.loc[m, t], quantity=q, **_acc_cause(prov, n_samples)))
+            if m not in acc.index or pd.isna(acc.loc[m, t]):
+                rows.append(report.row(f"table2.acc.{m}.{t}", None, quantity=q, cause="not-run",
+                                       cause_detail=f"no results of {m} on {t} in this run: {FULL_PROFILE_RUN}"))
+                continue
+            rows.append(report.row(f"table2.acc.{m}.{t}", acc.loc[m, t],
+                                   quantity=interval_label(q, f"table2.acc.{m}.{t}", ci), **_acc_cause(prov, n_samples),
+                                   note=interval_note(f"table2.acc.{m}.{t}", ci)))
             if acc_strict is not None and abs(acc.loc[m, t] - acc_strict.loc[m, t]) > 1e-9:  # both metrics (D55)
                 rows.append(report.info_row(f"acc_strict.{m}.{t}", f"{m} COIN Top-1, {t}, strict metric", "%",
                                             acc_strict.loc[m, t], note="normalised variant (docs/DECISIONS.md D55)"))
     drops = accuracy_drops(acc, tasks)
-    kw = _acc_cause(prov, n_samples) if drops else \
-        dict(cause="not-run", cause_detail="the drops need COIN Top-1 of every method on all five tasks: " +
-             (FULL_PROFILE_RUN if acc is None else f"this run covered {', '.join(tasks)}"))
-    rows += [report.row("table2.avg_drop.resv", drops.get("resv_avg"), quantity="ReSV avg accuracy drop", **kw),
-             report.row("table2.max_drop.infinigen_p", drops.get("infinigen_p_max"),
-                        quantity="InfiniGenP max accuracy drop", **kw)]
+    for key, d, q in (("table2.avg_drop.resv", "resv_avg", "ReSV avg accuracy drop"),
+                      ("table2.max_drop.infinigen_p", "infinigen_p_max", "InfiniGenP max accuracy drop")):
+        kw = _acc_cause(prov, n_samples) if drops.get(d) is not None else \
+            dict(cause="not-run", cause_detail="the drops need COIN Top-1 of full and the method on all five tasks: "
+                 + (FULL_PROFILE_RUN if acc is None else f"this run covered {', '.join(tasks)}"))
+        rows.append(report.row(key, drops.get(d), quantity=interval_label(q, key, ci), **kw,
+                               note=interval_note(key, ci)))
     return rows
 
 
@@ -288,8 +390,9 @@ def accuracy_drops(acc: pd.DataFrame | None, tasks: Sequence[str]) -> dict[str, 
     if acc is None or set(tasks) != set(COIN_TASKS):
         return {}
     drop = acc.loc["full"] - acc
-    out = {f"{m}_avg": float(drop.loc[m].mean()) for m in acc.index if m != "full"}
-    out["infinigen_p_max"] = float(drop.loc["infinigen_p"].max())
+    out = {f"{m}_avg": float(drop.loc[m].mean()) for m in acc.index if m != "full" and drop.loc[m].notna().all()}
+    if "infinigen_p" in drop.index and drop.loc["infinigen_p"].notna().all():
+        out["infinigen_p_max"] = float(drop.loc["infinigen_p"].max())
     return out
 
 
@@ -328,14 +431,16 @@ def fidelity_rows(by_m: pd.DataFrame, prov: Provenance, ev: StudyEvidence) -> li
 
 def table2_rows(summ: pd.DataFrame, by_m: pd.DataFrame, prov: Provenance, ev: StudyEvidence, tasks: Sequence[str],
                 acc: pd.DataFrame | None = None, acc_strict: pd.DataFrame | None = None,
-                n_samples: str = "all") -> list[report.Row]:
-    """Every row of ``table2``: retrieval ratios, COIN Top-1 and drops, fidelity proxies."""
-    return (ratio_rows(summ, by_m, prov, ev, tasks) + accuracy_rows(acc, prov, tasks, acc_strict, n_samples)
+                n_samples: str = "all", ci: Mapping[str, Interval] | None = None) -> list[report.Row]:
+    """Every row of ``table2``: retrieval ratios, COIN Top-1 and drops (with ``ci``'s intervals), fidelity
+    proxies."""
+    return (ratio_rows(summ, by_m, prov, ev, tasks) + accuracy_rows(acc, prov, tasks, acc_strict, n_samples, ci)
             + fidelity_rows(by_m, prov, ev))
 
 
 def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev: StudyEvidence,
-               tasks: Sequence[str], n_samples: str = "all") -> list[report.Row]:
+               tasks: Sequence[str], n_samples: str = "all",
+               ci: Mapping[str, Interval] | None = None) -> list[report.Row]:
     """Fig. 19: accuracy drops (full profile, all tasks) and what the ablation changes on these runs (ratios,
     fidelity, prediction cost). ``ab``: ``by_m`` rows resv_noclust and resv. The latency speedups are the performance
     simulator's (:func:`vrex_lib.claims.hwmodel.fig19_rows`, notebook 06's table ``fig19_speedup``)."""
@@ -343,8 +448,10 @@ def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev:
     rows = []
     for m in method_table.FIG19:
         q = f"{m} avg COIN accuracy drop"
-        if drops:
-            rows.append(report.row(f"fig19.acc_drop.{m}", drops[f"{m}_avg"], quantity=q, **_acc_cause(prov, n_samples)))
+        if f"{m}_avg" in drops:
+            rows.append(report.row(f"fig19.acc_drop.{m}", drops[f"{m}_avg"],
+                                   quantity=interval_label(q, f"fig19.acc_drop.{m}", ci), **_acc_cause(prov, n_samples),
+                                   note=interval_note(f"fig19.acc_drop.{m}", ci)))
         else:
             rows.append(report.row(f"fig19.acc_drop.{m}", None, quantity=q, cause="not-run",
                                    note="COIN accuracy needs the trained checkpoint (full profile)",

@@ -20,7 +20,8 @@ Task construction (VideoLLM-online, one stream span and one answer per sample):
 | ``taskprocedure``| as ``procedure``        | step i's segment    | as ``procedure``; the prompt names the task |
 
 Span times are snapped up to the 2 fps frame grid and then clamped to [0, duration] (``ceil_time_by_fps``), where
-the duration is the decoded video's, ``(len(frames) - 1) / fps`` of its 2 fps frames, as VideoLLM-online's
+the duration is the decoded video's, ``(len(frames) - 1) / fps`` of its 2 fps frames (those ffmpeg's ``-r 2``
+writes, :data:`FRAME_SAMPLING`, as VideoLLM-online's preprocessing makes them), as VideoLLM-online's
 ``COIN.get_metadata`` takes it (``build_task(..., durations=)``, :func:`decoded_duration`; COIN.json's
 ``duration`` stands in only for statistics over the annotations alone, docs/DECISIONS.md D59); the frames shown
 are ``int()`` of those times: indices ``int(s·fps) .. int(e·fps)`` inclusive for the snapped and clamped ``s``,
@@ -58,8 +59,8 @@ from .annotations import (STEP_LABEL_FIXES, TASK_NAME_FIXES, CoinFormatError, cl
                           split_videos, categories, vocabulary)
 from .files import MissingVideoError, video_path, available_ids, filter_available, dataset_paths, decoded_duration
 from .metric import METRICS, normalize, nearest_label, fuzzy_match, split_procedure, score_counts, score
-from .tasks import (TASKS, PROCEDURE_TASKS, MAX_PROCEDURE_STEPS, FRAME_FPS, MAX_NUM_FRAMES, FRAMES_POLICIES,
-                    PROMPT_STEP, PROMPT_NEXT, PROMPT_TASK, prompt_procedure, prompt_taskprocedure, ceil_time_by_fps,
-                    span_frame_range, Sample, build_task, build_all)
+from .tasks import (TASKS, PROCEDURE_TASKS, MAX_PROCEDURE_STEPS, FRAME_FPS, FRAME_SAMPLING, MAX_NUM_FRAMES,
+                    FRAMES_POLICIES, PROMPT_STEP, PROMPT_NEXT, PROMPT_TASK, prompt_procedure, prompt_taskprocedure,
+                    ceil_time_by_fps, span_frame_range, Sample, build_task, build_all)
 from .tokens import WORDS_PER_TOKEN_APPROX, approx_token_count, task_stats, token_counter
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import video
 from ..config import REPO_ROOT, profile_config
 from .annotations import SkipLog, VideoAnnotation, split_videos
-from .tasks import FRAME_FPS, Sample
+from .tasks import FRAME_FPS, FRAME_SAMPLING, Sample
 
 
 _VIDEO_EXTS = (".mp4", ".webm", ".mkv", ".avi", ".mov")
@@ -68,14 +68,16 @@ def filter_available(samples: Sequence[Sample], videos_dir: str | os.PathLike,
     return out
 
 
-def decoded_duration(path: str | os.PathLike, fps: float = FRAME_FPS) -> float:
+def decoded_duration(path: str | os.PathLike, fps: float = FRAME_FPS, sampling: str = FRAME_SAMPLING) -> float:
     """The length VideoLLM-online clamps a video's spans to: ``(len(frames) - 1) / fps`` of its ``fps`` frames
-    (``COIN.get_metadata``, data/coin/coin.py), i.e. ``k_last / fps`` for the last grid point ``k_last`` that has a
-    decoded frame at or before it (the grid :func:`vrex_lib.video.request_times` samples). Read from the container's
-    frame timestamps (:func:`vrex_lib.video.probe`; decord reads its index, no frame is decoded); a video that
-    cannot be opened raises :class:`vrex_lib.video.VideoDecodeError` naming the file."""
-    info = video.probe(path)
-    return math.floor(info.last_time * fps + 1e-6) / fps
+    (``COIN.get_metadata``, data/coin/coin.py). ``sampling="ffmpeg"`` (default): the frames ffmpeg's ``-r fps``
+    writes (:func:`vrex_lib.video.resampled_count`, from the container's packet timestamps, no frame decoded);
+    ``"grid"``: ``k_last / fps`` for the last grid point ``k_last`` with a decoded frame at or before it. A video
+    that cannot be opened raises :class:`vrex_lib.video.VideoDecodeError` naming the file (docs/DECISIONS.md D59)."""
+    if sampling == "grid":
+        info = video.probe(path)
+        return math.floor(info.last_time * fps + 1e-6) / fps
+    return (video.resampled_count(path, fps, sampling) - 1) / fps
 
 
 def dataset_paths(profile: str, coin_root: str | os.PathLike | None = None) -> tuple[Path, Path]:

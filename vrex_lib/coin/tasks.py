@@ -26,6 +26,10 @@ MAX_PROCEDURE_STEPS = 5  # VideoLLM-online's COINProcedure.max_num_steps
 
 FRAME_FPS = 2.0  # VideoLLM-online's COIN frame rate (frames pre-extracted at 2 fps)
 
+#: How the 2 fps frames are taken from a COIN video (:data:`vrex_lib.video.SAMPLINGS`): as ffmpeg's ``-r 2`` writes
+#: them, VideoLLM-online's preprocessing (``ffmpeg_once``); 'grid' = the nearest source frame to k / 2 s (D59).
+FRAME_SAMPLING = "ffmpeg"
+
 #: Live1+'s ``max_num_frames`` (showlab/videollm-online models/arguments_live.py, LiveOnePlusTrainingArguments).
 MAX_NUM_FRAMES = 1200
 

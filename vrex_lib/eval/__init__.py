@@ -6,6 +6,7 @@
         --coin-root ~/coin --llm-path ... --vision-path ... --connector-path ... --device cuda --dtype bfloat16 \\
         --out results/eval/full/resv/step.jsonl
     python -m vrex_lib.eval merge --out results/eval/full/resv/step.jsonl results/eval/full/resv/step.shard*.jsonl
+    python -m vrex_lib.eval plan --coin-root ~/coin --timing results/gpu_check/eval/resv/step.jsonl --gpus 8
 
 Each sample is streamed through :class:`~vrex_lib.runtime.StreamingSession` in the COIN prompt layout the
 checkpoint was trained with (``prompt_layout="coin"``: the question, then the frames at 2 fps, one prefill per
@@ -49,7 +50,10 @@ size are checked before the model is built. Bad input ends the CLI with one line
 
 The package, by job: :mod:`.results` (JSONL files, run records, resume and merge), :mod:`.plan` (configuration,
 shards and every check made before the model loads), :mod:`.sample` (one sample through the runtime), :mod:`.run`
-(the loop over a task), :mod:`.cli` (``python -m vrex_lib.eval``).
+(the loop over a task), :mod:`.stats` (intervals of Top-1 and its drops, sample sizes; D340), :mod:`.budget`
+(``plan``: samples, GPU-hours, interval widths before a run), :mod:`.cli` (``python -m vrex_lib.eval``).
+Frames follow ``frame_sampling`` (``--frame-sampling``, default 'ffmpeg': VideoLLM-online's ``-r 2``, D59), part of
+the configuration key.
 """
 from .plan import (MAX_NEW_TOKENS, PROMPT_LAYOUTS, NoSamplesEvaluated, frames_action, model_identity, run_config,
                    shard_from_env)

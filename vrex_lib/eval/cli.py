@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import methods
+from .. import coin, methods, video
 from ..config import RuntimeConfig
 from ..retrieval import check_policy_kwargs
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-layout", default="coin", choices=("coin", "live"),
                    help="'coin': question, frames, answer (as the checkpoint was trained); 'live': question after "
                    "the frames")
+    p.add_argument("--frame-sampling", default=coin.FRAME_SAMPLING, choices=video.SAMPLINGS,
+                   help="'ffmpeg': the frames ffmpeg's -r 2 writes, as VideoLLM-online's preprocessing (default); "
+                   "'grid': the source frame nearest each k/2 s (docs/DECISIONS.md D59)")
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--num-shards", type=int, default=None)
     p.add_argument("--shard-index", type=int, default=None)
@@ -56,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-dir", default=None, help="save one retrieval trace .npz per sample here")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU; 1 is fastest on a "
                    "busy 2-core machine)")
+    p.add_argument("--replace", action="store_true",
+                   help="--out holds results of another configuration: replace them (they are deleted)")
+    p.add_argument("--force", action="store_true", help="overwrite --out even if it is not a results file")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -86,6 +92,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         a = mp.parse_args(argv[1:])
         print(merge_shards(a.shards, a.out, require_complete=not a.allow_partial))
         return 0
+    if argv and argv[0] == "plan":
+        from .budget import main as plan_main
+
+        return plan_main(argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     a = _parser().parse_args(argv)
@@ -112,7 +122,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
                     trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
                     connector_path=a.connector_path, progress=not a.no_progress, prompt_layout=a.prompt_layout,
-                    frames_policy=a.frames_policy, device=a.device, dtype=a.dtype)
+                    frames_policy=a.frames_policy, device=a.device, dtype=a.dtype, frame_sampling=a.frame_sampling,
+                    replace=a.replace, force=a.force)
     rows = read_jsonl(path)
     if rows:
         acc = score_results(path, a.profile, a.coin_root, a.split)

@@ -9,8 +9,8 @@ import types
 
 import torch
 
-from ..coin import FRAMES_POLICIES
-from ..config import PROFILES, RuntimeConfig, arg_name, profile_config
+from ..coin import FRAME_SAMPLING, FRAMES_POLICIES
+from ..config import PROFILES, RuntimeConfig, check_profile_inputs, profile_config
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
@@ -54,7 +54,7 @@ def model_identity(profile: str, model=None, llm_path=None, vision_path=None, co
 def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: ModelIdentity, split: str,
                data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
                runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
-               frames_policy: str = "videollm-online") -> dict:
+               frames_policy: str = "videollm-online", frame_sampling: str = FRAME_SAMPLING) -> dict:
     """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
 
     The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file; the model
@@ -68,7 +68,7 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
     cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model.name,
                model_identity=model.record(), split=split, data_file=str(data_file), data_sha256=h.hexdigest(),
                max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed,
-               prompt_layout=prompt_layout, frames_policy=frames_policy)
+               prompt_layout=prompt_layout, frames_policy=frames_policy, frame_sampling=frame_sampling)
     keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
     cfg["config_key"] = _digest(keyed)
     # What a 'full' reference run must share with this run: everything but the method and its options.
@@ -119,14 +119,9 @@ class NoSamplesEvaluated(RuntimeError):
 
 
 def _check_profile_args(profile: str, **paths) -> None:
-    """Flags a profile does not use are an error, never silently ignored."""
-    prof = profile_config(profile)
-    extra = [k for k, v in paths.items() if v and not prof.uses_flag(k)]
-    if extra:
-        names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
-        raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
-                         f"{profile} profile evaluates its own fixture ({prof.data.root}) with its own model. Drop "
-                         f"{names}, or select the full profile.")
+    """Flags a profile does not use are an error, never silently ignored
+    (:func:`vrex_lib.config.check_profile_inputs`)."""
+    check_profile_inputs(profile, **paths)
 
 
 def _shape_from_config(cfg: dict, identity: ModelIdentity, device: torch.device):

@@ -19,17 +19,19 @@ _FRAME_CACHE_MAX = 64
 _MODEL_UID = itertools.count()
 
 
-def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None):
+def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int | None,
+                  sampling: str = coin.FRAME_SAMPLING):
     """Decoded + vision-encoded frames of a span, cached per (model, file, span): every method sees the same
     frame tokens, and notebook 03 runs six methods over the same samples. ``max_frames`` here is a clamp (keep the
     last N); a cut stream (0 frames) never comes here."""
     if not hasattr(model, "_vrex_uid"):
         model._vrex_uid = next(_MODEL_UID)  # id() could be reused by a later model
-    key = (model._vrex_uid, str(path), float(start), float(end), max_frames)
+    key = (model._vrex_uid, str(path), float(start), float(end), max_frames, sampling)
     if key in _FRAME_CACHE:
         return _FRAME_CACHE[key]
     t0 = time.perf_counter()
-    frames, ts = video.read_frames(path, fps=coin.FRAME_FPS, max_side=model.image_size, start=start, end=end)
+    frames, ts = video.read_frames(path, fps=coin.FRAME_FPS, max_side=model.image_size, start=start, end=end,
+                                   sampling=sampling)
     if max_frames is not None and len(frames) > max_frames:
         frames, ts = frames[-max_frames:], ts[-max_frames:]  # keep the most recent frames before the question
     t1 = time.perf_counter()
@@ -42,23 +44,25 @@ def _frame_embeds(model, path: Path, start: float, end: float, max_frames: int |
     return _FRAME_CACHE[key]
 
 
-def _sample_frames(model, sample, path: Path, action: str, max_frames: int | None):
+def _sample_frames(model, sample, path: Path, action: str, max_frames: int | None,
+                   sampling: str = coin.FRAME_SAMPLING):
     """(frame tokens [T, 10, hidden], times [T], decode s, vision s) of a sample under ``action``: exactly the
     frames of ``sample.frame_range()`` (its span snapped to the 2 fps grid and clamped to its duration)."""
     if action == "cut":
         return torch.zeros(0, 1), np.zeros(0), 0.0, 0.0
     r = sample.frame_range(coin.FRAME_FPS)
     return _frame_embeds(model, path, r.start / coin.FRAME_FPS, (r.stop - 1) / coin.FRAME_FPS,
-                         max_frames if action == "clamp" else None)
+                         max_frames if action == "clamp" else None, sampling)
 
 
 def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
                     profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
                     reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
                     method_kwargs: dict | None = None, seed: int = 0, prompt_layout: str = "coin",
-                    frames_policy: str = "videollm-online") -> dict:
+                    frames_policy: str = "videollm-online", frame_sampling: str = coin.FRAME_SAMPLING) -> dict:
     """Stream one COIN sample; returns its JSON record (see the package docstring).
 
+    ``frame_sampling``: how the 2 fps frames are taken (:data:`vrex_lib.coin.FRAME_SAMPLING`, D59).
     ``prompt_layout`` 'coin': system, user prompt, frames, ``]\\nAssistant:`` and the answer as decoded
     (VideoLLM-online's COIN benchmarks); 'live': frames, then the question (streaming use), answer stripped.
     """
@@ -71,7 +75,7 @@ def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir:
     if action == "skip":
         raise ValueError(f"sample {sample.sample_id}: {n_expected} frames > max_frames {max_frames} under "
                          "frames_policy 'skip'; run_eval leaves such samples out")
-    emb, ts, t_decode, t_vision = _sample_frames(model, sample, path, action, max_frames)
+    emb, ts, t_decode, t_vision = _sample_frames(model, sample, path, action, max_frames, frame_sampling)
     # VideoLLM-online's COIN layout decodes to EOS (or max_new_tokens) with no stop string and scores the text as
     # decoded; the live layout stops a step/next answer at its first line.
     stops = () if prompt_layout == "coin" or sample.task in coin.PROCEDURE_TASKS else ("\n",)

@@ -39,10 +39,9 @@ from typing import Literal
 from .. import methods as method_table
 from .. import paper
 from ..config import WORKLOAD_SCHEMA as SCHEMA
-from ..config import RuntimeConfig
+from ..config import EXTRAPOLATIONS, RuntimeConfig
 from .methods import METHODS
 
-EXTRAPOLATIONS = ("hold", "loglog-fit")
 #: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
 #: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
 #: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.

@@ -33,11 +33,13 @@ the accuracy code's ``≥``, ``/√d`` and relative cap; ``threshold="head0"`` i
 for every head (query head 0's row for the same token). The cap is ``cap`` × candidates, 0.5 by default (the
 V-Rex paper's accuracy runs: "up to 50 %"); every table and figure of this artifact uses 0.5 (Table II and
 Fig. 19/20 in notebook 03, and the workload file behind the measured-workload rows of Fig. 4 and 13-18);
-``cap=0.2`` is the reference's default budget. One ``k`` and one set per KV head serve all query rows of a
-step (the runtime attends one index set per KV head and step): for a multi-token text step (the question)
-``k`` is the count averaged over heads *and* rows and the set ranks candidates by the attention probabilities
-summed over the KV head's rows, where the reference selects per row. A single-token decode step selects as
-the reference does, per head (under GQA per KV head, over its group's query heads).
+``cap=0.2`` is the reference's default budget. A multi-token step (the question, ``]\nAssistant:``) selects
+per query row as the reference does (:meth:`InfiniGen.row_sets`): token t's ``k_t`` is its count averaged over
+heads, and each KV head attends, for token t, the top ``k_t`` of t's rows; the runtime fetches the union and masks
+each token to its own set (``Selection.rows``). A single-token decode step selects per head (under GQA per KV
+head, over its group's query heads). ``per_row=False`` serves all rows of a step with one set per KV head.
+InfiniGenP's frame stage keeps one fixed top-k per KV head and step (the V-Rex paper's extension states a fixed
+top-k, docs/DECISIONS.md D61).
 
 The calibration runs once per model and is cached under ``results/cache/infinigen/`` (keyed by the model's
 name, shape, a weight fingerprint, the text and the ratio); the session binds the policy to its model
@@ -184,6 +186,8 @@ class InfiniGen:
     dense_layers:  reference mode: layers below this attend densely (reference: 2).
     calibration_text: the text of the calibration pass (reference mode).
     threshold:     'per_head' (each head's own row maximum, default) or 'head0' (query head 0's, accuracy code).
+    per_row:       a multi-token step selects per query row, as the reference does (default); False: one set per KV
+                   head serves all rows of the step (the count averaged over rows too).
     """
 
     name = "infinigen"
@@ -191,7 +195,7 @@ class InfiniGen:
 
     def __init__(self, alpha: float = 5.0, cap: float = 0.5, partial_ratio: float = 0.2, mode: str = "reference",
                  dense_layers: int = 2, calibration_text: str | os.PathLike | None = None,
-                 threshold: str = "per_head"):
+                 threshold: str = "per_head", per_row: bool = True):
         if mode not in INFINIGEN_MODES:
             raise ValueError(f"infinigen: unknown mode {mode!r}: choose one of {', '.join(INFINIGEN_MODES)}")
         if threshold not in INFINIGEN_THRESHOLDS:
@@ -207,7 +211,10 @@ class InfiniGen:
                                                  and Path(calibration_text).is_file()):
             raise ValueError(f"{who}: calibration_text must name an existing text file, got {calibration_text!r}")
         self.alpha, self.cap, self.partial_ratio = float(alpha), float(cap), float(partial_ratio)
+        if not isinstance(per_row, bool):
+            raise ValueError(f"{who}: per_row must be true or false, got {per_row!r}")
         self.mode, self.dense_layers, self.threshold = mode, int(dense_layers), threshold
+        self.per_row = per_row
         self.calibration_text = Path(calibration_text) if calibration_text else CALIBRATION_TEXT
         self.calib: dict | None = None
         self._inputs = None
@@ -216,7 +223,8 @@ class InfiniGen:
     @property
     def config(self) -> dict:
         return dict(mode=self.mode, alpha=self.alpha, cap=self.cap, partial_ratio=self.partial_ratio,
-                    dense_layers=self.dense_layers if self.mode == "reference" else None, threshold=self.threshold)
+                    dense_layers=self.dense_layers if self.mode == "reference" else None, threshold=self.threshold,
+                    per_row=self.per_row)
 
     def bind(self, model) -> None:
         """Reference mode: calibrate (or load the cached calibration) and keep the attention inputs and W_q."""
@@ -289,21 +297,43 @@ class InfiniGen:
 
     def _select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                 fixed_topk: bool) -> Selection:
-        hkv, n_c = keys.shape[0], int(candidates.numel())
+        hkv, n_c, n_tok = keys.shape[0], int(candidates.numel()), query.shape[1]
+        rows = None
         with Stopwatch() as sw:
             logits, n_dims = self._logits(layer, query.detach(), keys.detach(), candidates)   # [Hkv, R, C]
             cap_k = int(self.cap * n_c)
             if fixed_topk:
                 k = cap_k
             else:
-                crit = logits >= self.row_max(logits, query.shape[1]) - self.alpha
+                crit = logits >= self.row_max(logits, n_tok) - self.alpha
                 k = min(int(crit.sum(-1).float().mean()), cap_k)        # mean over heads and rows
-            score = row_probs(logits).sum(1)                               # [Hkv, C]
-            indices = [topk_sorted(candidates, score[h], k) for h in range(hkv)]
+            if fixed_topk or n_tok == 1 or not self.per_row:
+                score = row_probs(logits).sum(1)                           # [Hkv, C]
+                indices = [topk_sorted(candidates, score[h], k) for h in range(hkv)]
+            else:
+                rows, k = self.row_sets(logits, crit, candidates, cap_k, n_tok)
         r = logits.shape[1]
         stats = dict(rows=hkv * r, scored=hkv * n_c, score_dims=n_dims,
                      score_macs=hkv * r * n_c * n_dims, k=k, select_s=sw.seconds)
+        if rows is not None:
+            return Selection.per_row(rows, n_c, stats)
         return Selection(indices, n_c, stats)
+
+    @staticmethod
+    def row_sets(logits: torch.Tensor, crit: torch.Tensor, candidates: torch.Tensor, cap_k: int, n_tok: int
+                 ) -> tuple[list[list[torch.Tensor]], float]:
+        """InfiniGen's per-row rule on a multi-token step (``kv_cache_mask``): query token t fetches
+        ``k_t = min(int(mean over heads of its critical count), cap_k)`` candidates, per head the top ``k_t`` of
+        its own row. ``logits`` / ``crit`` [Hkv, group·N, C] (rows of KV head g: (query head in g's group,
+        token), ``N`` = ``n_tok``); under GQA a KV head's set for token t ranks candidates by the attention
+        probabilities summed over the group's rows of t, as a single-token step does. Returns (per KV head, per
+        token sorted positions; the mean ``k_t``)."""
+        hkv, n_c = logits.shape[0], logits.shape[-1]
+        count = crit.sum(-1).float().reshape(hkv, -1, n_tok)                  # [Hkv, group, N]
+        k_t = [min(int(count[:, :, t].mean()), cap_k) for t in range(n_tok)]
+        score = row_probs(logits).reshape(hkv, -1, n_tok, n_c).sum(1)         # [Hkv, N, C]
+        rows = [[topk_sorted(candidates, score[g, t], k_t[t]) for t in range(n_tok)] for g in range(hkv)]
+        return rows, sum(k_t) / n_tok
 
     def row_max(self, logits: torch.Tensor, n_tokens: int) -> torch.Tensor:
         """The maximum each row of ``logits`` [Hkv, group·N, C] is thresholded against, [Hkv, group·N, 1]:

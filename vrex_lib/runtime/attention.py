@@ -15,7 +15,8 @@ Per layer ℓ and forward step (docs/DECISIONS.md D5; the contract of :mod:`vrex
    always-attended ones: the sinks [0, n_sink) (system prompt), the recent frame window and everything after
    it [window_start, start), and the step's own tokens [start, S) (causal among themselves);
 3. ``sel is None`` -> attend to everything; else each KV head g attends to sinks ∪ sel.indices[g] ∪ recent ∪
-   own, its K/V read through :meth:`KVStore.gather` (booked by tier);
+   own, its K/V read through :meth:`KVStore.gather` (booked by tier); a per-row selection (``sel.rows``, InfiniGen
+   on a multi-token step) fetches the union and masks each query token to its own set;
 4. per (layer, KV head) counts land in the step's record (-> :mod:`vrex_lib.runtime.trace`), including
    ``reused``: how many of the selected positions the previous applied step of the same stage also selected in
    that (layer, KV head) -- what a "Retrieved KV" region (Fig. 12) holding the last selection would not refetch.
@@ -158,6 +159,8 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         if lq > 1:
             # context columns visible to every query row; the step's own tokens (last lq columns) causal
             mask = torch.ones(lq, n, dtype=torch.bool, device=query.device).tril(diagonal=n - n_own)
+            if sel.rows is not None:
+                _restrict_rows(mask, sel.indices[g].to(key.device), sel.rows[g], step.n_sink)
         qg = query[:, g * group:(g + 1) * group]
         out[:, g * group:(g + 1) * group] = F.scaled_dot_product_attention(
             qg, kg[None, None], vg[None, None], attn_mask=mask, scale=scaling, enable_gqa=True)
@@ -169,6 +172,16 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
         step.attn_err[layer] = (diff / base)[0].cpu().numpy()
     return out.transpose(1, 2), None
+
+
+def _restrict_rows(mask: torch.Tensor, union: torch.Tensor, rows: list[torch.Tensor], n_sink: int) -> None:
+    """Per-row selection: query token t sees, of the selected columns ``[n_sink, n_sink + |union|)`` of ``mask``
+    [lq, n], only those in its own set ``rows[t]`` (sinks, recent and own columns are left as they are)."""
+    block = mask[:, n_sink:n_sink + union.numel()]
+    block.zero_()
+    for t, r in enumerate(rows):
+        if r.numel():
+            block[t, torch.searchsorted(union, r.to(union.device))] = True
 
 
 def _track_reuse(step: StepContext, layer: int, hkv: int, indices) -> None:
@@ -202,6 +215,9 @@ def _check(sel, step: StepContext, layer: int, hkv: int) -> None:
                              f"[{step.n_sink}, {step.window_start}) at layer {layer}, KV head {g}")
         if step.strict and ix.numel() > 1 and not bool((ix[1:] > ix[:-1]).all()):
             raise ValueError(f"{type(step.policy).__name__}.select: KV head {g} indices are not sorted unique")
+    if sel.rows is not None and (len(sel.rows) != hkv or any(len(r) != step.n_new for r in sel.rows)):
+        raise ValueError(f"{type(step.policy).__name__}.select returned per-row sets that are not one per KV head "
+                         f"({hkv}) and query token ({step.n_new}) at layer {layer}")
 
 
 def register() -> None:
