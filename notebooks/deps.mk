@@ -73,6 +73,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/hw/timing.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -288,6 +289,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/hw/verify.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -326,8 +328,10 @@ $(EXEC_DIR)/05_area_power.ipynb: \
 $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
+  vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/causes.py \
+  vrex_lib/claims/hwmodel.py \
   vrex_lib/claims/performance.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
@@ -341,6 +345,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/fixedpoint.py \
   vrex_lib/hw/timing.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -356,6 +361,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
   vrex_lib/perf/sim.py \
+  vrex_lib/perf/sweep.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/validation.py \
   vrex_lib/perf/workload.py \
@@ -421,6 +427,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/hw/wtu.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -508,6 +515,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/policy.py \
   vrex_lib/longctx/run.py \
   vrex_lib/longctx/task.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
