@@ -73,13 +73,16 @@ test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
 
-# Checked in this order before anything is written: PROFILE and VREX_THREADS, the papermill parameters (names and
-# types), the results folder (created and marked, so `make clean` may empty it; docs/DECISIONS.md D170).
+# Checked in this order before anything is written: PROFILE and VREX_THREADS, the papermill parameters (names,
+# types and choices), the results folder (created and marked, so `make clean` may empty it; docs/DECISIONS.md
+# D170). Ctrl-C ends it with one line; the report stays marked stale (D328).
+INTERRUPTED_NOTE = $(RESULTS)/REPORT.md stays marked stale; the finished notebooks are kept and \
+  `make reproduce` continues from them
 reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
 	@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@$(PYTHON) scripts/results_folder.py prepare $(call shq,$(RESULTS))
-	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" -- \
-	  $(MAKE) --no-print-directory -j$(JOBS) _reproduce
+	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" \
+	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) -- $(MAKE) --no-print-directory -j$(JOBS) _reproduce
 
 # The work of `reproduce`, run while holding $(RUN_LOCK): a second `make reproduce` on the same RESULTS is refused
 # instead of interleaving with this one.
@@ -94,6 +97,9 @@ check-profile:
 	@$(if $(PROFILE_OK),:,printf '%s\n' $(call shq,$(PROFILE_ERR)) >&2; exit 2)
 	@case "$${VREX_THREADS-}" in ""|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; \
 	  *) printf '%s\n' "make: VREX_THREADS=$$VREX_THREADS is not a torch thread count (a whole number 1-999); unset it or use VREX_THREADS=1 (nothing was changed)" >&2; \
+	     exit 2;; esac
+	@case $(call shq,$(JOBS)) in [1-9]|[1-9][0-9]) ;; \
+	  *) printf '%s\n' "make: JOBS=$(JOBS) is not a number of notebooks to run at a time (a whole number 1-99); e.g. JOBS=2 (nothing was changed)" >&2; \
 	     exit 2;; esac
 
 $(PARAMS_STAMP): export VREX_PARAMS = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
@@ -123,17 +129,20 @@ $(COIN_STAMP): FORCE | $(PARAMS_STAMP)
 $(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = $(if $*,1,)
 $(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(if $*,$(abspath $(RESULTS))/executed/$*.manifest.json,)
 
-# One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done. The
-# library files a notebook depends on are those it imports (notebooks/deps.mk, below).
+# One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done, its
+# outputs stored without this machine's absolute paths (scripts/scrub_outputs.py, D329). An interrupt (Ctrl-C)
+# removes the temp file and is no failure (D328). The library files a notebook depends on are those it imports
+# (notebooks/deps.mk, below).
 $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(PARAMS_STAMP)
 	@mkdir -p $(@D)
 	@echo "== $< (PROFILE=$(PROFILE))"
-	@start=$$(date +%s); \
-	if $(PY) -m papermill $< $(@D)/.$*.running.ipynb -k python3 --cwd $(NOTEBOOK_DIR) --log-level WARNING --no-progress-bar \
+	@start=$$(date +%s); run=$(@D)/.$*.running.ipynb; trap 'rm -f "$$run"; exit 130' INT TERM; \
+	scrub() { $(PY) scripts/scrub_outputs.py "$$run" $(abspath $(RESULTS)); }; \
+	if $(PY) -m papermill $< "$$run" -k python3 --cwd $(NOTEBOOK_DIR) --log-level WARNING --no-progress-bar \
 	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
-	  mv $(@D)/.$*.running.ipynb $@; rm -f $(@D)/$*.FAILED.ipynb; echo "   $* done in $$(( $$(date +%s) - start )) s"; \
+	  scrub && mv "$$run" $@ && rm -f $(@D)/$*.FAILED.ipynb && echo "   $* done in $$(( $$(date +%s) - start )) s"; \
 	else \
-	  if mv $(@D)/.$*.running.ipynb $(@D)/$*.FAILED.ipynb 2>/dev/null; then \
+	  if [ -f "$$run" ] && { scrub; mv "$$run" $(@D)/$*.FAILED.ipynb; }; then \
 	    echo "reproduce: notebook $< FAILED (PROFILE=$(PROFILE)); the failing cell is marked in $(@D)/$*.FAILED.ipynb" >&2; \
 	  else echo "reproduce: papermill could not start $< (PROFILE=$(PROFILE)): see its message above" >&2; fi; \
 	  exit 1; fi
@@ -179,13 +188,18 @@ _report_stale: | $(VENV)/.ok
 	  >/dev/null
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
+	@$(PY) -m vrex_lib.envcheck
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 # Jupyter refuses to start as root (containers, AE virtual machines) without --allow-root; the server listens
 # on localhost only, so that flag exposes nothing.
 LAB_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-lab: $(VENV)/.ok ## Open JupyterLab on the repository (http://127.0.0.1:LAB_PORT, localhost only)
+# The notebooks read the COIN fixture, so it is built first (D76).
+lab: $(VENV)/.ok data ## Open JupyterLab on the repository (http://127.0.0.1:LAB_PORT, localhost only)
+	@p=$(call shq,$(LAB_PORT)); case "$$p" in [1-9]|[1-9][0-9]|[1-9][0-9][0-9]|[1-9][0-9][0-9][0-9]|[1-9][0-9][0-9][0-9][0-9]) \
+	  [ "$$p" -le 65535 ] && exit 0;; esac; \
+	  printf '%s\n' "make: LAB_PORT=$(LAB_PORT) is not a port number (1-65535); e.g. LAB_PORT=8888" >&2; exit 2
 	@echo "lab: JupyterLab at http://127.0.0.1:$(LAB_PORT)/lab (open the URL with the token printed below; Ctrl-C stops it)"
 	$(VENV)/bin/jupyter lab --notebook-dir=. --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.port_retries=0 \
 	  --no-browser $(LAB_ROOT)

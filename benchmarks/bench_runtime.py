@@ -5,15 +5,18 @@ DynamicCache and SDPA (no runtime), (b) the runtime with no policy (full attenti
 attention function and the KV store), (c) the runtime with each named retrieval policy. Prints seconds per frame
 step and per decode step, and ``runtime_overhead_vs_plain`` = runtime/plain (the hook, the store, the accounting).
 
-Part 2 is the ReSV step at long context (the speed target: a ``resv`` frame step costs <= 1.5x the
-no-policy frame step at 1K and 10K cached tokens). A synthetic stream of frame embeddings (no video decode, see
+Part 2 is the ReSV step at long context (the speed target: a ``resv`` frame step costs <= 1.10x the
+no-policy frame step at 1K cached tokens). A synthetic stream of frame embeddings (no video decode, see
 :func:`synthetic_frame_stream`) is streamed with the ``resv`` policy, ``--chunk-frames`` frames per forward (the
 token layout of frame-by-frame streaming; chunks keep the prefill affordable), up to each ``--kv`` length; a
 no-policy session gets a copy of that KV cache. Then ``--steps`` frame steps (',' + 10 frame tokens, the same
 embeddings for both) alternate between the no-policy session and the ``resv`` session (the order flips every step, so
 drifting machine load hits both alike). Printed per length: median ms per step of each, and
 ``resv_step_overhead_vs_plain_<n>k`` = median(resv) / median(no policy); ``resv_step_overhead_vs_plain`` is the
-largest of them. "plain" there is the runtime's no-policy step, the baseline of the speed target.
+largest of them. "plain" there is the runtime's no-policy step, the baseline of the speed target. After the timed
+steps, ``--profile-steps`` more steps of each session run under cProfile and their time is printed by component
+(HC-table update, prediction, attention bookkeeping, SDPA, the model's linear layers): where the overhead goes.
+The first line is the machine calibration (:func:`vrex_lib.envcheck.calibration_line`).
 
     .venv/bin/python benchmarks/bench_runtime.py [--profile default] [--frames 30] [--methods resv rekv]
         [--kv 1000,10000] [--steps 12] [--skip-stream]
@@ -31,8 +34,10 @@ import time
 
 import numpy as np
 import torch
+from _profile import RESV_STEP_PARTS, breakdown, format_breakdown, profile, total_ms
 
 from vrex_lib.config import RuntimeConfig
+from vrex_lib.envcheck import calibration_line
 from vrex_lib.runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession, build_model
 from vrex_lib.runtime.model import FRAME_TOKENS
 
@@ -100,7 +105,8 @@ def copy_without_policy(src, cfg):
     return dst
 
 
-def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int, seed: int = 0):
+def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int, seed: int = 0,
+                     profile_steps: int = 4):
     """Interleaved no-policy vs ``resv`` frame steps at each cache length (see the module docstring); one
     ``resv`` stream is grown through the lengths in increasing order. Yields one dict per length."""
     from vrex_lib.retrieval import make_policy
@@ -125,6 +131,11 @@ def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int,
                 sess.add_frame_embeds(e)
                 if i:
                     times[name].append(time.perf_counter() - t)
+        prof = {}
+        for name, sess in (("plain", plain), ("resv", resv)):
+            if profile_steps:
+                st = profile(lambda: sess.add_frame_embeds(next(frames)), profile_steps)
+                prof[name] = (breakdown(st, RESV_STEP_PARTS, profile_steps), total_ms(st, profile_steps))
         tab = [t for t in resv.policy.tables[model.n_layers // 2:] if t is not None]
         timed = resv.stats[n_steps0 + 1:]  # per-step records of the timed resv steps
         n_sel = sum(float(r["selected"][r["applied"]].sum()) for r in timed)
@@ -136,7 +147,7 @@ def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int,
                    clusters_per_head=float(np.mean([t.n_clusters.double().mean() for t in tab])),
                    tokens_per_cluster=float(np.mean([t.tokens_per_cluster() for t in tab])),
                    selected_frac=n_sel / max(n_cand, 1.0),
-                   prefill_s=t_prefill)
+                   prefill_s=t_prefill, profile=prof)
 
 
 def main() -> None:
@@ -150,6 +161,7 @@ def main() -> None:
     ap.add_argument("--kv", default="1000,10000", help="cached-token counts of the interleaved resv step check")
     ap.add_argument("--steps", type=int, default=12, help="interleaved frame steps per method and length")
     ap.add_argument("--chunk-frames", type=int, default=40, help="frames per forward of the prefill")
+    ap.add_argument("--profile-steps", type=int, default=4, help="frame steps per session profiled after timing")
     ap.add_argument("--skip-stream", action="store_true", help="only part 2 (the resv step check)")
     a = ap.parse_args()
     try:
@@ -159,13 +171,14 @@ def main() -> None:
     if not kv_points or min(kv_points) < 200 or a.steps < 1:
         raise SystemExit("--kv needs token counts >= 200 and --steps >= 1")
     torch.set_num_threads(a.threads)
+    print(calibration_line(), flush=True)
     model = build_model(a.profile, dtype=getattr(torch, a.dtype))
     if not a.skip_stream:
         stream_part(a, model)
     print(f"resv step check: {a.steps} interleaved frame steps per length, {a.threads} thread(s), "
           f"{os.cpu_count()} CPUs, load average before {os.getloadavg()[0]:.1f}")
     ratios = {}
-    for r in resv_step_ratios(model, kv_points, a.steps, a.chunk_frames):
+    for r in resv_step_ratios(model, kv_points, a.steps, a.chunk_frames, profile_steps=a.profile_steps):
         ratios[r["target"]] = r["ratio"]
         print(f"  {r['tokens']:6d} tokens: no policy {r['plain_ms']:7.1f} ms/frame step "
               f"(mean {r['plain_mean_ms']:.1f}), "
@@ -174,6 +187,8 @@ def main() -> None:
               f"(layers >= L/2), "
               f"selected fraction of candidates {r['selected_frac']:.3f}; prefill {r['prefill_s']:.0f} s, "
               f"load average now {os.getloadavg()[0]:.1f}", flush=True)
+        for name, (rows, tot) in r["profile"].items():
+            print(format_breakdown(f"{name} frame step at {r['tokens']} tokens", rows, tot), flush=True)
     for n, v in ratios.items():
         print(f"resv_step_overhead_vs_plain_{n // 1000}k={v:.3f}" if n % 1000 == 0 else
               f"resv_step_overhead_vs_plain_{n}={v:.3f}")

@@ -21,6 +21,7 @@ $(EXEC_DIR)/00_overview.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/01_coin_data.ipynb: \
@@ -48,6 +49,7 @@ $(EXEC_DIR)/01_coin_data.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/video.py
 
@@ -71,6 +73,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/hw/timing.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -96,6 +99,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -170,6 +174,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -245,6 +250,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -301,6 +307,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -326,6 +333,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -338,8 +346,10 @@ $(EXEC_DIR)/05_area_power.ipynb: \
 $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
+  vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/causes.py \
+  vrex_lib/claims/hwmodel.py \
   vrex_lib/claims/performance.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
@@ -353,6 +363,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/fixedpoint.py \
   vrex_lib/hw/timing.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -368,6 +379,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
   vrex_lib/perf/sim.py \
+  vrex_lib/perf/sweep.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/validation.py \
   vrex_lib/perf/workload.py \
@@ -379,6 +391,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
@@ -403,6 +416,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py
 
 $(EXEC_DIR)/08_design_space.ipynb: \
@@ -431,6 +445,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/hw/wtu.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -456,6 +471,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
@@ -517,6 +533,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/policy.py \
   vrex_lib/longctx/run.py \
   vrex_lib/longctx/task.py \
+  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -542,6 +559,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/manifest.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
+  vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \

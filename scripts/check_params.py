@@ -13,12 +13,14 @@ Reads each notebook's cell tagged ``parameters`` and checks every parameter that
   and is refused; ``-r`` values are always strings; YAML values keep YAML's types. An int is accepted for a
   float default, ``None`` only for a ``None`` default; a default that is not a literal accepts anything;
 * ``PROFILE`` and ``RESULTS_DIR`` are set by the Makefile from ``PROFILE=`` and ``RESULTS=``; setting them here
-  would run the notebooks with values the rerun stamp does not record.
+  would run the notebooks with values the rerun stamp does not record;
+* a parameter that takes one of a few values (``GRID``, ``EXTRAPOLATION``, ``SPLIT``: the library's table
+  ``vrex_lib.config.NOTEBOOK_CHOICES``) must have one of them, compared exactly as the notebooks compare it.
 
 Any other token must be a papermill option (checked against papermill's own command line), and not one after
 which the notebooks would not run (``--prepare-only``, ``--help-notebook``). Exit 2 with one line naming the
 parameter or option and the fix. Used by `make reproduce` before anything is written
-(docs/DECISIONS.md D71, D171); :func:`final_values` is reused by ``scripts/coin_stamp.py``.
+(docs/DECISIONS.md D71, D171, D330); :func:`final_values` is reused by ``scripts/coin_stamp.py``.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ import sys
 from pathlib import Path
 
 import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's library, whatever the installed one is
+from vrex_lib.config import NOTEBOOK_CHOICES  # noqa: E402  (stdlib-only module: no torch is imported)
 
 #: Set by the Makefile itself (``-p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS)``).
 MAKE_OWNED = {"PROFILE": "PROFILE=", "RESULTS_DIR": "RESULTS="}
@@ -189,7 +195,11 @@ def _hint(name: str, value: object, default: object, how: str) -> str:
 
 
 def check(nb_dir: Path, args: list[str]) -> None:
-    """Raise :class:`ParamError` (one line) for the first unknown, Makefile-owned or mistyped parameter."""
+    """Raise :class:`ParamError` (one line) for a folder without notebooks, then for the first unknown,
+    Makefile-owned, mistyped or out-of-choice parameter."""
+    if not sorted(nb_dir.glob("[0-9][0-9]_*.ipynb")):
+        raise ParamError(f"NOTEBOOK_DIR={nb_dir} holds no notebooks (NN_name.ipynb); leave NOTEBOOK_DIR unset for "
+                         "the repository's notebooks/ (nothing was run or changed)")
     known = declared(nb_dir)
     given = parameters(args)
     bad = [n for n, _, _ in given if n not in known]
@@ -206,6 +216,17 @@ def check(nb_dir: Path, args: list[str]) -> None:
                     f"PAPERMILL_ARGS: '{how}' gives {name} {_describe(value)}, but {nb} expects "
                     f"{_type_name(default)} (its default is {default!r}); {_hint(name, value, default, how)} "
                     "(nothing was run or changed)")
+        _check_choice(name, value, how, known[name])
+
+
+def _check_choice(name: str, value: object, how: str, where: dict[str, object]) -> None:
+    """A parameter of :data:`NOTEBOOK_CHOICES` must have one of its values."""
+    choices = NOTEBOOK_CHOICES.get(name)
+    if choices is not None and value not in choices:
+        flag = "-r" if how.startswith("-r") else "-p"
+        raise ParamError(f"PAPERMILL_ARGS: '{how}' gives the notebook parameter {name} {value!r}, which is not one "
+                         f"of {', '.join(map(repr, choices))} (a parameter of {', '.join(where)}); use "
+                         f"{' or '.join(f'{flag} {name} {c}' for c in choices)} (nothing was run or changed)")
 
 
 def main(argv: list[str]) -> int:

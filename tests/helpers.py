@@ -2,7 +2,21 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def make_ready() -> bool:
+    """make is installed and the venv and fixture are up to date for it (else a test calling make would run
+    `make setup`, i.e. pip install)."""
+    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
+    if shutil.which("make") is None or not ok.exists() or not coin.exists():
+        return False
+    deps = ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml")
+    return (all((REPO / d).stat().st_mtime <= ok.stat().st_mtime for d in deps if (REPO / d).exists())
+            and (REPO / "data" / "make_coin_mini.py").stat().st_mtime <= coin.stat().st_mtime)
 
 
 def write_notebook(path: Path, code: str) -> None:

@@ -318,9 +318,8 @@ def _ab() -> pd.DataFrame:
 def test_fig19_rows():
     rows = acc_claims.fig19_rows(_ab(), None, STANDIN, _evidence(), TASKS5)
     df = report.to_frame(rows, "default").set_index("claim")
-    assert df.verdict[["fig19.acc_drop.resv_noclust", "fig19.acc_drop.resv", "fig19.speedup.resv_noclust",
-                       "fig19.speedup.resv"]].eq("NOT RUN").all()
-    assert "no ReSV-without-clustering method" in df.loc["fig19.speedup.resv", "cause_detail"]
+    assert df.verdict[["fig19.acc_drop.resv_noclust", "fig19.acc_drop.resv"]].eq("NOT RUN").all()
+    assert not any(k.startswith("fig19.speedup") for k in df.index)  # the simulator's rows (claims.hwmodel)
     assert df.loc["fig19.scored_keys_ratio", "reproduced"] == pytest.approx(8.0)
     assert df.loc["fig19.select_time_ratio", "reproduced"] == pytest.approx(3.5)
     assert df.loc["fig19.resv.attn_err", "verdict"] == "NOT RUN"  # undefined: explained, not dropped

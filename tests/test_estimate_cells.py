@@ -146,3 +146,27 @@ def test_system_power_uses_the_estimators_dram_energy(tmp_path):
     p48 = T.system_power_parts("vrex48", 1.0, cache_dir=tmp_path)  # HBM2e: the cited rows; host DDR4: CACTI-IO
     assert p48["host_dram"] == pytest.approx(get_system("vrex48").pcie * 8 * dram_energy("ddr4", cache_dir=tmp_path)
                                              .total_pj_per_bit * 1e-12)
+
+
+def test_a_summary_without_synthesis_is_not_run_not_a_crash(tmp_path):
+    """Notebook 04 in the smoke profile writes hdl/summary.json without synthesis; notebook 05 then reports the
+    CACTI + cells rows NOT RUN with why, instead of failing inside the model (docs/DECISIONS.md D323)."""
+    import json
+
+    from vrex_lib.estimate import synth
+
+    p = tmp_path / "summary.json"
+    entry = {"synth": None, "memory_bits": 8}
+    p.write_text(json.dumps({"size": "smoke", "tools": {"yosys": "Yosys 0.23"},
+                             "blocks": {"hcu": entry, "wtu": entry, "kvmu": entry}}))
+    found, why = synth.ensure_summary(p, run_if_missing=False)
+    assert found is None and "no cell counts for hcu, wtu, kvmu" in why and "size 'smoke'" in why
+    p.write_text(json.dumps({"size": "default", "tools": {"yosys": None}, "blocks": {"hcu": entry}}))
+    assert "yosys was not installed" in synth.ensure_summary(p, run_if_missing=True)[1]
+    cells = {"cells_by_type": {"$_AND_": 3}}
+    p.write_text(json.dumps({"size": "default", "tools": {"yosys": "Yosys"},
+                             "blocks": {"hcu": cells, "wtu": {"synth": cells}}}))
+    assert synth.ensure_summary(p, run_if_missing=False) == (p, "")
+    p.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a summary.json of vrex_lib.hw.verify"):
+        synth.ensure_summary(p, run_if_missing=False)

@@ -122,7 +122,7 @@ def test_resume_under_another_configuration_is_an_error(tiny, tmp_path, change):
                 method_kwargs=base["method_kwargs"], max_new_tokens=base["max_new_tokens"])
     before = out.read_bytes()
     kw = {**base, **change}
-    with pytest.raises(ValueError, match="another run") as e:
+    with pytest.raises(ValueError, match="another configuration") as e:
         ev.run_eval("step", kw.pop("method"), "smoke", out, model=tiny, max_samples=2, progress=False,
                     reference=None, **kw)
     assert str(out) in str(e.value) and "--out" in str(e.value)
@@ -145,7 +145,7 @@ def test_resume_after_the_data_file_changed_is_an_error(tiny, tmp_path, coin_cop
 def test_rows_without_configuration_key_are_not_resumed(tiny, tmp_path):
     out = tmp_path / "step.jsonl"
     out.write_text(json.dumps({"sample_id": "x", "index": 0, "task": "step", "method": "resv"}) + "\n")
-    with pytest.raises(ValueError, match=r"another run \(method: 'resv' there, 'full' now"):
+    with pytest.raises(ValueError, match=r"another configuration \(method: 'resv' there, 'full' now"):
         ev.run_eval("step", "full", "smoke", out, model=tiny, max_samples=1, **KW)
 
 

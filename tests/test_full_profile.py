@@ -142,7 +142,7 @@ def test_eval_runs_a_sample_and_names_the_tiny_model(tiny_videollm, tmp_path, re
     # the identity is in the configuration key: the same file does not resume under another dtype
     assert ev.main(_eval_args(tiny_videollm, repo, out, "--device", "cpu", "--dtype", "bfloat16")) == 2
     err = capsys.readouterr().err
-    assert "another run" in err and "model_identity" in err
+    assert "another configuration" in err and "model_identity" in err
 
 
 def test_workload_measure_two_checkpoints_names_the_tiny_model(tiny_videollm, tmp_path):

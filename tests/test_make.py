@@ -7,25 +7,18 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from helpers import make_ready
 
 REPO = Path(__file__).resolve().parent.parent
 
-def _built() -> bool:
-    """The venv and fixture are up to date for make (else a test would run `make setup`, i.e. pip install)."""
-    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
-    if not ok.exists() or not coin.exists():
-        return False
-    deps = ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml")
-    return (all((REPO / d).stat().st_mtime <= ok.stat().st_mtime for d in deps if (REPO / d).exists())
-            and (REPO / "data" / "make_coin_mini.py").stat().st_mtime <= coin.stat().st_mtime)
-
-
-pytestmark = pytest.mark.skipif(shutil.which("make") is None or not _built(),
-                                reason="needs make and an up-to-date .venv and data/coin_mini (make setup)")
+pytestmark = pytest.mark.skipif(not make_ready(), reason="needs make and an up-to-date .venv and data/coin_mini "
+                                                         "(make setup)")
 
 NB = {
     "cells": [
@@ -141,6 +134,8 @@ def _untouched(res: Path) -> bool:
     (("PROFILE=smoke", "PAPERMILL_ARGS=-p FLAG false"), "'-p FLAG false' gives FLAG a str 'false'"),
     (("PROFILE=smoke", "PAPERMILL_ARGS=-p X two"), "but 00_demo.ipynb expects an int"),
     (("PROFILE=smoke", "PAPERMILL_ARGS=-p PROFILE full"), "use make ... PROFILE=<value>"),
+    (("PROFILE=smoke", "JOBS=abc"), "JOBS=abc is not a number of notebooks to run at a time"),
+    (("PROFILE=smoke", "NOTEBOOK_DIR=/nonexistent"), "NOTEBOOK_DIR=/nonexistent holds no notebooks"),
 ])
 def test_bad_profile_or_parameter_is_refused_before_anything_is_written(tmp_path, nbdir, args, msg):
     r = make("reproduce", *args, tmp=tmp_path, nbdir=nbdir)
@@ -236,6 +231,90 @@ def test_changed_coin_annotations_or_videos_rerun_the_coin_notebooks(tmp_path, n
     r = make(*args, tmp=tmp_path, nbdir=nbdir)
     assert r.returncode == 0 and "COIN annotations or videos changed" in r.stdout
     assert _runs(tmp_path)[2:] == ["coin full"]
+
+
+# ------------------------------------------------------------------ interrupts, the run lock, stale results
+
+NB_SLEEP = {**NB, "cells": [
+    {**NB["cells"][0], "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'SLEEP = 0\n']},
+    {**NB["cells"][1], "source": ["import time\n", "from pathlib import Path\n",
+                                  "with open(Path(RESULTS_DIR) / 'runs.log', 'a') as f:\n",
+                                  "    f.write(f'{PROFILE} {SLEEP}\\n')\n",
+                                  "time.sleep(SLEEP)\n",
+                                  "from vrex_lib import report\n",
+                                  "report.write_table(\"t_demo\", [report.info_row(\"demo\", \"x\", \"\", 1.0)], "
+                                  "profile=PROFILE, out=RESULTS_DIR)\n"]}]}
+
+
+def _start(tmp, nbdir, *args) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "VREX_THREADS": "1"}
+    env.pop("MAKEFLAGS", None)
+    return subprocess.Popen(["make", "--no-print-directory", "-C", str(REPO), f"RESULTS={tmp / 'res'}",
+                             f"NOTEBOOK_DIR={nbdir}", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, start_new_session=True)
+
+
+def _wait_for(cond, p: subprocess.Popen, timeout_s: float = 120) -> None:
+    t0 = time.monotonic()
+    while not cond():
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() - t0 < timeout_s, "the notebook did not start"
+        time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_an_interrupt_and_leaves_the_report_stale(tmp_path, nbdir):
+    (nbdir / "00_demo.ipynb").write_text(json.dumps(NB_SLEEP))
+    res = tmp_path / "res"
+    assert make("reproduce", "PROFILE=smoke", tmp=tmp_path, nbdir=nbdir).returncode == 0
+    # a rebuild with other parameters, interrupted (Ctrl-C reaches the whole process group) while the notebook runs
+    p = _start(tmp_path, nbdir, "reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p SLEEP 60")
+    _wait_for(lambda: len(_runs(tmp_path)) == 2, p)
+    # the same results folder cannot be reported on while the rebuild holds it: refused, the banner stays
+    r = make("report", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "is running on this results folder" in r.stderr and "Traceback" not in r.stderr
+    assert (res / "REPORT.md").read_text().startswith(report_stale_mark())
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    # (the kernel's start-up warning came before the interrupt, as in every papermill run)
+    assert [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("[IPKernelApp] WARNING")] == [
+        f"make reproduce (PROFILE=smoke, RESULTS={res}): interrupted; {res}/REPORT.md stays marked stale; the "
+        "finished notebooks are kept and `make reproduce` continues from them"], err
+    assert "FAILED" not in out + err and "done" not in out
+    assert not list((res / "executed").glob("*FAILED*")) and not list((res / "executed").glob(".*.running.*"))
+    assert (res / "REPORT.md").read_text().startswith(report_stale_mark())
+    # after the interrupt the notebook's results are older than the parameters: `make report` says so
+    r = make("report", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "00_demo.ipynb: stale" in r.stderr and "-p SLEEP 60" in r.stderr, r.stderr
+    text = (res / "REPORT.md").read_text()
+    assert text.startswith(report_stale_mark()) and "`notebooks/00_demo.ipynb`: stale" in text
+
+
+def report_stale_mark() -> str:
+    from vrex_lib import report
+
+    return report.STALE_MARK
+
+
+def test_lab_refuses_a_port_that_is_no_port(tmp_path, nbdir):
+    r = make("lab", "LAB_PORT=88a8", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode != 0 and "LAB_PORT=88a8 is not a port number (1-65535)" in r.stderr, r.stderr
+
+
+def test_lab_builds_the_coin_fixture_first(tmp_path, nbdir):
+    r = make("-n", "-W", "data/make_coin_mini.py", "lab", tmp=tmp_path, nbdir=nbdir)
+    assert r.returncode == 0
+    out = r.stdout
+    assert "make_coin_mini.py" in out and out.index("make_coin_mini.py") < out.index("jupyter lab")
+
+
+def test_a_choice_parameter_is_checked_before_any_notebook_runs(tmp_path, nbdir):
+    r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p GRID ful", tmp=tmp_path,
+             nbdir=REPO / "notebooks")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "the notebook parameter GRID 'ful', which is not one of 'profile', 'full'" in r.stderr
+    assert "-p GRID profile or -p GRID full" in r.stderr and "grid=" not in r.stderr
+    assert _untouched(tmp_path / "res")
 
 
 # ------------------------------------------------------------------ per-notebook dependencies

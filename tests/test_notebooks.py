@@ -1,36 +1,70 @@
-"""Every notebook executes end to end in the smoke profile (what CI runs), stores its figures as images, and
-every FAIL / NOT RUN row it writes names its cause."""
+"""Every notebook executes end to end in the smoke profile as a user runs them -- `make reproduce PROFILE=smoke`:
+one results folder, the Makefile's order (02/03/06/08/09 after the workload file, 05 after 04's yosys summary, 07
+last) -- stores its figures as images and no absolute path of this machine, and every FAIL / NOT RUN row it writes
+names its cause."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import make_ready
 
 from vrex_lib import report
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not make_ready(), reason="needs make and an up-to-date .venv and data/coin_mini "
+                                                          "(make setup)")]
 
-@pytest.mark.slow
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """(results folder, the run) of `make reproduce PROFILE=smoke` into a fresh results folder."""
+    res = tmp_path_factory.mktemp("chain") / "results"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MAKELEVEL", "VREX_RESULTS_DIR", report.MANIFEST_ENV)}
+    env.update(PYTHONPATH=str(REPO), VREX_THREADS="1")
+    r = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "reproduce", "PROFILE=smoke",
+                        f"RESULTS={res}"], capture_output=True, text=True, env=env, timeout=3000)
+    return res, r
+
+
+def _tail(r: subprocess.CompletedProcess) -> str:
+    return (r.stdout[-1500:] + "\n--- stderr ---\n" + r.stderr[-3000:]).strip()
+
+
+def test_make_reproduce_smoke_completes_with_a_complete_report(chain):
+    res, r = chain
+    assert r.returncode == 0, _tail(r)
+    assert "reproduce: done" in r.stdout and "FAILED" not in r.stderr, _tail(r)
+    text = (res / "REPORT.md").read_text()
+    assert text.startswith("# vrex reproduction report") and "## Incomplete" not in text
+    assert (res / report.REPORT_HTML).is_file() and (res / "tables" / "summary.csv").is_file()
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_in_smoke_profile(nb: Path, tmp_path):
-    papermill = pytest.importorskip("papermill")
-    res = tmp_path / "results"
-    papermill.execute_notebook(str(nb), str(tmp_path / nb.name), parameters=dict(PROFILE="smoke", RESULTS_DIR=str(res)),
-                               kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
-    cells = json.loads((tmp_path / nb.name).read_text())["cells"]
-    _check_outputs(nb.name, cells)
+def test_notebook_runs_in_the_smoke_chain(nb: Path, chain):
+    res, r = chain
+    executed = res / "executed" / nb.name
+    assert executed.is_file(), f"{nb.name} did not complete in `make reproduce PROFILE=smoke`:\n{_tail(r)}"
+    cells = json.loads(executed.read_text())["cells"]
+    _check_outputs(nb.name, cells, res)
+    man = json.loads((res / "executed" / f"{nb.stem}.manifest.json").read_text())
+    mine = report.collect_tables(res)
+    mine = mine[mine["table"].isin(man["tables"])]
     # a FAIL or NOT RUN row must say why (report.CAUSES): the library function that builds it sets the cause
-    why = report.unexplained(report.collect_tables(res))
+    why = report.unexplained(mine)
     ids = list(why["table"] + ":" + why["claim"])
     assert not ids, f"{nb.name}: {len(ids)} FAIL / NOT RUN rows without a cause, e.g. {ids[:8]}"
     # every comparison table the notebook's code writes is there, complete, from this profile, with verdicts
-    expected = report.expected_tables(nb.parent)[nb.name]
-    for tid in expected:
+    for tid in report.expected_tables(nb.parent)[nb.name]:
         df = report.read_table(tid, res)
-        assert len(df) > 0, f"{nb.name}: table {tid} is empty"
+        assert len(df) > 0 and tid in man["tables"], f"{nb.name}: table {tid} is empty or not its own"
         assert list(df.columns) == report.COLUMNS, f"{nb.name}: table {tid} has columns {list(df.columns)}"
         assert set(df["profile"]) == {"smoke"}, f"{nb.name}: table {tid} was not written by this run"
         assert set(df["verdict"]) <= {report.PASS, report.FAIL, report.INFO_V, report.MISSING}
@@ -39,19 +73,21 @@ def test_notebook_runs_in_smoke_profile(nb: Path, tmp_path):
         df = report.read_table("design_space", res)
         assert len(df) > 0 and set(df["profile"]) == {"smoke"}, f"{nb.name}: design_space.csv not from this run"
         assert {"pareto_latency", "pareto_area", "is_paper"} <= set(df.columns) and df["is_paper"].any()
-    elif not expected:  # the summary notebook: the report itself
-        text = (res / "REPORT.md").read_text()
-        assert text.startswith("# vrex reproduction report") and "Verdicts:" in text, f"{nb.name}: no REPORT.md"
-        assert (res / report.REPORT_HTML).is_file() and (res / "tables" / "summary.csv").is_file()
 
 
-def _check_outputs(name: str, cells: list[dict]) -> None:
-    """Figures are stored as images, widgets never as their text repr, progress bars never as a frozen frame."""
+def _check_outputs(name: str, cells: list[dict], res: Path) -> None:
+    """Figures are stored as images, widgets never as their text repr, progress bars never as a frozen frame, and
+    no output names a folder of this machine (the checkout, the results folder, home)."""
+    machine = [str(REPO), str(res), os.path.expanduser("~") + "/"]
     for c in cells:
         for o in c.get("outputs", []):
             text = json.dumps(o.get("data", {}).get("text/plain", "")) + json.dumps(o.get("text", ""))
             assert "interactive(children" not in text, f"{name}: a widget stored as text: {text[:120]}"
             assert "%|" not in text, f"{name}: a progress bar stored in the notebook: {text[:120]}"
+            stored = json.dumps({k: v for k, v in o.items() if k != "data"}) + json.dumps(
+                {m: v for m, v in o.get("data", {}).items() if m.startswith("text/")})
+            hit = next((p for p in machine if p in stored), None)
+            assert hit is None, f"{name}: a stored output names {hit}: {stored[stored.find(hit) - 80:][:200]}"
     if name.startswith("08_"):  # the design-space panel, drawn as static images under papermill
         src = next(c for c in cells if "panel(draw" in "".join(c.get("source", "")))
         n_img = sum("image/png" in o.get("data", {}) for o in src["outputs"])

@@ -88,5 +88,6 @@ def test_validation_rows_beside_published_measurements():
     rows, df = CMP.validation_rows()
     assert len(rows) == len(df) >= 6 and all(r.verdict() == report.INFO_V for r in rows)
     eager = df.set_index("key").loc["decode.a100.eager.Llama-2-7B"]
-    assert eager.ratio == pytest.approx(1.0, abs=0.02)  # the point that defines stack.eager_host_op_s
+    # the point that defines stack.eager_host_op_s (as if the whole step were host-bound; its GEMVs are device-bound)
+    assert eager.ratio == pytest.approx(1.0, abs=0.05)
     assert df.ratio.between(0.2, 5).all() and df.source.str.len().gt(20).all()

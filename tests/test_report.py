@@ -3,6 +3,7 @@ one self-contained page; the manifests that make a deleted table visible; the st
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import re
@@ -14,9 +15,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
-from vrex_lib import notebook, paper, report
+from vrex_lib import _io, notebook, paper, report
 from vrex_lib.report import layout
-from helpers import write_notebook
+from helpers import make_ready, write_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 TOL = paper.Tolerance("rel", 0.1)
@@ -353,15 +354,8 @@ def test_headless_notebook_stores_images_and_no_frozen_progress_bar(tmp_path):
     assert sum("image/png" in o.get("data", {}) for o in outputs) == 1  # shown once, as a static image
 
 
-def _built() -> bool:
-    ok, coin = REPO / ".venv" / ".ok", REPO / "data" / "coin_mini" / "COIN.json"
-    return ok.exists() and coin.exists() and all(
-        (REPO / d).stat().st_mtime <= ok.stat().st_mtime
-        for d in ("environment.yml", "requirements.txt", "requirements-nodeps.txt", "pyproject.toml"))
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _built(), reason="needs an up-to-date .venv and data/coin_mini (make setup)")
+@pytest.mark.skipif(not make_ready(), reason="needs make and an up-to-date .venv and data/coin_mini (make setup)")
 def test_make_reproduce_manifest_and_stale_report(tmp_path):
     """End to end through make + papermill: a table id computed at run time, deleted, makes `make report` fail;
     a failed `make reproduce` leaves the previous REPORT.md marked stale."""
@@ -396,3 +390,109 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
     assert r.returncode != 0 and "00_dyn.ipynb FAILED" in r.stderr
     text = (res / "REPORT.md").read_text()
     assert text.startswith(report.STALE_MARK + " a make run started rebuilding these results")
+
+
+# --- every table validated, stale notebooks, the run lock (docs/DECISIONS.md D325-D327) --------------------------
+def _manifest_run(out: Path, monkeypatch, nb: str, write) -> None:
+    """``write()`` as notebook ``nb``'s run under make (its manifest records what it wrote)."""
+    monkeypatch.setenv(report.MANIFEST_ENV, str(out / "executed" / f"{nb}.manifest.json"))
+    report.start_manifest()
+    write()
+    monkeypatch.delenv(report.MANIFEST_ENV)
+
+
+def test_a_cut_or_edited_table_is_damaged_and_out_of_every_count(tmp_path, monkeypatch, capsys):
+    out, nbs = _results(tmp_path / "results"), tmp_path / "nbs"
+    nbs.mkdir()
+    write_notebook(nbs / "05_area.ipynb", "pass")
+    rows = [report.Row(f"table3.x{i}", "q", "mW", 10.0, 10.5, TOL, "Table III") for i in range(8)]
+    _manifest_run(out, monkeypatch, "05_area",
+                  lambda: report.write_table("table3", rows, profile="default", title="Table III", out=out))
+    path = out / "tables" / "table3.csv"
+    whole = path.read_bytes()
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 0
+    n_pass = int(pd.read_csv(out / "tables" / "summary.csv").query("verdict == 'PASS'")["rows"].sum())
+    path.write_bytes(whole[:300])  # cut mid-row: a truncated copy
+    assert "cut: its last line is unfinished" in report.damaged_tables(out)["table3.csv"]
+    path.write_bytes(whole[:whole.index(b"\n", 300) + 1])  # cut at a line boundary: the row count tells
+    assert "rows, but the last run of its notebook wrote 8" in report.damaged_tables(out)["table3.csv"]
+    assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 1
+    assert "table3.csv: " in capsys.readouterr().err
+    summary = pd.read_csv(out / "tables" / "summary.csv")
+    assert int(summary.query("verdict == 'PASS'")["rows"].sum()) == n_pass - 8  # none of its rows is counted
+    md = (out / "REPORT.md").read_text()
+    assert "`results/tables/table3.csv`: " in md and "table3.x0" not in md
+    path.write_bytes(whole.replace(b"PASS", b"PASSED", 1))  # an edited verdict
+    assert "has verdict 'PASSED', not one of" in report.damaged_tables(out)["table3.csv"]
+    path.write_bytes(whole)
+    assert "table3.csv" not in report.damaged_tables(out)
+
+
+def test_notebooks_older_than_their_inputs_are_stale(tmp_path):
+    out, nbs = _results(tmp_path / "results"), tmp_path / "nbs"
+    nbs.mkdir()
+    write_notebook(nbs / "00_a.ipynb", "pass")
+    write_notebook(nbs / "01_b.ipynb", "pass")
+    (out / "executed").mkdir()
+    for nb in ("00_a", "01_b"):
+        (out / "executed" / f"{nb}.ipynb").write_text("{}")
+    t = (out / "executed" / "00_a.ipynb").stat().st_mtime
+    (out / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")
+    for p in [out / ".params", *nbs.iterdir()]:
+        os.utime(p, (t - 60, t - 60))  # inputs older than the runs: nothing stale
+    assert report.stale_notebooks(out, nbs) == {}
+    os.utime(nbs / "01_b.ipynb", (t + 60, t + 60))  # a notebook edited after its run
+    os.utime(out / ".params", (t + 60, t + 60))  # and parameters changed by a rebuild that stopped
+    (out / ".params").write_text("PROFILE=default PAPERMILL_ARGS=-p GRID full\n")
+    stale = report.stale_notebooks(out, nbs)
+    assert "parameters changed to `PROFILE=default PAPERMILL_ARGS=-p GRID full`" in stale["00_a.ipynb"]
+    assert "older than" in stale["01_b.ipynb"] and "01_b.ipynb" in stale["01_b.ipynb"]
+    (out / "executed" / ".00_a.running.ipynb").write_text("{}")  # a run killed without cleaning up
+    assert "stopped before it finished" in report.stale_notebooks(out, nbs)["00_a.ipynb"]
+    md = report.build_report(out, notebook_dir=nbs).read_text()
+    assert md.startswith(report.STALE_MARK + " The results of 00_a.ipynb, 01_b.ipynb are older than their inputs")
+    assert "`notebooks/01_b.ipynb`: stale (" in md
+
+
+def test_the_report_is_refused_while_a_run_holds_the_results_folder(built, capsys):
+    out, _ = built
+    before = (out / "REPORT.md").read_bytes()
+    with open(out / ".lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("make reproduce (PROFILE=default, RESULTS=results) (pid 1)\n")
+        held.flush()
+        assert report.main(["--results", str(out), "--mark-stale", "x"]) == 75
+        assert report.main(["--results", str(out)]) == 75
+    err = capsys.readouterr().err
+    assert "refused: make reproduce (PROFILE=default, RESULTS=results) (pid 1) is running" in err
+    assert (out / "REPORT.md").read_bytes() == before
+    os.environ[_io.RUN_LOCK_ENV] = str((out / ".lock").resolve())  # a step of that very run (scripts/locked.py)
+    try:
+        with open(out / ".lock", "a+") as held:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            assert report.main(["--results", str(out), "--allow-missing"]) == 0
+    finally:
+        del os.environ[_io.RUN_LOCK_ENV]
+
+
+def test_a_live_session_never_writes_into_the_folder_make_owns(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv(notebook.HEADLESS_ENV, raising=False)
+    monkeypatch.delenv("VREX_RESULTS_DIR", raising=False)
+    made = tmp_path / "res"
+    made.mkdir()
+    (made / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")  # `make reproduce` filled it
+    mine = tmp_path / "mine"
+    assert notebook.results_folder(str(made)) == made  # plain Python (a script, the tests)
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell(":memory:"))  # papermill: make's own run
+    assert notebook.results_folder(str(made)) == made
+    monkeypatch.setattr(notebook, "_ipython", lambda: _FakeShell(Path("/home/u/.ipython/history.sqlite")))  # live
+    assert notebook.results_folder(str(made)) == made / notebook.LIVE_SUBDIR
+    assert "live session: results go to" in capsys.readouterr().out
+    assert notebook.results_folder("") == REPO / "results" / notebook.LIVE_SUBDIR
+    assert notebook.results_folder(str(mine)) == mine  # a folder of the user's own choosing
+
+
+def test_a_results_folder_that_does_not_exist_is_not_created_by_the_report(tmp_path, capsys):
+    typo = tmp_path / "resluts"
+    assert report.main(["--results", str(typo)]) == 2
+    assert f"--results {typo} does not exist" in capsys.readouterr().err and not typo.exists()

@@ -204,7 +204,10 @@ def test_run_is_cached_by_its_inputs_and_resumes(tiny, tmp_path, monkeypatch):
     part = out.with_name(out.name + ".partial.json")
     part.write_text(json.dumps(dict(inputs_key=key2, records={d["records"][0]["trial"]: {
         r["method"]: r for r in d["records"]}})))
-    longctx.run("smoke", g2, out=out, model=tiny, progress=False)
+    with pytest.raises(ValueError, match=r"holds the study of another configuration \(.*methods"):
+        longctx.run("smoke", g2, out=out, model=tiny, progress=False)  # out holds g's study: not replaced silently
+    assert json.loads(out.read_text()) == d and len(calls) == 1
+    longctx.run("smoke", g2, out=out, model=tiny, progress=False, replace=True)
     assert calls[-1] == ["infinigen"]
     assert [r["method"] for r in longctx.read_results(out)["records"]] == ["full", "resv", "infinigen"]
 
@@ -291,6 +294,6 @@ def test_cli_refuses_bad_grid_values_before_loading_a_model(capsys):
     from vrex_lib.longctx.__main__ import main
 
     assert main(["run", "--profile", "smoke", "--depths", "0,2"]) == 2
-    assert "depths (0.0, 2.0) must lie in [0, 1]" in capsys.readouterr().err
+    assert "--depths '0,2': '2' is not a depth in [0, 1]" in capsys.readouterr().err
     assert main(["run", "--profile", "smoke", "--lengths", "1k"]) == 2
-    assert "--lengths expects comma-separated int values" in capsys.readouterr().err
+    assert "--lengths '1k': '1k' is not a whole token count" in capsys.readouterr().err

@@ -185,3 +185,51 @@ def test_coin_stamp_follows_annotations_and_video_listing(tmp_path):
     (coin / "COIN.json").write_text("{} ")
     assert stamp.stamp("full", args).splitlines()[0] != first.splitlines()[0]
     assert stamp.stamp("full", []).startswith("COIN data unavailable (ValueError: profile 'full' needs coin_root")
+
+
+# ------------------------------------------------------------------ choice parameters (D330)
+
+
+@pytest.mark.parametrize("args, bad", [(["-p", "GRID", "ful"], "GRID 'ful'"),
+                                       (["-y", "EXTRAPOLATION: linear"], "EXTRAPOLATION 'linear'"),
+                                       (["-r", "SPLIT", "test"], "SPLIT 'test'")])
+def test_a_choice_parameter_must_have_one_of_its_values(args, bad):
+    with pytest.raises(params.ParamError, match=rf"the notebook parameter {bad}, which is not one of") as e:
+        params.check(REPO / "notebooks", args)
+    assert "grid=" not in str(e.value) and "(nothing was run or changed)" in str(e.value)
+    params.check(REPO / "notebooks", ["-p", "GRID", "full", "-p", "EXTRAPOLATION", "loglog-fit",
+                                      "-r", "SPLIT", "training"])
+
+
+# ------------------------------------------------------------------ scrub_outputs (D329), locked.py (D325, D328)
+
+scrub = _script("scrub_outputs")
+
+
+def test_stored_outputs_lose_the_machine_folders_but_keep_sources(tmp_path):
+    res = tmp_path / "res"
+    home = os.path.expanduser("~")
+    nb = {"cells": [{"cell_type": "code", "source": [f"RESULTS_DIR = '{res}'"], "outputs": [
+        {"output_type": "stream", "name": "stderr", "text": [f"listed in {res}/eval03/x.skips.csv\n",
+                                                             f"{REPO}/data/coin_tiny/COIN.json and {REPO}\n"]},
+        {"output_type": "execute_result", "data": {"text/plain": f"PosixPath('{res}/figures/a.png')",
+                                                   "image/png": "iVBOR"}},
+        {"output_type": "error", "ename": "E", "evalue": f"{home}/x", "traceback": [f"File {REPO}/vrex_lib/x.py"]}]}]}
+    cell = scrub.scrub_notebook(json.loads(json.dumps(nb)), str(res))["cells"][0]
+    out = json.dumps(cell["outputs"])
+    assert str(res) not in out and str(REPO) not in out
+    assert "RESULTS_DIR/eval03/x.skips.csv" in out and "data/coin_tiny/COIN.json and ." in out
+    assert "RESULTS_DIR/figures/a.png" in out and "File vrex_lib/x.py" in out and '"~/x"' in out
+    assert cell["source"] == nb["cells"][0]["source"]  # the source is kept as it ran
+    inside = scrub.replacements(str(REPO / "results" / "smoke"))
+    assert scrub.scrub_text(f"-> {REPO}/results/smoke/t.csv; {home}fs", inside) == f"-> results/smoke/t.csv; {home}fs"
+
+
+def test_locked_tells_its_command_the_lock_it_holds(tmp_path):
+    import subprocess
+    import sys
+
+    lock = tmp_path / ".lock"
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "locked.py"), str(lock), "demo", "--", sys.executable,
+                        "-c", "import os; print(os.environ['VREX_RUN_LOCK'])"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == str(lock.resolve()), r.stderr

@@ -17,9 +17,10 @@ hw                                  MyHDL DRE (HCU, WTU, KVMU), timing, Verilog/
 runtime, retrieval                  streaming video LLM + hierarchical KV store; one policy per method
 resv, keys, selection               ReSV (hash bits, HC table, WiCSum); post-RoPE Q/K capture; Selection
 coin, video, llm_weights            COIN annotations/tasks/metric; frame decoding; offline LLM weights
-paper, config, profiles, methods, choices, _io
+paper, config, profiles, methods, choices, memtech, _io
                                     the paper's printed numbers; every default; the profile records; the
-                                    method table; the open choices and their ranges; atomic file writes
+                                    method table; the open choices and their ranges; one record per memory
+                                    technology; atomic file writes
 ```
 """
 __version__ = "1.0.0"
@@ -34,5 +35,5 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runtime", "retrieval"),
     ("resv", "keys", "selection"),
     ("coin", "video", "llm_weights"),
-    ("paper", "config", "profiles", "methods", "choices", "_io"),
+    ("paper", "config", "profiles", "methods", "choices", "memtech", "_io"),
 )

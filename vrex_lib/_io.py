@@ -1,6 +1,8 @@
 """Atomic file writes that honour the umask: readers see the old file or the whole new one, never a torn one.
 
     write_bytes(path, data); write_text(path, text); write_json(path, obj)
+    check_output(path, kind, flag="--out", requested=..., force=..., replace=...)   # before any work
+    with run_lock(results / ".lock", "make report"): ...                              # one writer per folder
 
 ``tempfile.mkstemp`` creates its file with mode 0600 whatever the umask; a result shared with a group (or
 read by a web server) would then be unreadable. The temp file is therefore chmod-ed to ``0666 & ~umask``
@@ -8,11 +10,15 @@ read by a web server) would then be unreadable. The temp file is therefore chmod
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +109,148 @@ def check_writable_dir(folder: str | os.PathLike, what: str) -> Path:
         raise PermissionError(f"{what}: cannot write in {d} ({err.strerror or err}); choose a writable folder "
                               "or fix its permissions") from None
     return d
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a command may overwrite (docs/DECISIONS.md D320)
+# ---------------------------------------------------------------------------------------------------------------
+class OutputRefused(ValueError):
+    """An output path a command must not write; the message is the one line to print (flag, file, fix)."""
+
+
+def _no_configuration(doc: Any) -> dict:
+    return {}
+
+
+@dataclass(frozen=True)
+class OutputKind:
+    """What a command writes at one path, for :func:`check_output`.
+
+    name: what such a file is, in messages ("workload file"); holds: what it holds ("workload");
+    read: ``path -> (document, '')`` or ``(None, why it is not one)``; configuration: the fields of a document
+    that say what was requested (compared with the request); differ: ``(document, requested) -> [difference]``
+    when the comparison is not field by field (default :func:`config_diff` of the configuration)."""
+
+    name: str
+    holds: str
+    read: Callable[[Path], tuple[Any, str]]
+    configuration: Callable[[Any], Mapping] = _no_configuration
+    differ: Callable[[Any, Mapping], list[str]] | None = None
+
+    def diff(self, doc: Any, requested: Mapping) -> list[str]:
+        if self.differ is not None:
+            return self.differ(doc, requested)
+        return config_diff(self.configuration(doc), requested)
+
+
+def config_diff(old: Mapping, new: Mapping, prefix: str = "") -> list[str]:
+    """The fields two configurations disagree on, as ``"name <old> there, <new> now"``; fields absent from either
+    side are left out, and two mappings are compared field by field (``"study.max_new_tokens 6 there, 4 now"``)."""
+    out = []
+    for k in new:
+        if k not in old or old[k] == new[k]:
+            continue
+        if isinstance(old[k], Mapping) and isinstance(new[k], Mapping):
+            out += config_diff(old[k], new[k], f"{prefix}{k}.") or [f"{prefix}{k} differs"]
+        else:
+            out.append(f"{prefix}{k} {old[k]!r} there, {new[k]!r} now")
+    return out
+
+
+def read_json_document(path: Path, schema: str | None = None, what: str = "") -> tuple[dict | None, str]:
+    """(the JSON object at ``path``, '') or (None, why it is not one: unreadable, not JSON, not an object, another
+    ``schema``); ``what`` names such a document in the reason ("workload document")."""
+    try:
+        d = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"cannot be read: {getattr(err, 'strerror', None) or err}"
+    except json.JSONDecodeError as err:
+        return None, f"not JSON: {err.msg} at line {err.lineno}"
+    if not isinstance(d, dict):
+        return None, f"a JSON {type(d).__name__}, not a {what or (schema or 'JSON') + ' document'}"
+    if schema is not None and d.get("schema") != schema:
+        return None, f"schema {d.get('schema')!r}, not {schema!r}"
+    return d, ""
+
+
+def json_kind(name: str, holds: str, schema: str,
+              configuration: Callable[[Any], Mapping] = _no_configuration) -> OutputKind:
+    """The :class:`OutputKind` of a JSON document carrying ``"schema": schema``."""
+    return OutputKind(name, holds, lambda p: read_json_document(p, schema, name), configuration)
+
+
+def check_output(path: str | os.PathLike, kind: OutputKind | None, *, flag: str, requested: Mapping | None = None,
+                 force: bool = False, replace: bool = False, example: str | None = None) -> Any:
+    """Refuse, before any work, a path a command must not write; returns the document already there when it may
+    be reused or resumed (of ``kind`` and, if ``requested`` is given, of that configuration), else None.
+
+    Refused (:class:`OutputRefused` naming ``flag``, the file and the fix): a folder, a FIFO or device, a file or
+    folder that cannot be written; with a ``kind``, an existing file that is not one (unless ``force``) or one
+    whose configuration differs from ``requested`` (unless ``replace`` or ``force``). ``example``: what to pass
+    instead of a folder or a device, e.g. ``"--out results/x.json"``."""
+    p = Path(path)
+    eg = f", e.g. {example}" if example else ""
+    if p.is_dir():
+        raise OutputRefused(f"{flag} {p} is a folder; pass the path of a file{eg}")
+    if p.exists() and not p.is_file():
+        raise OutputRefused(f"{flag} {p} is not a regular file (a FIFO, a device or a socket); pass the path of "
+                            f"a file{eg}")
+    if p.is_file() and not os.access(p, os.W_OK):
+        raise PermissionError(f"{flag} {p} exists and is not writable; fix its permissions or pass another {flag}")
+    check_writable_dir(p.parent, flag)
+    if kind is None or not p.exists() or force:
+        return None
+    doc, why = kind.read(p)
+    if doc is None:
+        raise OutputRefused(f"{flag} {p} exists and is not a {kind.name} ({why}); pass --force to overwrite it, "
+                            f"or another {flag}")
+    diff = kind.diff(doc, requested) if requested is not None else []
+    if diff and not replace:
+        raise OutputRefused(f"{flag} {p} holds the {kind.holds} of another configuration ({'; '.join(diff)}); "
+                            f"pass --replace to replace it, or another {flag}")
+    return None if diff else doc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The run lock of a results folder (docs/DECISIONS.md D71, D325)
+# ---------------------------------------------------------------------------------------------------------------
+#: Set by scripts/locked.py for the command it runs: the lock file that command's ancestor already holds.
+RUN_LOCK_ENV = "VREX_RUN_LOCK"
+
+
+class LockHeld(RuntimeError):
+    """Another process holds a results folder's run lock; the message names it and the fix."""
+
+
+@contextlib.contextmanager
+def run_lock(lock: str | os.PathLike, what: str) -> Iterator[None]:
+    """Hold ``lock`` (``RESULTS/.lock``, the file ``make reproduce`` holds through scripts/locked.py) exclusively
+    for the block, writing ``what`` into it; :class:`LockHeld` naming the holder if another process has it. A
+    process whose ancestor holds this very lock (``$VREX_RUN_LOCK``, set by scripts/locked.py) runs as part of
+    that holder's work. A folder where no lock file can be created (read-only) is left to the writes to report."""
+    path = Path(lock)
+    if os.environ.get(RUN_LOCK_ENV) == str(path.resolve()):
+        yield
+        return
+    try:
+        f = open(path, "a+")
+    except OSError:
+        yield
+        return
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise LockHeld(f"refused: {holder} is running on this results folder (lock {path}); wait for it to "
+                           "finish, or use another results folder") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{what} (pid {os.getpid()})\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()

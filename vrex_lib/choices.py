@@ -49,13 +49,31 @@ _ROWS: tuple[Choice, ...] = (
            "frames x 10 tokens) plus its question does not stay on the device; above 32K the edge system's 32 GB "
            "LPDDR5, less the 16 GB of weights, holds no second stream", "recent_capacity", "tokens"),
     Choice("D101", "V-Rex core's DRAM/NoC port width", 64, (32, 64, 128),
-           "one core design serves V-Rex8 and V-Rex48: 32 B/cycle is V-Rex8's per-core share of 204.8 GB/s at "
-           "800 MHz, 64 covers V-Rex48's 40.3 GB/s per core, 128 is the next power of two", "system_core_port",
-           "B/cycle"),
-    Choice("D103", "dense layers' KV: offloaded and re-fetched every step, or kept resident on the device",
-           False, (False, True),
-           "Fig. 6 draws layer 0 with full attention and says nothing of where its KV lives; a designer may keep "
-           "it resident (1/32 of the cache) or treat it like every other layer", "dense_resident"),
+           "one core design serves V-Rex8 and V-Rex48 (Table III is one core): 32 B/cycle is V-Rex8's per-core share "
+           "of 204.8 GB/s at 800 MHz (Table I), 64 the next power of two above V-Rex48's 1935/48 = 40.3 GB/s = 50.4 "
+           "B/cycle, 128 a generous design", "system_core_port_bytes_per_cycle", "B/cycle"),
+    Choice("D103", "dense layers' KV: kept resident on the device, or offloaded and re-fetched every step",
+           True, (False, True),
+           "Fig. 6 draws layer 0 with full attention and says nothing of where its KV lives; a designer keeps it "
+           "resident (1/32 of the cache, read in full every step) rather than move 147 MB per frame over the 4 GB/s "
+           "link at 40K; the literal reading (every layer offloaded alike) is the other end", "dense_resident"),
+    Choice("D244", "fetch granule rule: how the KVMU's cluster-wise reordering places a selected cluster's offloaded "
+           "tokens in the SSD's blocks (a measured workload's blocks per token replace it)", "extent",
+           ("extent", "packed", "independent"),
+           "§V.C makes one cluster's tokens contiguous but gives no placement: each cluster in its own block-aligned "
+           "extent (what a designer reading whole clusters from an SSD builds; ceil(run / block) blocks), clusters "
+           "packed back to back (D85's hardware model, runs span run/block + 1/2 blocks), or runs at independent "
+           "offsets (the upper bound of the waste)", "granule_rule"),
+    Choice("D246", "Fig. 19's per-token ablation: where the offloaded keys it scores come from", "fetch",
+           ("fetch", "resident"),
+           "§VI.E: clustering 'avoids fetching/computing the full key for WiCSum', so without it every offloaded key "
+           "is fetched each step; a designer could instead keep every key on the device (InfiniGenP's choice)",
+           "noclust_keys"),
+    Choice("D243", "host memory copy rate for FlexGen's pinned-buffer relay on the server", 102.4e9,
+           (25.6e9, 51.2e9, 102.4e9),
+           "the relay copy runs on the host CPU: at most the socket's 8 x DDR4-3200 = 204.8 GB/s split between the "
+           "read and the write (102.4 GB/s copied); one DDR4-3200 channel (25.6 GB/s) is a single-threaded copy's "
+           "order", "system_host_copy_bytes_s", "B/s"),
     Choice("D104", "cross-step reuse of the previous step's retrieved KV (the KVMU's 'Retrieved KV', Fig. 12)",
            "kvmu", ("none", "kvmu", "all"),
            "the paper draws the region but gives no reuse; none (every step fetches afresh), the KVMU only "

@@ -180,6 +180,46 @@ def profile_config(profile: str) -> Profile:
     return _profiles.get(profile)
 
 
+#: How notebook 06 and the simulator extend a measured workload outside its context range
+#: (``vrex_lib.perf.workload``).
+EXTRAPOLATIONS: tuple[str, ...] = ("hold", "loglog-fit")
+#: The long-context study's grids (``vrex_lib.longctx.study_grid``): the profile's share of make reproduce, or all.
+STUDY_GRIDS: tuple[str, ...] = ("profile", "full")
+#: Notebook parameters that take one of a few values: checked before any notebook runs (scripts/check_params.py,
+#: docs/DECISIONS.md D330) and by the notebooks themselves.
+NOTEBOOK_CHOICES: dict[str, tuple[str, ...]] = {"PROFILE": PROFILES, "GRID": STUDY_GRIDS,
+                                                 "EXTRAPOLATION": EXTRAPOLATIONS, "SPLIT": ("testing", "training")}
+
+
+def builds_from_folders(profile: str) -> bool:
+    """Whether the profile's model is built from the user's checkpoint folders (VideoLLM-online's LLM, SigLIP and
+    connector), which are then required (``Profile.model.requires_paths``)."""
+    return profile_config(profile).model.requires_paths
+
+
+#: What a profile uses instead, for the message naming an input it ignores.
+_OWN_INPUTS = {"tiny": "its own tiny random model", "smollm2": "SmolLM2-135M-Instruct (or the --llm-path folder)",
+               "videollm_online": "the VideoLLM-online checkpoint", "mini": "the data/coin_mini fixture",
+               "user": "your COIN folder"}
+
+
+def check_profile_inputs(profile: str, **given: object) -> None:
+    """Refuse the path inputs (``coin_root=``, ``llm_path=``, ``vision_path=``, ``connector_path=``, ...) that
+    ``profile`` does not read: one ValueError naming every such flag -- or, in a notebook,
+    parameter (:func:`arg_name`) -- the profile, and the fix. Empty values (None, '') are not given. Keyed on what
+    the profile is (``Profile.uses_flag``, docs/DECISIONS.md D74), never on its name."""
+    pc = profile_config(profile)
+    extra = [k for k, v in given.items() if v not in (None, "") and not pc.uses_flag(k)]
+    if not extra:
+        return
+    names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
+    users = [p for p in PROFILES if all(profile_config(p).uses_flag(k) for k in extra)]
+    data = " and " + _OWN_INPUTS[pc.coin] if "coin_root" in extra and pc.coin in _OWN_INPUTS else ""
+    used = f"the {' and '.join(users)} profile{'s' if len(users) > 1 else ''}"
+    raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by {used}, not {profile}, which "
+                     f"runs {_OWN_INPUTS[pc.llm]}{data}: drop {names}, or select the {' or '.join(users)} profile")
+
+
 def results_dir(override: str | os.PathLike | None = None) -> Path:
     """Where notebooks write: the override, else $VREX_RESULTS_DIR, else <repo>/results."""
     d = Path(override) if override else Path(os.environ.get("VREX_RESULTS_DIR", REPO_ROOT / "results"))

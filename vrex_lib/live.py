@@ -24,9 +24,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import json
 import math
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +37,7 @@ import torch
 from tqdm.auto import tqdm
 
 from . import _io, methods
-from .config import PROFILES, RuntimeConfig, profile_config, seed_everything
+from .config import PROFILES, RuntimeConfig, check_profile_inputs, profile_config, seed_everything
 from .notebook import _set_threads
 from .perf.sim import step_latency_ms
 from .retrieval import make_policy
@@ -176,8 +178,10 @@ class _LiveTable(AskAtTimes):
 
 def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.0,
                runtime: RuntimeConfig | None = None, max_new_tokens: int = 32, progress: bool = True,
-               out=None, trace_path: str | Path | None = None, simulate: bool = True) -> dict:
-    """Stream ``plan`` through ``model`` with retrieval ``method``; print the live table to ``out``.
+               out=None, trace_path: str | Path | None = None, simulate: bool = True,
+               trace_meta: dict | None = None) -> dict:
+    """Stream ``plan`` through ``model`` with retrieval ``method``; print the live table to ``out``; the trace (with
+    ``trace_meta`` added to its metadata) is saved to ``trace_path``.
 
     Returns dict(rows=[per-frame dicts], answers=[dict(question, time_s, answer, wall_ms_per_token)], trace=path).
     """
@@ -206,7 +210,11 @@ def run_stream(plan: StreamPlan, model, method: str = "resv", *, fps: float = 2.
         drive(sess, frames, table)
     finally:
         bar.close()
-    path = sess.trace().save(trace_path) if trace_path else None
+    path = None
+    if trace_path:
+        trace = sess.trace()
+        trace.meta.update(trace_meta or {})
+        path = trace.save(trace_path)
     if table.rows:
         say(_summary(table.rows, fps) + (f"; trace {path}" if path else ""))
     return dict(rows=table.rows, answers=table.answer_rows, trace=path)
@@ -239,6 +247,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="model build: smoke (tiny random), default (SmolLM2-135M), full (VideoLLM-online 8B)")
     ap.add_argument("--fps", type=float, default=2.0, help="frames per second fed to the model (default 2)")
     ap.add_argument("--trace", default=None, metavar="OUT.npz", help="save the retrieval trace here")
+    ap.add_argument("--replace", action="store_true", help="replace a --trace of another request")
+    ap.add_argument("--force", action="store_true", help="overwrite --trace even if it is not a retrieval trace")
     ap.add_argument("--end", type=float, default=None, metavar="SECONDS",
                     help="stream only [0, SECONDS] of the video (default: all of it)")
     ap.add_argument("--max-frames", type=int, default=DEFAULT_MAX_FRAMES,
@@ -247,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kv-capacity", type=int, default=RuntimeConfig().kv_capacity,
                     help="KVMU window in tokens; older tokens count as offloaded (default %(default)s)")
     ap.add_argument("--no-progress", action="store_true", help="plain rows, no tqdm bar")
-    ap.add_argument("--llm-path", default=None, help="full profile: Llama-3-8B-Instruct folder")
+    ap.add_argument("--llm-path", default=None, help="default profile: a Llama-family HF folder instead of SmolLM2; "
+                                                     "full profile: Llama-3-8B-Instruct folder")
     ap.add_argument("--vision-path", default=None, help="full profile: siglip-large-patch16-384 folder")
     ap.add_argument("--connector-path", default=None, help="full profile: VideoLLM-online checkpoint folder")
     ap.add_argument("--device", default=None, help="torch device (full profile default: cuda)")
@@ -261,8 +272,10 @@ def main(argv: list[str] | None = None) -> int:
             raise StreamInputError(f"--max-new-tokens {args.max_new_tokens}: must be >= 1")
         if args.kv_capacity < 1:
             raise StreamInputError(f"--kv-capacity {args.kv_capacity}: must be >= 1")
+        check_profile_inputs(args.profile, llm_path=args.llm_path, vision_path=args.vision_path,
+                             connector_path=args.connector_path)
         if args.trace:
-            check_trace_path(args.trace)
+            check_trace_path(args.trace, trace_request(args), force=args.force, replace=args.replace)
         plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
         if profile_config(args.profile).model.requires_paths:
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
@@ -284,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# model {model.name} ({args.profile}) ready in {time.perf_counter() - t0:.1f} s", flush=True)
     try:
         run_stream(plan, model, args.method, fps=args.fps, runtime=RuntimeConfig(kv_capacity=args.kv_capacity),
-                   max_new_tokens=args.max_new_tokens, progress=not args.no_progress, trace_path=args.trace)
+                   max_new_tokens=args.max_new_tokens, progress=not args.no_progress, trace_path=args.trace,
+                   trace_meta={TRACE_REQUEST: trace_request(args)})
     except ContextTooLarge as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2
@@ -295,18 +309,50 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def check_trace_path(trace: str | Path) -> Path:
+#: The metadata field of a trace written by ``vrex_lib.live``: the request (:func:`trace_request`).
+TRACE_REQUEST = "live_request"
+
+
+def _read_trace(path: Path) -> tuple[dict | None, str]:
+    """(the trace's metadata, '') or (None, why ``path`` is not a retrieval trace)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta_json"]))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        return None, f"not a retrieval trace: {type(err).__name__}"
+    return (meta, "") if isinstance(meta, dict) else (None, "not a retrieval trace: no metadata")
+
+
+def _trace_differ(meta: dict, request: dict) -> list[str]:
+    if not isinstance(meta.get(TRACE_REQUEST), dict):
+        return ["written by another command than vrex_lib.live"]
+    return _io.config_diff(meta[TRACE_REQUEST], request)
+
+
+#: A retrieval trace, for :func:`vrex_lib._io.check_output`: its configuration is the live request that wrote it.
+TRACE_KIND = _io.OutputKind("retrieval trace", "trace", _read_trace, differ=_trace_differ)
+
+
+def trace_request(args: argparse.Namespace) -> dict:
+    """What decides a live trace: the video (name and size), the profile, the method, and the stream's settings."""
+    v = Path(args.video)
+    return dict(video=v.name, video_bytes=v.stat().st_size if v.is_file() else None, profile=args.profile,
+                method=args.method, fps=args.fps, end=args.end, kv_capacity=args.kv_capacity,
+                max_new_tokens=args.max_new_tokens, ask=list(args.ask))
+
+
+def check_trace_path(trace: str | Path, request: dict | None = None, *, force: bool = False,
+                     replace: bool = False) -> Path:
     """``--trace``: an .npz path that is not a folder, in a folder this process can write (created if needed);
-    checked before the model loads, so a long stream never ends in an unwritable trace."""
+    an existing file must be a trace of this ``request`` (else ``replace``; a file that is no trace: ``force``).
+    Checked before the model loads, so a long stream never ends in an unwritable or wrongly overwritten trace."""
     p = Path(trace)
     if p.suffix != ".npz":
         raise StreamInputError(f"--trace {trace}: the trace is an .npz file; give a path ending in .npz")
-    if p.exists() and not p.is_file():
-        raise StreamInputError(f"--trace {trace}: is a folder (or not a regular file); give a file path ending in "
-                               ".npz")
     try:
-        _io.check_writable_dir(p.parent, "--trace")
-    except PermissionError as err:
+        _io.check_output(p, TRACE_KIND, flag="--trace", requested=request, force=force, replace=replace,
+                         example=f"--trace {p.parent / 'run.npz'}")
+    except (PermissionError, _io.OutputRefused) as err:
         raise StreamInputError(str(err)) from None
     return p
 

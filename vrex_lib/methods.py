@@ -98,7 +98,7 @@ _ROWS: tuple[Method, ...] = (
     Method("resv", "resv_policy.ReSV", "V-Rex's ReSV", "table2", "Table II; §IV", ("frame", "text"), sim="resv",
            runs_in=frozenset({"study", "longctx", "fig19"})),
     Method("resv_noclust", "resv_policy.ReSVNoClustering", "ReSV w/o clustering", "ablation", "Fig. 19",
-           ("frame", "text"), runs_in=frozenset({"study", "fig19"})),
+           ("frame", "text"), sim="resv_noclust", runs_in=frozenset({"study", "fig19"})),
     Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
            "docs/DECISIONS.md D7", ("frame", "text")),
     Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",

@@ -40,15 +40,34 @@ class Context:
 HEADLESS_ENV = "VREX_HEADLESS"
 
 
+#: Where a live session (JupyterLab) writes inside a folder that `make reproduce` owns (docs/DECISIONS.md D76).
+LIVE_SUBDIR = "live"
+
+
+def results_folder(results: str | os.PathLike | None) -> Path:
+    """The folder a notebook writes: ``results`` (RESULTS_DIR), else ``$VREX_RESULTS_DIR``, else ``results/``. A
+    live session (JupyterLab, not papermill) writes into ``results/live/`` by default and never into a folder
+    `make reproduce` filled (one holding its ``.params`` stamp), but into that folder's ``live/``: the report of a
+    results folder reads only what make wrote there, never a session's numbers."""
+    given = results or os.environ.get("VREX_RESULTS_DIR")
+    folder = Path(given or REPO_ROOT / "results")
+    if _interactive() and (not given or (folder / ".params").is_file()):
+        shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
+        print(f"live session: results go to {shown / LIVE_SUBDIR}, not {shown}, which `make reproduce` owns "
+              "(docs/DECISIONS.md D76)")
+        return folder / LIVE_SUBDIR
+    return folder
+
+
 def setup(profile: str, results: str | None = None, seed: int | None = None) -> Context:
     use_notebook_arg_names()  # error messages name PROFILE, VISION_PATH, ... rather than CLI flags
     if headless():
         _quiet_progress_bars()
     cfg = profile_config(profile)
+    folder = results_folder(results)
     # Checked before any expensive cell runs, not at the first table write.
-    _io.check_writable_dir(results or os.environ.get("VREX_RESULTS_DIR") or REPO_ROOT / "results",
-                           arg_name("--results-dir"))
-    out = results_dir(results or None)
+    _io.check_writable_dir(folder, arg_name("--results-dir"))
+    out = results_dir(folder)
     # Later report.* calls default to this folder too.
     os.environ["VREX_RESULTS_DIR"] = str(out)
     report.start_manifest()  # under make: this run's tables and figures are recorded afresh

@@ -438,17 +438,12 @@ def table2_rows(summ: pd.DataFrame, by_m: pd.DataFrame, prov: Provenance, ev: St
             + fidelity_rows(by_m, prov, ev))
 
 
-FIG19_SPEEDUP_NOT_RUN = ("a frame-latency speedup at 40K on hardware the paper does not state (Fig. 19); nothing here "
-                         "runs it: the performance simulator has no ReSV-without-clustering method (notebook 06 models "
-                         "ReSV with clustering, Fig. 16), and notebook 03 measures the ablation's prediction cost "
-                         "instead (fig19.scored_keys_ratio, fig19.select_time_ratio)")
-
-
 def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev: StudyEvidence,
                tasks: Sequence[str], n_samples: str = "all",
                ci: Mapping[str, Interval] | None = None) -> list[report.Row]:
-    """Fig. 19: accuracy drops (full profile, all tasks), the latency speedups (not run here), and what the ablation
-    changes on these runs (ratios, fidelity, prediction cost). ``ab``: ``by_m`` rows resv_noclust and resv."""
+    """Fig. 19: accuracy drops (full profile, all tasks) and what the ablation changes on these runs (ratios,
+    fidelity, prediction cost). ``ab``: ``by_m`` rows resv_noclust and resv. The latency speedups are the performance
+    simulator's (:func:`vrex_lib.claims.hwmodel.fig19_rows`, notebook 06's table ``fig19_speedup``)."""
     drops = accuracy_drops(acc, tasks)
     rows = []
     for m in method_table.FIG19:
@@ -462,10 +457,7 @@ def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev:
                                    note="COIN accuracy needs the trained checkpoint (full profile)",
                                    cause_detail=NOT_RUN_ACC if acc is None else
                                    f"the drop needs all five tasks; this run covered {', '.join(tasks)}"))
-    for m in method_table.FIG19:
-        rows.append(report.row(f"fig19.speedup.{m}", None, quantity=f"{m} frame latency speedup at 40K",
-                               note="a latency claim: not measured in notebook 03 (see cause_detail)",
-                               cause="not-run", cause_detail=FIG19_SPEEDUP_NOT_RUN))
+    for m in method_table.FIG19:  # the speedups are the simulator's: table fig19_speedup (notebook 06)
         rows += [_info(f"fig19.{m}.{col}", f"{m}: {col}", unit, ab.loc[m, col], col, prov, ev)
                  for col, unit in SUMMARY_COLS]
     if "scored_frame" in ab and ab.loc["resv", "scored_frame"] > 0:

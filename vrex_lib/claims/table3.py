@@ -22,7 +22,7 @@ import os
 
 import pandas as pd
 
-from .. import paper, report
+from .. import memtech, paper, report
 from . import terms as T
 from ..config import VRexCoreConfig
 from ..estimate import offchip, synth
@@ -174,12 +174,13 @@ def system_power_parts(system: str, core_w: float, *, cache_dir: str | os.PathLi
     sys_ = get_system(system)
     parts = {k: v for k, v in peak_power_w(sys_).items() if k != "total"}
     parts["core"] = core_w * sys_.n_cores
-    if sys_.dram_kind == "lpddr5":
-        e = dram_energy("lpddr5", cache_dir=cache_dir)
+    if sys_.memory.cacti_io is not None:
+        e = dram_energy(sys_.memory.name, cache_dir=cache_dir)
         parts["dram"] = sys_.dram * 8 * e.device_pj_per_bit * 1e-12
         parts["dram_phy"] = sys_.dram * 8 * e.phy_pj_per_bit * 1e-12
     if "host_dram" in parts:
-        parts["host_dram"] = sys_.pcie * 8 * dram_energy("ddr4", cache_dir=cache_dir).total_pj_per_bit * 1e-12
+        parts["host_dram"] = (sys_.pcie * 8 * dram_energy(sys_.offload_store.name, cache_dir=cache_dir)
+                              .total_pj_per_bit * 1e-12)
     parts["total"] = sum(parts.values())
     return parts
 
@@ -191,6 +192,9 @@ def system_power_rows(core_w: dict[str, float], *, cache_dir: str | os.PathLike 
         for model, w in core_w.items():
             p = system_power_parts(s, w, cache_dir=cache_dir)
             note = ", ".join(f"{k} {v:.1f} W" for k, v in p.items() if k != "total")
+            mem = get_system(s).memory
+            if mem.cacti_io is None:  # said, not skipped: this technology keeps its cited DRAM rows
+                note += f"; {mem.name} DRAM energy from its cited rows: {mem.cacti_io_none}"
             rows.append(report.row(f"table1.power_w.{s}", p["total"], quantity=f"{s} system power, "
                                    f"{MODELS[model]} core, CACTI-IO DRAM", note=note, cause="model",
                                    cause_detail=f"core {p['core']:.1f} W of {p['total']:.1f} W: see table3 core "
@@ -203,9 +207,15 @@ def dram_rows(*, cache_dir: str | os.PathLike | None = None) -> list[report.Row]
     """DRAM energy per bit read (INFO): IDD core + CACTI-IO interface per kind, the constants rows they replace in
     the notes."""
     rows = []
-    for kind in ("lpddr5", "ddr4"):
+    for kind in memtech.DRAM:
+        m = memtech.dram(kind)
+        if m.cacti_io is None:
+            rows.append(report.info_row(f"dram.pj_per_bit.{kind}.total", f"{kind} energy per bit read (CACTI-IO)",
+                                        "pJ/bit", None, note=f"not run: {m.cacti_io_none}", cause="not-run",
+                                        cause_detail=m.cacti_io_none))
+            continue
         e = dram_energy(kind, cache_dir=cache_dir)
-        old = offchip.dram_pj_per_bit(kind) + (offchip.dram_phy_pj_per_bit(kind) if kind == "lpddr5" else 0.0)
+        old = offchip.dram_pj_per_bit(kind) + (offchip.dram_phy_pj_per_bit(kind) if m.phy_pj_per_bit else 0.0)
         for part, v in (("core_read", e.core_read), ("activate", e.activate), ("io_dynamic", e.io_dynamic),
                         ("io_termination", e.io_termination), ("phy", e.phy), ("total", e.total_pj_per_bit)):
             note = f"{e.device}; {e.interface}"

@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from .. import memtech
+
 SOURCES: dict[str, str] = {
     "horowitz2014": "M. Horowitz, 'Computing's energy problem (and what we can do about it)', ISSCC 2014, "
                     "pp. 10-14, energy/area table (45 nm, 0.9 V). Energies as reproduced in Han et al. "
@@ -100,6 +102,32 @@ _H = dict(node_nm=45, vdd=0.9, source="horowitz2014")
 _A = dict(node_nm=40, vdd=0.9, source="aladdin2014")
 _NAN = math.nan
 
+def _memtech_rows() -> tuple[ComponentRow, ...]:
+    """The off-chip rows of every memory technology, from its :mod:`vrex_lib.memtech` record: ``dram_<tech>`` /
+    transfer (device pJ per bit transferred, including the DRAM-side I/O), ``dram_phy_<tech>`` / transfer (the
+    accelerator-side interface, where one exists), ``dram_<tech>`` / background (standby + refresh of one device;
+    ``width`` holds the device capacity in Gbit so power scales with capacity, the leakage_uW column the power) and
+    the SSD's active / idle power."""
+    rows: list[ComponentRow] = []
+    for name in memtech.DRAM:
+        m = memtech.dram(name)
+        rows.append(ComponentRow(f"dram_{name}", "transfer", m.device_pj_per_bit, _NAN, 0.0, node_nm=_NAN, vdd=_NAN,
+                                 width=1, source=m.device_pj_source, note=m.device_pj_note))
+        if m.phy_pj_per_bit is not None:
+            rows.append(ComponentRow(f"dram_phy_{name}", "transfer", m.phy_pj_per_bit, _NAN, 0.0,
+                                     node_nm=m.phy_node_nm, vdd=_NAN, width=1, source=m.phy_source, note=m.phy_note))
+        if m.background_w is not None:
+            rows.append(ComponentRow(f"dram_{name}", "background", _NAN, _NAN, m.background_w * 1e6, node_nm=_NAN,
+                                     vdd=m.background_vdd, width=int(m.background_device_gbit),
+                                     source=m.background_source, note=m.background_note))
+    ssd = memtech.NVME_SSD
+    rows.append(ComponentRow("ssd", "active", _NAN, _NAN, ssd.active_w * 1e6, node_nm=_NAN, vdd=_NAN, width=0,
+                             source="kioxia_bg6", note=ssd.sources["active_w"].split(": ", 1)[-1]))
+    rows.append(ComponentRow("ssd", "idle", _NAN, _NAN, ssd.idle_w * 1e6, node_nm=_NAN, vdd=_NAN, width=0,
+                             source="anandtech_xg6", note=ssd.sources["idle_w"].split(": ", 1)[-1]))
+    return tuple(rows)
+
+
 ROWS: tuple[ComponentRow, ...] = (
     # --- Horowitz ISSCC 2014, 45 nm / 0.9 V: arithmetic (energy per op, area per unit). No leakage given.
     ComponentRow("int_adder", "add", 0.03, 36, 0.0, width=8, **_H),
@@ -136,38 +164,9 @@ ROWS: tuple[ComponentRow, ...] = (
     ComponentRow("nand2_eq", "-", _NAN, 0.798, 0.0, node_nm=45, vdd=1.1, width=1, source="nangate45",
                  note="NAND2_X1 = 1 gate equivalent"),
     ComponentRow("dff", "-", _NAN, 4.522, 0.0, node_nm=45, vdd=1.1, width=1, source="nangate45", note="DFF_X1"),
-    # --- Off-chip: not scaled (interface/array dominated); pJ per bit transferred.
-    ComponentRow("dram_lpddr5", "transfer", 5.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
-                 note="midpoint of the often-quoted 4-6 pJ/bit for LPDDR4/5 -- unverified (docs/DECISIONS.md D25)"),
-    ComponentRow("dram_hbm2e", "transfer", 3.9, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="oconnor2017",
-                 note="HBM2 figure used for HBM2e -- unverified"),
-    ComponentRow("dram_ddr4", "transfer", 15.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="assumption",
-                 note="DDR4 DIMM incl. I/O, order of magnitude -- unverified; a cross-check only: DDR4's energy "
-                 "comes from the IDD core + CACTI-IO model (offchip.TOOL_KINDS, docs/DECISIONS.md D124)"),
-    # Accelerator-side DRAM interface (controller PHY): pJ per bit moved, on top of the DRAM device's own
-    # transfer energy above (which includes the DRAM-side I/O). Not scaled (I/O dominated).
-    ComponentRow("dram_phy_lpddr5", "transfer", 1.83, _NAN, 0.0, node_nm=65, vdd=_NAN, width=1,
-                 source="kim2018_lpddr4", note="LPDDR4 controller interface, burst-read figure (the workload is "
-                 "read-dominated; write is 5.68 pJ/bit); LPDDR4 used for LPDDR5 -- unverified as an LPDDR5 PHY"),
-    ComponentRow("dram_phy_hbm2e", "transfer", 0.41, _NAN, 0.0, node_nm=40, vdd=_NAN, width=1,
-                 source="hbm_phy_vlsi2022", note="research PAM-4 HBM-controller transceiver; a lower bound for an "
-                 "HBM2e PHY + controller -- unverified as representative"),
-    # Device powers: the leakage_uW column holds the device's (static) power draw.
-    # DRAM background = active standby (VDD x IDD3N) + refresh (VDD x (IDD5AB - IDD3N) x tRFC / tREFI), per
-    # device of the cited config; 'width' holds the device capacity in Gbit so power scales with capacity.
-    ComponentRow("dram_lpddr5", "background", _NAN, _NAN, 34.66e3, node_nm=_NAN, vdd=1.2, width=8,
-                 source="dramsim3", note="LPDDR3_8Gb_x32_1866: 1.2 V x 22 mA = 26.4 mW + refresh 1.2 V x (150-22) "
-                 "mA x 196/3645 = 8.26 mW per 8 Gb x32 device; LPDDR3 config used for LPDDR5 (no LPDDR5 config "
-                 "ships; LPDDR5 runs at lower VDD, so likely high) -- unverified"),
-    ComponentRow("dram_hbm2e", "background", _NAN, _NAN, 81.6e3, node_nm=_NAN, vdd=1.2, width=8,
-                 source="dramsim3", note="HBM2_8Gb_x128: 1.2 V x 55 mA = 66.0 mW + refresh 1.2 V x (250-55) mA x "
-                 "260/3900 = 15.6 mW per 128-bit channel of 1 GB (channel_size 1024 MB); HBM2 used for HBM2e "
-                 "(16 Gb dies would give about half per GB) -- unverified"),
-    ComponentRow("ssd", "active", _NAN, _NAN, 4.0e6, node_nm=_NAN, vdd=_NAN, width=0, source="kioxia_bg6",
-                 note="active power 4.0 W -- unverified against the datasheet (XG6 sibling: <4.5 W typical read)"),
-    ComponentRow("ssd", "idle", _NAN, _NAN, 0.05e6, node_nm=_NAN, vdd=_NAN, width=0, source="anandtech_xg6",
-                 note="idle (PS3) power 50 mW of the XG6 sibling; BG6's own table not found offline -- unverified "
-                      "for the BG6"),
+    # --- Off-chip: not scaled (interface/array dominated). DRAM device/PHY energies, DRAM background power and the
+    # SSD's powers are read from the memory-technology records (vrex_lib.memtech): _memtech_rows() below.
+    *_memtech_rows(),
     # PCIe link with no traffic (L0 idle), as a fraction of the paper's 3 W/lane at full load (energy_pJ column
     # holds the dimensionless fraction).
     ComponentRow("pcie_lane", "idle_fraction", 1.0, _NAN, 0.0, node_nm=_NAN, vdd=_NAN, width=1, source="pcie_l0",
@@ -290,68 +289,13 @@ WIRE_LOAD = WireLoad("5K_hvratio_1_1", 0.1774, ((1, 1.7460), (2, 3.9394), (3, 6.
                                                 (11, 27.0320)), 5.0, "nangate45_lib")
 
 
-@dataclass(frozen=True)
-class DramDevice:
-    """One DRAM device's IDD currents (mA), supply (V) and timing (cycles of tCK ns) -- the inputs of the IDD
-    energy model that DRAMsim3 and Micron's TN-41-01 use. ``page_bits`` = columns x device width."""
-
-    name: str
-    protocol: str
-    device_width: int
-    burst_length: int
-    page_bits: int
-    tck_ns: float
-    t_ras: int
-    t_rp: int
-    vdd: float
-    idd0: float
-    idd2n: float
-    idd3n: float
-    idd4r: float
-    idd4w: float
-    source: str
-    note: str = ""
-
-
-#: Devices of the shipped DRAMsim3 configs (github.com/umd-memsys/DRAMsim3 configs/<name>.ini, commit 0eb6360).
-DRAM_DEVICES: dict[str, DramDevice] = {
-    "lpddr5": DramDevice("LPDDR3_8Gb_x32_1866", "LPDDR3", 32, 8, 1024 * 32, 1.07, 40, 17, 1.2, 41.5, 21.5, 22.0,
-                         290.0, 285.0, "dramsim3", note="LPDDR3 device for LPDDR5 (no LPDDR5 config ships; LPDDR5 "
-                         "runs its core at VDD2H 1.05 V, so likely high) -- unverified as LPDDR5"),
-    "ddr4": DramDevice("DDR4_8Gb_x8_3200", "DDR4", 8, 8, 1024 * 8, 0.63, 52, 22, 1.2, 57.0, 37.0, 52.0, 168.0, 150.0,
-                       "dramsim3"),
-    "hbm2e": DramDevice("HBM2_8Gb_x128", "HBM2", 128, 4, 64 * 128, 1.0, 34, 14, 1.2, 65.0, 40.0, 55.0, 390.0, 500.0,
-                        "dramsim3", note="HBM2 channel for HBM2e -- unverified as HBM2e"),
-}
-
-
-@dataclass(frozen=True)
-class DramInterface:
-    """The channel CACTI-IO models for one DRAM kind: its ``io_type`` electrical model at ``bus_freq_mhz`` (data on
-    both edges) with these pin counts (``loads`` DRAM loads per DQ; ``device_width`` bits per device)."""
-
-    io_type: str
-    bus_freq_mhz: float
-    num_dq: int
-    num_dqs: int
-    num_ca: int
-    num_clk: int
-    loads: int
-    device_width: int
-    source: str
-    note: str = ""
-
-
-#: CACTI-IO has no HBM model: HBM2e keeps its cited rows (dram_hbm2e, dram_phy_hbm2e).
-DRAM_INTERFACES: dict[str, DramInterface] = {
-    "lpddr5": DramInterface("LPDDR2", 3200, 32, 8, 10, 2, 1, 32, "jedec_lpddr5",
-                            note="one x32 channel at LPDDR5-6400 (= Table I's 204.8 GB/s over 256 bits) with "
-                                 "CACTI-IO's LPDDR2 electrical model (1.2 V I/O, 50-ohm trace, 0.5 ns flight), run "
-                                 "beyond its stated 533 MHz LPDDR2 range; LPDDR5 signals at VDDQ 0.5 V, so likely "
-                                 "high"),
-    "ddr4": DramInterface("DDR4", 1600, 64, 16, 22, 2, 2, 8, "jedec_ddr4",
-                          note="one 64-bit DDR4-3200 channel of x8 devices, two ranks (host memory of the server)"),
-}
+#: The IDD energy model's device and CACTI-IO's channel per DRAM kind, from the memory-technology records
+#: (:mod:`vrex_lib.memtech`; a kind without one says why in its record: HBM2e has no CACTI-IO model).
+DramDevice = memtech.IddDevice
+DramInterface = memtech.CactiIoChannel
+DRAM_DEVICES: dict[str, DramDevice] = {n: memtech.dram(n).idd for n in memtech.DRAM if memtech.dram(n).idd}
+DRAM_INTERFACES: dict[str, DramInterface] = {n: memtech.dram(n).cacti_io for n in memtech.DRAM
+                                             if memtech.dram(n).cacti_io}
 
 
 def table() -> pd.DataFrame:
@@ -426,6 +370,16 @@ def _apply(r: ComponentRow) -> ComponentRow:
         if fnmatch.fnmatch(r.component, glob):
             r = replace(r, **{field: getattr(r, field) * k})
     return r
+
+
+def perturbation(component: str, field: str) -> float:
+    """The product of the active :func:`perturbed` factors on ``field`` of ``component`` (1.0 in normal use), for a
+    value read from its record rather than from :data:`ROWS` (the memory-technology records)."""
+    k = 1.0
+    for (glob, f), v in _PERTURB.items():
+        if f == field and fnmatch.fnmatch(component, glob):
+            k *= v
+    return k
 
 
 def rows(component: str, action: str | None = None, source: str | None = None) -> list[ComponentRow]:

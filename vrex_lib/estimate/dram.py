@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .. import memtech
 from . import constants as C
 from .cacti import IoSpec, run_io
 
@@ -45,12 +46,12 @@ def core_pj_per_bit(kind: str) -> dict[str, float]:
 
 
 def interface_spec(kind: str, state: str = "READ") -> IoSpec:
-    """The CACTI-IO channel of ``kind`` (:data:`~vrex_lib.estimate.constants.DRAM_INTERFACES`)."""
-    try:
-        i = C.DRAM_INTERFACES[kind.lower()]
-    except KeyError:
-        raise ValueError(f"CACTI-IO models no interface for DRAM kind {kind!r}: choose one of "
-                         f"{sorted(C.DRAM_INTERFACES)}") from None
+    """The CACTI-IO channel of ``kind`` (its :mod:`vrex_lib.memtech` record); a kind without one is an error that
+    gives the record's reason (HBM2e: CACTI-IO has no HBM interface model)."""
+    m = memtech.dram(kind)
+    i = m.cacti_io
+    if i is None:
+        raise ValueError(f"CACTI-IO models no interface for DRAM kind {m.name!r}: {m.cacti_io_none}")
     return IoSpec(i.io_type, i.bus_freq_mhz, i.num_dq, i.num_dqs, i.num_ca, i.device_width, num_clk=i.num_clk,
                   loads=i.loads, state=state)
 

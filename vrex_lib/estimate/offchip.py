@@ -8,33 +8,35 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .. import paper
+from .. import memtech, paper
 from . import constants as C
 from .dram import dram_energy
 
-_DRAM = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e", "ddr4": "dram_ddr4"}
 #: DRAM kinds whose energy per bit the tools give: the IDD core of a cited device + CACTI-IO's interface, PHY
-#: included (:func:`vrex_lib.estimate.dram.dram_energy`, docs/DECISIONS.md D124). CACTI-IO has an electrical model
-#: for neither LPDDR5 nor HBM2e: those keep their cited rows (its LPDDR2 model run at LPDDR5 rates is an upper-bound
-#: cross-check in notebook 05, not an input).
-TOOL_KINDS: tuple[str, ...] = ("ddr4",)
-_PHY = {"lpddr5": "dram_phy_lpddr5", "hbm2e": "dram_phy_hbm2e"}
-_BG = {"lpddr5": "dram_lpddr5", "hbm2e": "dram_hbm2e"}
+#: included (:func:`vrex_lib.estimate.dram.dram_energy`, docs/DECISIONS.md D124) -- the records with
+#: ``tools_energy``. The others keep their cited rows; a record says why it has no CACTI-IO model (``cacti_io_none``),
+#: and LPDDR5's CACTI-IO channel (its LPDDR2 model at LPDDR5 rates) is an upper-bound cross-check, not an input.
+TOOL_KINDS: tuple[str, ...] = tuple(n for n in memtech.DRAM if memtech.dram(n).tools_energy)
 
 #: PCIe link power per lane (W), the V-Rex paper's own modelling input (§VI.A).
 PCIE_W_PER_LANE: float = paper.spec("system.pcie_w_per_lane")
 
 
-def dram_pj_per_bit(kind: str) -> float:
-    """Energy per bit transferred for 'lpddr5' | 'hbm2e' | 'ddr4': from the tools for :data:`TOOL_KINDS` (device
-    and PHY together), else the cited row (see the constants rows for sources and caveats)."""
-    k = kind.lower()
-    if k in TOOL_KINDS:
-        return _tool_pj_per_bit(k)
+def _record(kind: "str | memtech.MemoryTech") -> memtech.MemoryTech:
     try:
-        return C.rows(_DRAM[k], "transfer")[0].energy_pJ
-    except KeyError:
-        raise ValueError(f"unknown DRAM kind {kind!r}: choose one of {sorted(_DRAM)}") from None
+        return memtech.dram(kind)
+    except ValueError as e:
+        raise ValueError(f"unknown DRAM kind {kind!r}: {e}") from None
+
+
+def dram_pj_per_bit(kind: "str | memtech.MemoryTech") -> float:
+    """Energy per bit transferred for a DRAM record or its name ('lpddr5' | 'hbm2e' | 'ddr4'): from the tools for
+    :data:`TOOL_KINDS` (device and PHY together), else the record's cited row (see the constants rows for sources
+    and caveats)."""
+    m = _record(kind)
+    if m.tools_energy:
+        return _tool_pj_per_bit(m.name)
+    return m.device_pj_per_bit * C.perturbation(f"dram_{m.name}", "energy_pJ")
 
 
 @lru_cache(maxsize=None)
@@ -43,26 +45,26 @@ def _tool_pj_per_bit(kind: str) -> float:
     return dram_energy(kind).total_pj_per_bit
 
 
-def _kind(table: dict[str, str], kind: str, what: str) -> str:
-    try:
-        return table[kind.lower()]
-    except KeyError:
-        raise ValueError(f"no {what} for DRAM kind {kind!r}: choose one of {sorted(table)}") from None
+def dram_phy_pj_per_bit(kind: "str | memtech.MemoryTech") -> float:
+    """Accelerator-side DRAM interface (controller PHY) energy per bit moved, for a record with one ('lpddr5' |
+    'hbm2e'); the record's reason where it has none."""
+    m = _record(kind)
+    if m.phy_pj_per_bit is None:
+        raise ValueError(f"no PHY energy for DRAM kind {m.name!r}: {m.phy_note}")
+    return m.phy_pj_per_bit * C.perturbation(f"dram_phy_{m.name}", "energy_pJ")
 
 
-def dram_phy_pj_per_bit(kind: str) -> float:
-    """Accelerator-side DRAM interface (controller PHY) energy per bit moved, 'lpddr5' | 'hbm2e'."""
-    return C.rows(_kind(_PHY, kind, "PHY energy"), "transfer")[0].energy_pJ
-
-
-def dram_background_w(kind: str, capacity_bytes: float) -> float:
-    """Standby + refresh power (W) of ``capacity_bytes`` of 'lpddr5' | 'hbm2e' DRAM, drawn whether or not the
-    memory is accessed: the cited device's power x (capacity / device capacity)."""
+def dram_background_w(kind: "str | memtech.MemoryTech", capacity_bytes: float) -> float:
+    """Standby + refresh power (W) of ``capacity_bytes`` of DRAM of a record with a background row ('lpddr5' |
+    'hbm2e'), drawn whether or not the memory is accessed: the cited device's power x (capacity / device
+    capacity)."""
     if capacity_bytes < 0:
         raise ValueError(f"capacity_bytes must be >= 0, got {capacity_bytes}")
-    row = C.rows(_kind(_BG, kind, "background power"), "background")[0]
-    device_bytes = row.width * 1e9 / 8  # width holds the device capacity in Gbit
-    return row.leakage_uW * 1e-6 * capacity_bytes / device_bytes
+    m = _record(kind)
+    if m.background_w is None:
+        raise ValueError(f"no background power for DRAM kind {m.name!r}: {m.background_note}")
+    device_bytes = m.background_device_gbit * 1e9 / 8
+    return m.background_w * C.perturbation(f"dram_{m.name}", "leakage_uW") * capacity_bytes / device_bytes
 
 
 def pcie_idle_fraction() -> float:

@@ -112,13 +112,36 @@ def model_logic_area_um2(breakdown: pd.DataFrame) -> pd.Series:
     return dre.groupby("block", sort=False)["area_mm2"].sum() * 1e6
 
 
+def unsynthesised(path: Path) -> str:
+    """Why the ``vrex_lib.hw.verify`` summary at ``path`` holds no cell counts ('' when every block has them): the
+    smoke size never synthesises, and no size does without yosys. A file that is not such a summary is a
+    ValueError naming it."""
+    try:
+        summary = json.loads(Path(path).read_text())
+        blocks = _blocks(summary)
+        missing = [b for b, e in blocks.items()
+                   if not isinstance(e.get("cells_by_type") or (e.get("synth") or {}).get("cells_by_type"), dict)]
+    except (OSError, ValueError, AttributeError, TypeError) as err:
+        raise ValueError(f"{path}: not a summary.json of vrex_lib.hw.verify ({type(err).__name__}); regenerate it "
+                         f"with `python -m vrex_lib.hw verify --out {Path(path).parent}`") from None
+    if not missing and blocks:
+        return ""
+    yosys = (summary.get("tools") or {}).get("yosys")
+    cause = ("yosys was not installed when it ran" if not yosys else
+             f"it was written at size {summary.get('size')!r}, which does not synthesise")
+    return (f"{path} has no cell counts for {', '.join(missing) or 'any block'} ({cause}); "
+            f"`python -m vrex_lib.hw verify --out {Path(path).parent}` (size default) writes them")
+
+
 def ensure_summary(summary_path: Path, *, run_if_missing: bool) -> tuple[Path | None, str]:
-    """(path of a yosys summary, '') or (None, why not). Runs ``vrex_lib.hw.verify.run`` into the summary's folder
-    when the file is missing, ``run_if_missing`` is set and yosys is installed; a failure of that run propagates
-    (it is a bug to fix, not a reason to skip)."""
+    """(path of a yosys summary with every block's cell counts, '') or (None, why not): a summary without them
+    (:func:`unsynthesised`, e.g. notebook 04's in the smoke profile) is not one. Runs ``vrex_lib.hw.verify.run``
+    into the summary's folder when the file is missing, ``run_if_missing`` is set and yosys is installed; a
+    failure of that run propagates (it is a bug to fix, not a reason to skip)."""
     p = Path(summary_path)
     if p.is_file():
-        return p, ""
+        why = unsynthesised(p)
+        return (None, why) if why else (p, "")
     if not run_if_missing:
         return None, f"no yosys summary at {p}; run `python -m vrex_lib.hw verify --out {p.parent}` first"
     from ..hw import verify
@@ -128,7 +151,8 @@ def ensure_summary(summary_path: Path, *, run_if_missing: bool) -> tuple[Path | 
     verify.run(p.parent)
     if not p.is_file():
         return None, f"vrex_lib.hw.verify.run wrote no {p.name} in {p.parent}"
-    return p, ""
+    why = unsynthesised(p)
+    return (None, why) if why else (p, "")
 
 
 def dre_area_share_with_yosys(breakdown: pd.DataFrame, ys: pd.DataFrame) -> dict | None:

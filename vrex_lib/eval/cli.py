@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-dir", default=None, help="save one retrieval trace .npz per sample here")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (CPU; 1 is fastest on a "
                    "busy 2-core machine)")
+    p.add_argument("--replace", action="store_true",
+                   help="--out holds results of another configuration: replace them (they are deleted)")
+    p.add_argument("--force", action="store_true", help="overwrite --out even if it is not a results file")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -119,7 +122,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
                     runtime_cfg=cfg, reference=None if a.reference == "none" else a.reference,
                     trace_dir=a.trace_dir, llm_path=a.llm_path, vision_path=a.vision_path,
                     connector_path=a.connector_path, progress=not a.no_progress, prompt_layout=a.prompt_layout,
-                    frames_policy=a.frames_policy, device=a.device, dtype=a.dtype, frame_sampling=a.frame_sampling)
+                    frames_policy=a.frames_policy, device=a.device, dtype=a.dtype, frame_sampling=a.frame_sampling,
+                    replace=a.replace, force=a.force)
     rows = read_jsonl(path)
     if rows:
         acc = score_results(path, a.profile, a.coin_root, a.split)

@@ -10,7 +10,7 @@ import types
 import torch
 
 from ..coin import FRAME_SAMPLING, FRAMES_POLICIES
-from ..config import PROFILES, RuntimeConfig, arg_name, profile_config
+from ..config import PROFILES, RuntimeConfig, check_profile_inputs, profile_config
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
@@ -119,14 +119,9 @@ class NoSamplesEvaluated(RuntimeError):
 
 
 def _check_profile_args(profile: str, **paths) -> None:
-    """Flags a profile does not use are an error, never silently ignored."""
-    prof = profile_config(profile)
-    extra = [k for k, v in paths.items() if v and not prof.uses_flag(k)]
-    if extra:
-        names = ", ".join(arg_name("--" + k.replace("_", "-")) for k in extra)
-        raise ValueError(f"{names} {'is' if len(extra) == 1 else 'are'} used only by the full profile; the "
-                         f"{profile} profile evaluates its own fixture ({prof.data.root}) with its own model. Drop "
-                         f"{names}, or select the full profile.")
+    """Flags a profile does not use are an error, never silently ignored
+    (:func:`vrex_lib.config.check_profile_inputs`)."""
+    check_profile_inputs(profile, **paths)
 
 
 def _shape_from_config(cfg: dict, identity: ModelIdentity, device: torch.device):

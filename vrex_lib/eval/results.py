@@ -169,9 +169,10 @@ def _check_merge_out(out: Path, paths: list[Path], rows: list[dict], runs: list)
     a results file, the results (or run record) of another run, or results of this run the shards do not hold
     (docs/DECISIONS.md D70)."""
     row = rows[0]
-    if out.exists() and not out.is_file():
-        raise ValueError(f"merge: --out {out} is a folder; pass the merged results file, e.g. "
-                         f"{out}/{row['task']}.jsonl")
+    try:
+        _io.check_output(out, None, flag="--out", example=f"--out {out}/{row['task']}.jsonl" if out.is_dir() else None)
+    except _io.OutputRefused as err:
+        raise ValueError(f"merge: {err}") from None
     if out.resolve() in {p.resolve() for p in paths}:
         return  # merging a single file onto itself: the same run by construction
     try:
@@ -249,24 +250,60 @@ def _merge_skip_logs(paths: list[Path], out: Path) -> None:
     _io.write_text(skips_file(out), "\n".join(["video_id,stage,action,reason", *skip_lines]) + "\n")
 
 
-def check_resume(out_path: Path, cfg: dict) -> list[dict]:
-    """The rows of ``out_path`` that this configuration may resume from; a ValueError if they are another run's."""
-    rows = read_jsonl(out_path)
+def _results_doc(path: Path) -> tuple[dict | None, str]:
+    """({'rows': [...], 'run': run record or None}, '') or (None, why ``path`` is not a results file). A file whose
+    first line is a result line (a JSON object with ``sample_id``), or an empty one, is a results file; a damaged
+    later line is the ValueError of :func:`read_jsonl`."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError as err:
+        return None, f"cannot be read: {err.strerror or err}"
+    if first.strip() and first.endswith(b"\n"):  # a first line without newline is a torn append: no rows yet
+        try:
+            rec = json.loads(first)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            rec = None
+        if not isinstance(rec, dict) or "sample_id" not in rec:
+            return None, "its first line is not a result line, a JSON object with sample_id"
+    return dict(rows=read_jsonl(path), run=_read_run(path)), ""
+
+
+def _results_differ(doc: dict, cfg: dict) -> list[str]:
+    """How the results ``doc`` holds differ from configuration ``cfg`` ([] when they are this configuration's)."""
+    rows = doc["rows"]
     if not rows:
-        return rows
+        return []
     keys = {r.get("config_key") for r in rows}
     if keys == {cfg["config_key"]}:
-        return rows
-    old = _read_run(out_path) or {}
+        return []
+    old = doc["run"] or {}
     if not old and len(keys) == 1:  # no run record: compare what the rows carry
         old = _row_config(rows[0])
     diff = config_diff(old, cfg)
-    why = ("; ".join(diff) if diff and len(keys) == 1 else
-           "its rows come from several configurations" if len(keys) > 1 else
-           "its rows carry no configuration key (an older run)" if keys == {None} else
-           "written under another configuration")
-    raise ValueError(f"{out_path}: holds {len(rows)} results of another run ({why}); resuming would report them as "
-                     "this run's. Delete or move that file (and its .run.json/.skips.csv), or pass another --out.")
+    return (diff if diff and len(keys) == 1 else
+            ["its rows come from several configurations"] if len(keys) > 1 else
+            ["its rows carry no configuration key (an older run)"] if keys == {None} else
+            ["written under another configuration"])
+
+
+#: An evaluation's results file, for :func:`vrex_lib._io.check_output` (docs/DECISIONS.md D70, D320).
+RESULTS_KIND = _io.OutputKind("vrex results file", "results", _results_doc, differ=_results_differ)
+
+
+def check_resume(out_path: Path, cfg: dict, *, replace: bool = False, force: bool = False) -> list[dict]:
+    """The rows of ``out_path`` that this configuration may resume from. Results of another configuration are an
+    :class:`~vrex_lib._io.OutputRefused` naming the differing fields; with ``replace`` they are emptied (and their
+    run record and skip log removed) so the run starts afresh, and with ``force`` so is any other file."""
+    doc = _io.check_output(out_path, RESULTS_KIND, flag="--out", requested=cfg, replace=replace, force=force)
+    if doc is not None:
+        return doc["rows"]
+    if out_path.is_file() and out_path.stat().st_size:
+        with open(out_path, "r+b") as f:  # emptied in place: the run's lock (_exclusive) is on this file
+            f.truncate(0)
+        for f in (run_file(out_path), skips_file(out_path)):
+            f.unlink(missing_ok=True)
+    return []
 
 
 def _row_config(row: dict) -> dict:

@@ -16,7 +16,8 @@ from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full
 from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all,
                    _check_profile_args, _shape_from_config, config_diff, frames_action, model_identity, run_config,
                    run_device, shard_from_env)
-from .results import _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path, skips_file
+from .results import (RESULTS_KIND, _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path,
+                      skips_file)
 from .sample import evaluate_sample
 
 
@@ -53,7 +54,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
              model=None, llm_path: str | None = None, vision_path: str | None = None,
              connector_path: str | None = None, progress: bool = True, prompt_layout: str = "coin",
              frames_policy: str = "videollm-online", device: str | None = None, dtype: str | None = None,
-             frame_sampling: str = coin.FRAME_SAMPLING) -> Path:
+             frame_sampling: str = coin.FRAME_SAMPLING, replace: bool = False, force: bool = False) -> Path:
     """Run (or resume) one method on one COIN task; returns the JSONL path of this shard.
 
     Samples are built from the split's videos whose files exist (VideoLLM-online's ``video_uid in metadata``), so
@@ -67,6 +68,8 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     bfloat16 for ``full``, cpu and float32 otherwise; under torchrun ``cuda`` is the rank's GPU).
     ``reference='auto'`` uses ``<out>/../../full/<task>.jsonl`` when it exists (the full method's lines give the
     agreement columns); None disables it. The run record and every line name the model (its identity, D210).
+    An ``out`` holding results of another configuration is refused unless ``replace`` (then emptied); a file that
+    is not a results file unless ``force`` (docs/DECISIONS.md D320).
     """
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
@@ -75,7 +78,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                                            vision_path=vision_path, connector_path=connector_path, llm_path=llm_path)
     video.check_sampling(frame_sampling)
     dev = _check_device(profile, model, device, dtype)
-    out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir)
+    out_path = _check_outputs(out, task, shard_index, num_shards, trace_dir, force)
     runtime_cfg = runtime_cfg or RuntimeConfig()
     max_new_tokens = max_new_tokens or MAX_NEW_TOKENS[profile]
     max_samples = pcfg.max_samples_per_task if max_samples is None else max_samples
@@ -94,7 +97,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
                skipped, frame_sampling)
     ref = _read_reference(reference, out, method, task, profile, cfg)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
-        done_rows = check_resume(out_path, cfg)
+        done_rows = check_resume(out_path, cfg, replace=replace, force=force)
         done = {r["sample_id"] for r in done_rows}
         mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
@@ -207,15 +210,14 @@ def _check_device(profile: str, model, device, dtype):
     return run_device(profile, device)
 
 
-def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir) -> Path:
-    """This shard's results file, with its folder, sidecars and the trace folder checked writable."""
+def _check_outputs(out, task: str, shard_index: int, num_shards: int, trace_dir, force: bool) -> Path:
+    """This shard's results file (a results file, unless ``force``), with its folder, sidecars and the trace folder
+    checked writable."""
     out_path = shard_path(out, shard_index, num_shards)
-    if out_path.exists() and not out_path.is_file():
-        raise ValueError(f"--out {out_path} is a folder; pass a results file, e.g. {out_path}/{task}.jsonl")
-    _io.check_writable_dir(out_path.parent, "--out")
-    for f in (out_path, run_file(out_path), skips_file(out_path)):
-        if f.exists() and not os.access(f, os.W_OK):
-            raise PermissionError(f"--out: {f} exists and is not writable; fix its permissions or pass another --out")
+    example = f"--out {out_path / task}.jsonl" if out_path.is_dir() else None
+    _io.check_output(out_path, RESULTS_KIND, flag="--out", force=force, example=example)
+    for f in (run_file(out_path), skips_file(out_path)):
+        _io.check_output(f, None, flag=f"--out's {f.name[len(out_path.stem):]} file")
     if trace_dir is not None:
         _io.check_writable_dir(trace_dir, "--trace-dir")
     return out_path

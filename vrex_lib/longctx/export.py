@@ -14,6 +14,7 @@ selected (reuse) -- and ReSV's tokens per cluster, WiCSum exit and DRE cycles av
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Sequence
@@ -24,7 +25,9 @@ import pandas as pd
 
 from .. import _io
 from ..config import WORKLOAD_SCHEMA
-from .run import jsonable, read_results
+from ..workload import files as wfiles
+from .grid import StudyGrid
+from .run import jsonable, read_results, study_setup
 
 #: How the workload file's checkpoints were obtained (its ``measurement`` field and every checkpoint's
 #: ``fidelity_source``).
@@ -125,26 +128,50 @@ def _checkpoint(n: int, method: str, recs: list[dict], n_layers: int) -> dict:
     return c
 
 
-def write_workload(results: str | os.PathLike, out: str | os.PathLike) -> Path:
-    """Write the study's text-stage statistics (schema ``vrex.workload/1``) to ``out``; returns ``out``."""
+def workload_configuration(profile: str, methods: Sequence[str], lengths: Sequence[int], runtime: dict,
+                           resv: dict, max_new_tokens: int) -> dict:
+    """The configuration fields (``vrex_lib.workload.files.CONFIG_FIELDS``) of the study's workload file: what
+    :func:`write_workload` writes, and what an existing file at its path is compared with before the study runs."""
+    return dict(profile=profile, methods=list(methods), variants={}, kv_points=sorted(int(n) for n in lengths),
+                fidelity_kv=[], kv_capacity=runtime["kv_capacity"], recent_frames=runtime["recent_frames"],
+                dense_layers=runtime["dense_layers"], resv=jsonable(resv), frame_steps=0,
+                decode_tokens=max_new_tokens, question=None, stream_seed=None)
+
+
+def check_workload_out(out: str | os.PathLike, profile: str, grid: str | StudyGrid = "profile",
+                       methods: Sequence[str] | None = None, *, force: bool = False, replace: bool = False,
+                       flag: str = "--workload") -> None:
+    """Refuse, before the study runs, a workload path :func:`write_workload` must not write: a folder or device, a
+    file that is not a workload file (unless ``force``), the workload of another configuration -- e.g. one of
+    ``workload measure`` -- unless ``replace`` (docs/DECISIONS.md D200, D320)."""
+    g, specs, resv, cfg = study_setup(profile, grid, methods)
+    want = workload_configuration(profile, [s.name for s in specs], g.lengths, dataclasses.asdict(cfg),
+                                  dataclasses.asdict(resv), g.max_new_tokens)
+    _io.check_output(out, wfiles.KIND, flag=flag, requested=want, force=force, replace=replace,
+                     example=f"{flag} {Path(out).parent / 'workload_retrieval.json'}")
+
+
+def write_workload(results: str | os.PathLike, out: str | os.PathLike, *, force: bool = False,
+                   replace: bool = False) -> Path:
+    """Write the study's text-stage statistics (schema ``vrex.workload/1``) to ``out``; returns ``out``. An ``out``
+    that is not a workload file is refused unless ``force``, another configuration's workload unless ``replace``."""
     d = read_results(results)
     study, rt = d["study"], d["runtime"]
     by: dict[tuple[int, str], list[dict]] = {}
     for r in d["records"]:
         by.setdefault((int(r["context_tokens"]), r["method"]), []).append(r)
+    conf = workload_configuration(d["profile"], d["methods"], {n for n, _ in by}, rt, d["resv"],
+                                  study["max_new_tokens"])
+    _io.check_output(out, wfiles.KIND, flag="--workload", requested=conf, force=force, replace=replace)
     cps = [_checkpoint(n, m, recs, d["n_layers"]) for (n, m), recs in sorted(by.items())]
     tasks = sorted({b["task"] for b in study["blocks"]})
-    w = dict(schema=WORKLOAD_SCHEMA, profile=d["profile"], model=d["model"],
+    w = dict(schema=WORKLOAD_SCHEMA, **{k: v for k, v in conf.items() if k != "stream_seed"}, model=d["model"],
              vision="none: text documents (long-context retrieval study)", vision_encoder=None,
              stream=dict(source=f"long-context retrieval study, tasks {', '.join(tasks)}; grid {d['grid']}",
                          n_frames=0, seed=None, fps=None, chunk_tokens=study["chunk_tokens"]),
-             tokens_per_frame=int(study["chunk_tokens"]), kv_capacity=rt["kv_capacity"],
-             recent_frames=rt["recent_frames"], dense_layers=rt["dense_layers"], resv=d["resv"],
-             n_layers=d["n_layers"], n_kv_heads=d["n_kv_heads"], n_q_heads=d["n_q_heads"], head_dim=d["head_dim"],
-             kv_bytes_per_elem=d["kv_bytes_per_elem"],
+             tokens_per_frame=int(study["chunk_tokens"]), n_layers=d["n_layers"], n_kv_heads=d["n_kv_heads"],
+             n_q_heads=d["n_q_heads"], head_dim=d["head_dim"], kv_bytes_per_elem=d["kv_bytes_per_elem"],
              kv_bytes_per_token=d["n_layers"] * d["n_kv_heads"] * 2 * d["head_dim"] * d["kv_bytes_per_elem"],
-             methods=d["methods"], variants={}, kv_points=sorted({n for n, _ in by}), fidelity_kv=[], frame_steps=0,
-             decode_tokens=study["max_new_tokens"], question=None, position_note=None, measurement=WORKLOAD_NOTE,
-             source_results=Path(results).name, inputs_key=d["inputs_key"], elapsed_s=d["elapsed_s"],
-             checkpoints=cps)
+             position_note=None, measurement=WORKLOAD_NOTE, source_results=Path(results).name,
+             inputs_key=d["inputs_key"], elapsed_s=d["elapsed_s"], checkpoints=cps)
     return _io.write_json(out, jsonable(w))

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from .. import methods as method_table
-from ..config import ReSVConfig, profile_config
+from ..config import STUDY_GRIDS, ReSVConfig, arg_name, profile_config
 from ..retrieval import POLICIES, make_policy, takes_resv_config
 from .policy import ExactTopK, TextStageOnly
 from .task import TASKS
@@ -175,10 +175,13 @@ def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
     """The study of ``profile`` (its ``longctx`` section, :mod:`vrex_lib.profiles`): ``grid='profile'`` its share of
     make reproduce, ``'full'`` the whole grid of its family. The ``full`` profile (VideoLLM-online 8B) always runs
     the default family's full grid, on its own model."""
+    if grid not in STUDY_GRIDS:
+        raise ValueError(f"long-context study: {arg_name('--grid')} {grid!r} is not a study grid; use "
+                         f"{' or '.join(STUDY_GRIDS)}")
     sec = profile_config(profile).longctx
     key = (sec.grid, "full" if sec.always_full else grid)
     if key not in GRIDS:
         have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
-        raise ValueError(f"long-context study: no grid {grid!r} for profile {profile!r} (have {have}); "
-                         "use grid='profile' or grid='full'")
+        raise ValueError(f"long-context study: no {arg_name('--grid')} {grid!r} for profile {profile!r} (have "
+                         f"{have}); use {arg_name('--grid')} profile")
     return GRIDS[key].replace(model_profile=profile)

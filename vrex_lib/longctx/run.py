@@ -234,21 +234,50 @@ def read_results(path: str | os.PathLike) -> dict:
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no long-context study here; run `python -m vrex_lib.longctx run` "
                                 "(or notebook 09)")
-    try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{p}: not valid JSON ({err}); delete it and rerun the study") from None
-    if d.get("schema") != SCHEMA:
-        raise ValueError(f"{p}: schema {d.get('schema')!r}, expected {SCHEMA!r}; rerun the study")
+    d, why = _io.read_json_document(p, SCHEMA, "long-context study")
+    if d is None:
+        raise ValueError(f"{p}: not a long-context study file ({why}); delete it and rerun the study")
     return d
 
 
 def _cached(path: Path, key: str) -> dict | None:
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return d if d.get("inputs_key") == key else None
+    d, _ = _io.read_json_document(path)
+    return d if d is not None and d.get("inputs_key") == key else None
+
+
+def requested(profile: str, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConfig) -> dict:
+    """What a study file of this request holds before any trial runs (as JSON values): a file whose fields
+    differ is another configuration's study (docs/DECISIONS.md D320)."""
+    return jsonable(dict(profile=profile, grid=grid.name, study=dataclasses.asdict(grid),
+                         methods=[s.name for s in specs], resv=dataclasses.asdict(resv),
+                         runtime=dataclasses.asdict(cfg)))
+
+
+def _configuration(doc: dict) -> dict:
+    return {k: doc[k] for k in ("profile", "grid", "study", "methods", "resv", "runtime") if k in doc}
+
+
+#: A study file, for :func:`vrex_lib._io.check_output`.
+KIND = _io.json_kind("long-context study file", "study", SCHEMA, _configuration)
+
+
+def check_out(out: Path, want: dict, *, force: bool, replace: bool) -> dict | None:
+    """Refuse, before the model loads, an ``out`` (or its ``<out>.partial.json``) the study must not write: a
+    folder or device, a file that is not a study file (unless ``force``), the study of another configuration
+    (unless ``replace``). Returns the study already there when it is this configuration's."""
+    example = f"--out {out.parent / 'retrieval_demand.json'}"
+    _io.check_output(out, None, flag="--out", example=example)
+    _io.check_output(out.with_name(out.name + ".partial.json"), None, flag="--out's checkpoint file",
+                     example=example)
+    return _io.check_output(out, KIND, flag="--out", requested=want, force=force, replace=replace)
+
+
+def check_model(out: Path, doc: dict | None, model) -> None:
+    """Refuse a study of this configuration that another model ran (its name is known once the model is built)."""
+    diff = _io.config_diff({"model": doc["model"]}, {"model": model.name}) if doc and "model" in doc else []
+    if diff:
+        raise _io.OutputRefused(f"--out {out} holds the study of another configuration ({diff[0]}); pass --replace "
+                                "to replace it, or another --out")
 
 
 def _key_parts(model, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConfig) -> dict:
@@ -260,26 +289,35 @@ def _key_parts(model, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConf
                 prefix=DOC_PREFIX, stop=STOP_STRINGS, code=_source_digest())
 
 
+def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | None = None,
+                resv: ReSVConfig | None = None) -> tuple[StudyGrid, tuple[MethodSpec, ...], ReSVConfig, RuntimeConfig]:
+    """(grid, method specs, ReSV config, runtime config) of a study request, as :func:`run` runs it."""
+    g = study_grid(profile, grid) if isinstance(grid, str) else grid
+    if methods:
+        g = g.replace(methods=tuple(methods))
+    return g, method_specs(g.methods), resv or ReSVConfig(), RuntimeConfig(kv_capacity=g.kv_capacity,
+                                                                           interval_token=False)
+
+
 def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str | os.PathLike | None = None,
         model=None, methods: Sequence[str] | None = None, resv: ReSVConfig | None = None, progress: bool = True,
-        force: bool = False, model_kwargs: dict | None = None) -> Path:
+        force: bool = False, replace: bool = False, model_kwargs: dict | None = None) -> Path:
     """Run the study (see the module docstring) and write it to ``out``; returns ``out``.
 
     profile: 'smoke' (tiny random model) | 'default' (SmolLM2-135M) | 'full'; grid: 'profile' (the profile's share
     of make reproduce), 'full' (the whole grid) or a :class:`StudyGrid`; methods: replace the grid's methods.
     A finished ``out`` with the same inputs_key is reused (``force`` recomputes); ``<out>.partial.json`` resumes.
+    Checked before the model loads: an ``out`` that is not a study file is refused unless ``force``, the study of
+    another configuration unless ``replace`` (docs/DECISIONS.md D320).
     """
-    g = study_grid(profile, grid) if isinstance(grid, str) else grid
-    if methods:
-        g = g.replace(methods=tuple(methods))
-    specs = method_specs(g.methods)
-    resv = resv or ReSVConfig()
-    cfg = RuntimeConfig(kv_capacity=g.kv_capacity, interval_token=False)
+    g, specs, resv, cfg = study_setup(profile, grid, methods, resv)
     out = Path(out) if out else default_out(profile, grid if isinstance(grid, str) else g.name)
+    old = check_out(out, requested(profile, g, specs, resv, cfg), force=force, replace=replace)
     if model is None:
         from ..runtime import build_model
 
         model = build_model(g.model_profile, **dict(model_kwargs or {}))
+    check_model(out, old, model)
     check_grid(model, g, cfg)
     key = inputs_key(_key_parts(model, g, specs, resv, cfg))
     if not force and _cached(out, key) is not None:

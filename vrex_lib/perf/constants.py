@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from .. import memtech
+
 
 @dataclass(frozen=True)
 class DeviceConstant:
@@ -39,71 +41,28 @@ class DeviceConstant:
 _TLP_OVERHEAD_B = 24.0
 _PCIE_DERIVED = 0.985 * 256.0 / (256.0 + _TLP_OVERHEAD_B)
 
-_RAMULATOR_LP5 = ("JEDEC JESD209-5 LPDDR5-6400 as tabulated in CMU-SAFARI/ramulator2 src/dram/impl/LPDDR5.cpp "
-                  "(timing preset LPDDR5_6400 in CK cycles at its listed tCK 1250 ps)")
 _DRAMSIM3_HBM = ("umd-memsys/DRAMsim3 configs/HBM2_8Gb_x128.ini (the DRAM simulator the paper names for HBM2e, "
                  "§VI.A), timing in cycles at its tCK = 1 ns")
 _GPTFAST = "pytorch-labs/gpt-fast @32971d3"
 
 
-def _lp5(key: str, cycles: float, what: str, unverified: bool = False) -> DeviceConstant:
-    return DeviceConstant(f"lpddr5.{key}", cycles * 1.25e-9, "s", "LPDDR5-6400 x16 channel, 16 Gb die", "-",
-                          "spec", _RAMULATOR_LP5, f"{what}: {cycles:g} nCK x 1.25 ns", unverified)
-
-
-def _hbm(key: str, cycles: float, what: str) -> DeviceConstant:
-    return DeviceConstant(f"hbm2e.{key}", cycles * 1e-9, "s", "HBM2 8 Gb x128 channel", "-", "spec", _DRAMSIM3_HBM,
-                          f"{what}: {cycles:g} tCK x 1 ns (DRAM core timings are set in ns; HBM2e keeps them)")
+def _tech_rows(tech: memtech.MemoryTech, system: str) -> tuple[DeviceConstant, ...]:
+    """The ``<tech>.*`` rows of one DRAM technology, read from its record (:mod:`vrex_lib.memtech`): the paper's bus,
+    the channel organisation and every JEDEC timing."""
+    t = tech.timing
+    bus = DeviceConstant(f"{tech.name}.bus_bits", tech.bus_bits, "bit", system, "-", "spec",
+                         f"V-Rex paper §VI.A: {tech.name.upper()} on a {tech.bus_bits}-bit bus", f"record {tech.label}")
+    org = tuple(DeviceConstant(f"{tech.name}.{k}", getattr(t, k), "B" if k == "page_bytes" else
+                               ("banks" if k == "banks" else ("beats" if k == "burst_length" else "bit")),
+                               t.device, "-", "spec", t.source, t.notes.get(k, "")) for k in memtech.JedecTiming.ORG)
+    times = tuple(DeviceConstant(f"{tech.name}.{k}", getattr(t, k), "s", t.device, "-", "spec", t.source,
+                                 t.notes.get(k, "")) for k in memtech.JedecTiming.TIMES)
+    return (bus,) + org + times
 
 
 _DRAM_ROWS: tuple[DeviceConstant, ...] = (
-    # --- LPDDR5 x256 (edge: V-Rex8 and AGX Orin) --------------------------------------------------------------
-    DeviceConstant("lpddr5.bus_bits", 256, "bit", "edge DRAM (V-Rex8, AGX Orin)", "-", "spec",
-                   "V-Rex paper §VI.A: LPDDR5 on a 256-bit bus", "Table I: 204.8 GB/s = 6400 MT/s x 32 B"),
-    DeviceConstant("lpddr5.channel_bits", 16, "bit", "LPDDR5 channel", "-", "spec",
-                   "JEDEC JESD209-5: an LPDDR5 channel is 16 bits wide", "a 256-bit bus (§VI.A) is 16 channels"),
-    DeviceConstant("lpddr5.burst_length", 16, "beats", "LPDDR5 channel", "-", "spec",
-                   "JEDEC JESD209-5: BL16 (32 B on x16)", "bank-group mode above 3200 Mbps"),
-    DeviceConstant("lpddr5.banks", 16, "banks", "LPDDR5 16 Gb die", "-", "spec", _RAMULATOR_LP5,
-                   "org preset LPDDR5_16Gb_x16: 4 bank groups x 4 banks"),
-    DeviceConstant("lpddr5.page_bytes", 2048, "B", "LPDDR5 16 Gb x16 die", "-", "spec", _RAMULATOR_LP5,
-                   "1024 columns x 16 bit"),
-    _lp5("tRCD_s", 15, "ACT to RD"),
-    _lp5("tRP_s", 15, "per-bank precharge tRPpb"),
-    _lp5("tRAS_s", 34, "ACT to PRE"),
-    _lp5("tRRD_s", 4, "ACT to ACT, any bank"),
-    _lp5("tFAW_s", 16, "four-activate window"),
-    _lp5("tWTR_s", 5, "write to read, other bank group (nWTRS)"),
-    _lp5("tCL_s", 20, "read latency"),
-    _lp5("tCWL_s", 11, "write latency"),
-    _lp5("tBUS_s", 4, "burst slot used by the controller's turnaround rule (nBL16)"),
-    _lp5("tCK_s", 1, "command clock"),
-    DeviceConstant("lpddr5.tRFC_s", 280e-9, "s", "LPDDR5 16 Gb die", "-", "spec", _RAMULATOR_LP5,
-                   "all-bank refresh tRFCab table (ns), 16 Gb"),
-    DeviceConstant("lpddr5.tREFI_s", 3906e-9, "s", "LPDDR5 16 Gb die", "-", "spec", _RAMULATOR_LP5,
-                   "tREFI base 3906 ns (<= 85 C)"),
-    # --- HBM2e 5120-bit (server: V-Rex48 and A100) --------------------------------------------------------------
-    DeviceConstant("hbm2e.bus_bits", 5120, "bit", "server DRAM (V-Rex48, A100)", "-", "spec",
-                   "V-Rex paper §VI.A: HBM2e on a 5120-bit bus", "Table I: 1935 GB/s = 3.02 GT/s per pin"),
-    DeviceConstant("hbm2e.channel_bits", 128, "bit", "HBM2 channel", "-", "spec", _DRAMSIM3_HBM,
-                   "bus_width = 128; 5120 bits (§VI.A) = 40 channels"),
-    DeviceConstant("hbm2e.burst_length", 4, "beats", "HBM2 channel", "-", "spec", _DRAMSIM3_HBM, "BL = 4 (64 B)"),
-    DeviceConstant("hbm2e.banks", 16, "banks", "HBM2 channel", "-", "spec", _DRAMSIM3_HBM,
-                   "bankgroups = 4 x banks_per_group = 4"),
-    DeviceConstant("hbm2e.page_bytes", 1024, "B", "HBM2 channel", "-", "spec", _DRAMSIM3_HBM,
-                   "columns = 64 x device_width 128 bit"),
-    _hbm("tRCD_s", 14, "tRCDRD"),
-    _hbm("tRP_s", 14, "tRP"),
-    _hbm("tRAS_s", 34, "tRAS"),
-    _hbm("tRRD_s", 4, "tRRD_S (other bank group)"),
-    _hbm("tFAW_s", 30, "tFAW"),
-    _hbm("tWTR_s", 6, "tWTR_S"),
-    _hbm("tCL_s", 14, "CL"),
-    _hbm("tCWL_s", 4, "CWL"),
-    _hbm("tBUS_s", 2, "BL/2 burst cycles"),
-    _hbm("tCK_s", 1, "command clock"),
-    _hbm("tRFC_s", 260, "tRFC"),
-    _hbm("tREFI_s", 3900, "tREFI"),
+    *_tech_rows(memtech.LPDDR5, "edge DRAM (V-Rex8, AGX Orin)"),
+    *_tech_rows(memtech.HBM2E, "server DRAM (V-Rex48, A100)"),
     # --- memory controller (both technologies) ------------------------------------------------------------------
     DeviceConstant("dram_ctrl.queue_depth", 32, "requests", "DRAM controller, per channel", "-", "spec",
                    _DRAMSIM3_HBM, "cmd_queue_size = 32: requests the scheduler can reorder over banks"),
@@ -160,10 +119,39 @@ _GPU_ROWS: tuple[DeviceConstant, ...] = (
     DeviceConstant("agx_orin.pcie_eff", _PCIE_DERIVED, "fraction", "PCIe 3.0 x4 to an M.2 NVMe SSD", "PCIe Gen3",
                    "derived", "PCIe Base Specification: 128b/130b encoding x 256-B payload / 280-B TLP",
                    "0.985 x 0.914 = 0.90; the Kioxia BG6 (PCIe 4.0 x4 drive) reads faster than this Gen3 x4 link"),
-    DeviceConstant("gpu.mem_side_eff", 1.0, "fraction", "A100 and AGX Orin memory path", "-", "choice",
-                   "docs/DECISIONS.md D100: no published measurement separates a GPU-side loss from the DRAM's own "
-                   "timing losses, so the GPUs get the shared DRAM model alone; the validation rows (A800 copy, "
-                   "gpt-fast decode, Jetson MLC/HF decode) show the difference", "1.0", True),
+    # --- GPU memory pipeline and kernels (A100-SXM4-80GB measurements; the Orin takes the same Ampere figures) -----
+    DeviceConstant("a100.mem_side_eff", 1700e9 / (2039e9 * (1 - 260 / 3900)), "fraction", "A100-80GB (GA100, HBM2e)",
+                   "TSMC 7 nm", "measured", f"{_GPTFAST} README: 'Running on an A100 80GB, albeit power-limited to 330 "
+                   "watts. Empirically, seems like peak bandwidth is about 1700 GB/s' (the board of the gpt-fast "
+                   "benchmarks); cross-check te42kyfo/gpu-benches gpu-stream/a100_80.txt: read kernel at 100 % "
+                   "occupancy 1769 GB/s", "1700 / (2039 x 0.933, the HBM2e model's long-read share) = 0.898: what the "
+                   "GPU's memory pipeline loses beyond the DRAM timing (docs/DECISIONS.md D100, D240)"),
+    DeviceConstant("agx_orin.mem_side_eff", 1700e9 / (2039e9 * (1 - 260 / 3900)), "fraction",
+                   "Jetson AGX Orin (Ampere GA10B, LPDDR5)", "Samsung 8 nm", "derived", "as a100.mem_side_eff (the "
+                   "same Ampere memory pipeline; no published GPU-stream measurement of the AGX Orin 32 GB found)",
+                   "0.898", True),
+    DeviceConstant("gpu.write_batch", float("inf"), "bursts", "A100 / AGX Orin memory controllers behind the L2",
+                   "-", "derived", "NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): a 40 MB L2 in front of "
+                   "the memory controllers (the Orin's GA10B: 4 MB); dirty lines leave the L2 in batches of up to an L2 "
+                   "slice's share, thousands of bursts per channel", "unbounded: the read/write turnaround is amortised "
+                   "away; validated against gpu-benches' write-only and copy kernels (perf_validation)", True),
+    DeviceConstant("gpu.kernel_dram_graph_s", 3.316e-6, "s", "A100-SXM4-80GB, kernels launched in a CUDA graph",
+                   "TSMC 7 nm", "derived", "te42kyfo/gpu-benches @1c36d50 gpu-small-kernels/a100_80_graph.txt "
+                   "(10000 dependent SCALE kernels per size, cudaGraph): least squares of T = a + V/b over the 33 "
+                   "DRAM-resident volumes V >= 80 MB (84-986 MB): a = 3.32 us, b = 1753 GB/s; the benchmark's own "
+                   "model T = V / (a + V/b), gpu-small-kernels/readme.md", "a kernel that streams DRAM pays a once: "
+                   "launch, the first loads' latency, ramp and tail (the bytes-in-flight fill of Little's law)"),
+    DeviceConstant("gpu.kernel_dram_stream_s", 5.005e-6, "s", "A100-SXM4-80GB, kernels launched on a stream",
+                   "TSMC 7 nm", "derived", "te42kyfo/gpu-benches @1c36d50 gpu-small-kernels/a100_80.txt, the same "
+                   "fit over its 21 DRAM-resident volumes (84-392 MB): a = 5.0 us, b = 1752 GB/s",
+                   "eager stacks launch one kernel at a time on a stream"),
+    DeviceConstant("gpu.kernel_small_graph_s", 1.34e-6, "s", "A100-SXM4-80GB, CUDA graph", "TSMC 7 nm", "measured",
+                   "te42kyfo/gpu-benches @1c36d50 gpu-small-kernels/a100_80_graph.txt: 4096-element SCALE (64 KiB, "
+                   "L2-resident) at 49 GB/s = 1.34 us per kernel", "a small kernel on activations (norm, RoPE, "
+                   "KV-cache update, SiLU gate): launch-to-launch time"),
+    DeviceConstant("gpu.kernel_small_stream_s", 2.62e-6, "s", "A100-SXM4-80GB, stream launches", "TSMC 7 nm",
+                   "measured", "te42kyfo/gpu-benches @1c36d50 gpu-small-kernels/a100_80.txt: 4096-element SCALE at "
+                   "25 GB/s = 2.62 us per kernel", ""),
     # --- GPU software stack (eager PyTorch, FlexGen-style) ---------------------------------------------------
     DeviceConstant("stack.eager_ops_per_layer", 102, "aten calls", "Llama decoder layer, eager PyTorch", "-",
                    "measured", f"{_GPTFAST} model.py TransformerBlock, one decode step counted with "
@@ -173,6 +161,27 @@ _GPU_ROWS: tuple[DeviceConstant, ...] = (
     DeviceConstant("stack.eager_ops_fixed", 25, "aten calls", "decode step outside the layers, eager PyTorch",
                    "-", "measured", f"{_GPTFAST} model.py + generate.py sample()/decode_n_tokens, counted as "
                    "stack.eager_ops_per_layer", "embedding/final norm/LM head 7, sampling 14, loop bookkeeping 4"),
+    DeviceConstant("stack.eager_kernels_per_layer", 43, "kernels", "Llama decoder layer, eager PyTorch", "-",
+                   "measured", f"{_GPTFAST} model.py TransformerBlock under TorchDispatchMode (torch 2.13, CPU, tiny "
+                   "config; difference of 3- and 1-layer models): the aten calls that launch a kernel (views, "
+                   "transposes, slices excluded)", "norms + residuals 14, QKV 1, attention 22, out-proj 1, FFN 5"),
+    DeviceConstant("stack.compiled_kernels_per_layer", 10, "kernels", "Llama decoder layer, gpt-fast torch.compile",
+                   "-", "measured", f"{_GPTFAST} model.py Transformer compiled by Inductor (torch 2.13, this "
+                   "machine's CPU backend, fullgraph; difference of 3- and 1-layer models): 5 extern mm + 1 SDPA + 4 "
+                   "fused kernels", "norm+residual 2, QKV mm + RoPE/KV-cache update 2, attention 1, out-proj 1, FFN "
+                   "3 mm + SiLU gate 4; the CUDA backend's Triton fusion is taken as the same grouping (unverified)",
+                   True),
+    DeviceConstant("stack.hf_eager_ops_per_layer", 89, "aten calls", "Llama decoder layer, Hugging Face eager", "-",
+                   "measured", "huggingface/transformers 4.35.2 LlamaForCausalLM (the release of the Jetson AI Lab HF "
+                   "benchmark's time, Nov 2023) decode step under TorchDispatchMode (torch 2.13, CPU, tiny MHA config; "
+                   "difference of 3- and 1-layer models)", "41 of them launch a kernel (stack.hf_eager_kernels_per_"
+                   "layer); eager attention: matmul, divide, mask add, softmax, past-KV concatenation"),
+    DeviceConstant("stack.hf_eager_kernels_per_layer", 41, "kernels", "Llama decoder layer, Hugging Face eager", "-",
+                   "measured", "as stack.hf_eager_ops_per_layer: mul 9, mm 7, add 6, cat 4, pow/mean/rsqrt/index/neg/"
+                   "bmm 2 each, div, softmax, silu", ""),
+    DeviceConstant("stack.hf_eager_ops_fixed", 13, "aten calls", "decode step outside the layers, Hugging Face eager",
+                   "-", "measured", "as stack.hf_eager_ops_per_layer (the 1-layer model less one layer)",
+                   "embedding, final norm, LM head; generate()'s own bookkeeping is not dispatched through aten"),
     DeviceConstant("stack.eager_host_op_s", (1 / 25.5) / (32 * 102 + 25), "s", "x86 host of an A100-80GB "
                    "(eager PyTorch)", "-", "derived", "pytorch.org/blog/accelerating-generative-ai-2 (2023): the "
                    "eager gpt-fast starting point decodes Llama-7B at 25.5 tok/s on an A100-80GB and its trace is "
@@ -215,17 +224,15 @@ _LINK_ROWS: tuple[DeviceConstant, ...] = (
 )
 
 _SSD_ROWS: tuple[DeviceConstant, ...] = (
-    DeviceConstant("ssd.granule_bytes", 4096, "B", "NVMe SSD", "-", "spec",
-                   "NVM Express Base Specification: logical blocks of 4 KiB (the usual LBA format of client drives "
-                   "such as the Kioxia BG6)", "a scattered read moves whole 4 KiB blocks"),
+    DeviceConstant("ssd.granule_bytes", memtech.NVME_SSD.granule_bytes, "B", memtech.NVME_SSD.label, "-", "spec",
+                   memtech.NVME_SSD.sources["granule_bytes"], "a scattered read moves whole 4 KiB blocks"),
     DeviceConstant("host_dram.granule_bytes", 64, "B", "host DDR4 over PCIe", "-", "spec",
                    "PCIe reads of host memory are served in 64-B cache lines (x86 coherent DMA)", ""),
-    DeviceConstant("ssd.read_iops", 850e3, "IOPS", "Kioxia BG6 (PCIe 4.0 x4, BiCS6 TLC)", "-", "spec",
-                   "Kioxia BG6 announcement (May 2023, e.g. computerbase.de 2023-05): up to 850,000 random-read "
-                   "IOPS, 6,000 MB/s sequential read", "4 KiB random read, best capacity, high queue depth"),
-    DeviceConstant("ssd.read_latency_s", 80e-6, "s", "client TLC NVMe SSD, 4 KiB read at QD1", "-", "choice",
-                   "docs/DECISIONS.md D105: no BG6 QD1 latency published; typical client TLC read latency taken",
-                   "bounds throughput at a finite queue depth: QD x size / latency", True),
+    DeviceConstant("ssd.read_iops", memtech.NVME_SSD.read_iops, "IOPS", "Kioxia BG6 (PCIe 4.0 x4, BiCS6 TLC)", "-",
+                   "spec", memtech.NVME_SSD.sources["read_iops"], "4 KiB random read, best capacity, high queue depth"),
+    DeviceConstant("ssd.read_latency_s", memtech.NVME_SSD.read_latency_s, "s", "client TLC NVMe SSD, 4 KiB read at QD1",
+                   "-", "choice", "docs/DECISIONS.md D105: no BG6 QD1 latency published; typical client TLC read "
+                   "latency taken", "bounds throughput at a finite queue depth: QD x size / latency", True),
     DeviceConstant("nvme.command_bytes", 64 + 16 + 4 + 4 + 4, "B", "NVMe command on PCIe", "-", "derived",
                    "NVM Express Base Specification: 64-B submission entry fetched by the drive, 16-B completion "
                    "entry written back, SQ-tail and CQ-head doorbells and an MSI-X write of 4 B each",
@@ -234,6 +241,11 @@ _SSD_ROWS: tuple[DeviceConstant, ...] = (
                    "Linux kernel default read_ahead_kb = 128 (the page-cache readahead under FlexGen's memory-mapped "
                    "disk tier); docs/DECISIONS.md D105 gives the KVMU the same command size for a whole-layer read",
                    "a sequential whole-tier read is issued as commands of this size", True),
+    DeviceConstant("host.copy_bytes_s", 8 * 25.6e9 / 2, "B/s", "DGX A100 host socket (AMD EPYC 7742, 8 x "
+                   "DDR4-3200)", "-", "derived", "AMD EPYC 7742 specification: 8 DDR4-3200 channels = 204.8 GB/s per "
+                   "socket; a copy reads and writes each byte", "102.4 GB/s of bytes copied: the peak, so FlexGen's "
+                   "pinned-buffer relay is charged the least host-memory time it can take (docs/DECISIONS.md D243)",
+                   True),
     DeviceConstant("kvmu.queue_depth", 64, "commands", "V-Rex KVMU NVMe queue", "14 nm", "choice",
                    "docs/DECISIONS.md D105: outstanding NVMe reads the KVMU keeps in flight", "", True),
     DeviceConstant("host.queue_depth", 32, "commands", "GPU host NVMe queue (FlexGen copy threads)", "-", "choice",

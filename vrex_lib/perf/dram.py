@@ -1,7 +1,7 @@
 """One bank-level DRAM model per memory technology, shared by every system on that memory (docs/PERF_MODEL.md).
 
 LPDDR5 x256 (V-Rex8 and the Jetson AGX Orin) and HBM2e x5120 (V-Rex48 and the A100) get their JEDEC timing from
-:mod:`vrex_lib.perf.constants`; the peak data rate is Table I's bandwidth over the bus width. For one *access stream*
+their :mod:`vrex_lib.memtech` record (listed in :mod:`vrex_lib.perf.constants`); the peak data rate is Table I's bandwidth over the bus width. For one *access stream*
 -- contiguous runs of ``run_bytes`` starting at random addresses, all reads or all writes -- the sustained share of
 the peak is the product of three losses, each from the timing:
 
@@ -13,7 +13,8 @@ the peak is the product of three losses, each from the timing:
   consecutive banks) and, for short random runs, the expected number of distinct banks among the controller's
   ``queue_depth`` requests, ``B (1 - (1 - 1/B)^Q)`` (bank conflicts);
 * **read/write turnaround** (write streams): the controller drains ``write_batch`` bursts at a time between reads
-  and pays ``tRTW + tWTR`` per batch (Ramulator2's rules: RD->WR = CL + BL + 2 tCK - CWL, WR->RD = CWL + BL + tWTR).
+  and pays ``tRTW + tWTR`` per batch (Ramulator2's rules: RD->WR = CL + BL + 2 tCK - CWL, WR->RD = CWL + BL + tWTR);
+  an unbounded batch (a GPU's write-back L2 in front of the controllers, docs/DECISIONS.md D240) pays none.
 
 Bank-group tCCD_L is taken as hidden by interleaving bursts over bank groups (docs/DECISIONS.md D100).
 
@@ -25,12 +26,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
-
+from .. import memtech
 from .constants import const
 
-Tech = Literal["lpddr5", "hbm2e"]
-TECHS: tuple[str, ...] = ("lpddr5", "hbm2e")
+#: The DRAM technologies with JEDEC timing (a :class:`~vrex_lib.memtech.MemoryTech` record each).
+TECHS: tuple[str, ...] = tuple(n for n in memtech.DRAM if memtech.dram(n).timing is not None)
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class DramTiming:
     tRFC_s: float
     tREFI_s: float
     queue_depth: int
-    write_batch: int
+    write_batch: float
 
     @property
     def channel_bytes_s(self) -> float:
@@ -79,21 +79,22 @@ class DramTiming:
         return max(0.0, rtw) + wtr
 
 
-def timing(tech: str, peak_bytes_s: float, bus_bits: int) -> DramTiming:
-    """The DRAM of ``bus_bits`` of technology ``tech`` ('lpddr5' | 'hbm2e') at Table I's ``peak_bytes_s``."""
-    if tech not in TECHS:
-        raise ValueError(f"DRAM technology {tech!r}: choose one of {', '.join(TECHS)}")
+def timing(tech: "str | memtech.MemoryTech", peak_bytes_s: float, bus_bits: int,
+           write_batch: float | None = None) -> DramTiming:
+    """The DRAM of ``bus_bits`` of technology ``tech`` (a record or its name) at Table I's ``peak_bytes_s``;
+    ``write_batch``: bursts the controller drains per read/write turnaround (None: DRAMsim3's, ``dram_ctrl``)."""
+    rec = memtech.dram(tech) if not isinstance(tech, memtech.MemoryTech) else tech
+    if rec.timing is None:
+        raise ValueError(f"DRAM {rec.name} has no JEDEC timing ({rec.timing_none}); choose one of {', '.join(TECHS)}")
     if peak_bytes_s <= 0 or bus_bits <= 0:
-        raise ValueError(f"DRAM {tech}: peak_bytes_s and bus_bits must be > 0 (got {peak_bytes_s}, {bus_bits})")
-    ch_bits = int(const(f"{tech}.channel_bits"))
-    if bus_bits % ch_bits:
-        raise ValueError(f"DRAM {tech}: a {bus_bits}-bit bus is not a whole number of {ch_bits}-bit channels")
-    c = {k: const(f"{tech}.{k}") for k in ("tRCD_s", "tRP_s", "tRAS_s", "tRRD_s", "tFAW_s", "tWTR_s", "tCL_s",
-                                           "tCWL_s", "tBUS_s", "tCK_s", "tRFC_s", "tREFI_s")}
-    return DramTiming(tech, peak_bytes_s, bus_bits // ch_bits, ch_bits, int(const(f"{tech}.burst_length")),
-                      int(const(f"{tech}.banks")), int(const(f"{tech}.page_bytes")), **c,
-                      queue_depth=int(const("dram_ctrl.queue_depth")),
-                      write_batch=int(const("dram_ctrl.write_batch")))
+        raise ValueError(f"DRAM {rec.name}: peak_bytes_s and bus_bits must be > 0 (got {peak_bytes_s}, {bus_bits})")
+    t = rec.timing
+    if bus_bits % t.channel_bits:
+        raise ValueError(f"DRAM {rec.name}: a {bus_bits}-bit bus is not a whole number of {t.channel_bits}-bit channels")
+    c = {k: getattr(t, k) for k in memtech.JedecTiming.TIMES}
+    return DramTiming(rec.name, peak_bytes_s, bus_bits // t.channel_bits, t.channel_bits, t.burst_length, t.banks,
+                      t.page_bytes, **c, queue_depth=int(const("dram_ctrl.queue_depth")),
+                      write_batch=const("dram_ctrl.write_batch") if write_batch is None else write_batch)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def stream_efficiency(t: DramTiming, run_bytes: float = math.inf, write: bool = 
     act_s = max(t.tRRD_s, t.tFAW_s / 4.0, t.tRC_s / banks)
     row = min(1.0, per_act / t.channel_bytes_s / act_s)
     turn = 1.0
-    if write:
+    if write and math.isfinite(t.write_batch):
         batch_s = t.write_batch * b / t.channel_bytes_s
         turn = batch_s / (batch_s + t.turnaround_s)
     return StreamEff(refresh, row, turn, per_act, act_s)

@@ -9,7 +9,8 @@
 * **PCIe** (both): the paper's 3 W per lane at full load (§VI.A) while the link moves data; while it is idle, the
   L0-equivalent idle time of its ASPM states (:func:`vrex_lib.perf.link.idle_power_frac`: L0, then L0s, then
   L1.2 over each idle gap of the step's timeline); without that time given, the estimator's L0-idle fraction.
-* **Offload tier**: SSD active power while the link moves data, idle power otherwise (edge; Kioxia BG6 rows);
+* **Offload tier**: SSD active power while the link moves data, idle power otherwise (edge; the NVMe SSD record,
+  Kioxia BG6 class);
   host DDR4 pJ/bit x bytes over the link plus the host's staging copies (server; the host's DDR4 background
   belongs to the host CPU, present for both systems).
 
@@ -80,9 +81,9 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
         if sys.core_power is None:
             raise ValueError(f"System {sys.name}: a V-Rex system needs core_power (build it with systems.vrex)")
         parts["core"] = sys.core_power.power_w(**core_utilisation(sys, act)) * sys.n_cores * t
-        parts["dram"] = act.dram_bytes * 8 * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity) * t
+        parts["dram"] = act.dram_bytes * 8 * _offchip.dram_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity) * t
     else:
         parts["gpu_board"] = sys.power_w * t
     lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
@@ -91,10 +92,17 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
                  else min(act.pcie_idle_l0_s, t - busy))
     parts["pcie_idle"] = lane_w * idle_l0_s
     if sys.offload_tier == "ssd":
-        parts["ssd"] = _offchip.ssd_power_w("active") * busy + _offchip.ssd_power_w("idle") * (t - busy)
+        parts["ssd"] = ssd_active_j(sys, busy) + sys.offload_store.idle_w * (t - busy)
     else:
-        parts["host_dram"] = (act.pcie_bytes + act.host_copy_bytes) * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = ((act.pcie_bytes + act.host_copy_bytes) * 8
+                              * _offchip.dram_pj_per_bit(sys.offload_store) * 1e-12)
     return sum(parts.values()), parts
+
+
+def ssd_active_j(sys: System, busy_s: float) -> float:
+    """The SSD's energy while the link moves data for ``busy_s`` (its record's active power; the rest of a step is
+    idle)."""
+    return sys.offload_store.active_w * busy_s
 
 
 def peak_power_w(sys: System) -> dict[str, float]:
@@ -108,15 +116,15 @@ def peak_power_w(sys: System) -> dict[str, float]:
     if sys.kind == "vrex":
         parts["core"] = sys.core_power.peak_w * sys.n_cores
         bits_per_s = sys.dram * 8
-        parts["dram"] = bits_per_s * _offchip.dram_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_phy"] = bits_per_s * _offchip.dram_phy_pj_per_bit(sys.dram_kind) * 1e-12
-        parts["dram_background"] = _offchip.dram_background_w(sys.dram_kind, sys.dram_capacity)
+        parts["dram"] = bits_per_s * _offchip.dram_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_phy"] = bits_per_s * _offchip.dram_phy_pj_per_bit(sys.memory) * 1e-12
+        parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity)
     else:
         parts["gpu_board"] = sys.power_w
     parts["pcie"] = pcie_power_w(sys, 1.0)
     if sys.offload_tier == "ssd":
-        parts["ssd"] = _offchip.ssd_power_w("active")
+        parts["ssd"] = sys.offload_store.active_w
     else:
-        parts["host_dram"] = sys.pcie * 8 * _offchip.dram_pj_per_bit("ddr4") * 1e-12
+        parts["host_dram"] = sys.pcie * 8 * _offchip.dram_pj_per_bit(sys.offload_store) * 1e-12
     parts["total"] = sum(parts.values())
     return parts

@@ -305,7 +305,7 @@ def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> p
         point("system_nvme_queue_depth (both systems)", v, wl, system_nvme_queue_depth=v)
     for v in (0, 1, 2):
         point("dense_layers", v, wl, dense_layers=v)
-    point("dense_resident (dense layers' KV kept on device)", 1.0, wl, dense_resident=True)
+    point("dense_resident (dense layers' KV offloaded and re-fetched)", 0.0, wl, dense_resident=False)
     for v in (0.0, 0.5, 0.8, 0.9):
         point("reuse (resv, both stages)", v, wl.replace(reuse={**wl.reuse, ("resv", "frame"): v, ("resv", "text"): v}))
     for v in (0.05, 0.1, 0.2, 0.327):

@@ -30,8 +30,10 @@ def command_overhead_bytes() -> float:
     return const("nvme.command_bytes") + 5 * const("pcie.tlp_overhead_bytes")
 
 
-def fetch_time_s(bytes_: float, n_commands: float, *, link_bytes_s: float, ssd: bool, queue_depth: int) -> float:
-    """Seconds to fetch ``bytes_`` in ``n_commands`` reads (see the module docstring)."""
+def fetch_time_s(bytes_: float, n_commands: float, *, link_bytes_s: float, ssd: bool, queue_depth: int,
+                 read_iops: float | None = None, read_latency_s: float | None = None) -> float:
+    """Seconds to fetch ``bytes_`` in ``n_commands`` reads (see the module docstring); the SSD's IOPS and QD1 read
+    latency default to the table's (the NVMe SSD record's)."""
     if bytes_ < 0 or n_commands < 0 or link_bytes_s <= 0:
         raise ValueError(f"fetch_time_s: bytes_ and n_commands >= 0, link > 0 (got {bytes_}, {n_commands}, "
                          f"{link_bytes_s})")
@@ -42,8 +44,8 @@ def fetch_time_s(bytes_: float, n_commands: float, *, link_bytes_s: float, ssd: 
     if queue_depth < 1:
         raise ValueError(f"fetch_time_s: queue_depth must be >= 1, got {queue_depth}")
     t_link = (bytes_ + n_commands * command_overhead_bytes()) / link_bytes_s
-    t_iops = n_commands / const("ssd.read_iops")
-    t_queue = n_commands * const("ssd.read_latency_s") / queue_depth
+    t_iops = n_commands / (const("ssd.read_iops") if read_iops is None else read_iops)
+    t_queue = n_commands * (const("ssd.read_latency_s") if read_latency_s is None else read_latency_s) / queue_depth
     return max(t_link, t_iops, t_queue)
 
 

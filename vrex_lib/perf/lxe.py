@@ -68,10 +68,6 @@ def gemm_core_cycles(g: Gemm, n_cores: int, port_bytes_per_cycle: float, tile: i
     return GemmCost(cyc, util, busiest, busiest * tile * tile * BF16)
 
 
-def core_port_bytes_per_cycle() -> float:
-    return const("vrex.core_port_bytes_per_cycle")
-
-
 @dataclass(frozen=True)
 class LxeTime:
     """Seconds of one op on the LXE by resource, the op's time (their max) and what limits it."""
@@ -90,10 +86,11 @@ class LxeTime:
 
 
 def lxe_time(gemms: tuple[Gemm, ...], vpe: dict[str, float], dram_s: float, core: VRexCoreConfig,
-             n_cores: int) -> LxeTime:
-    """One op: its GEMMs on the DPE (one after another on every core), its vector work on the VPE, and its DRAM
-    time (given, from :mod:`vrex_lib.perf.dram`)."""
-    port = core_port_bytes_per_cycle()
+             n_cores: int, port_bytes_per_cycle: float) -> LxeTime:
+    """One op: its GEMMs on the DPE (one after another on every core, each core's weight tiles through its
+    ``port_bytes_per_cycle`` port), its vector work on the VPE, and its DRAM time (given, from
+    :mod:`vrex_lib.perf.dram`)."""
+    port = port_bytes_per_cycle
     dpe_cyc = sum(gemm_core_cycles(g, n_cores, port).cycles for g in gemms)
     lanes = core.n_vpe_h * core.n_vpe_w * n_cores
     vpe_cyc = vpe_lane_ops(vpe) / lanes if vpe else 0.0

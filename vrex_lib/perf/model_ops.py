@@ -162,6 +162,31 @@ def _gemm(name: str, n_rows: int, k: int, n: int, bpp: int, host_ops: int | None
 #: update, repeat_interleave, SDPA, reshapes) 61, FFN 14, norms + residuals 19.
 EAGER_HOST_OPS = dict(qkv=4, attn=61, o_proj=4, ffn=14, vector=19)
 
+#: Per GPU software stack, per decoder op: (framework calls the host issues, kernels the GPU runs, kernels among them
+#: that stream DRAM -- weights or cached KV), from each framework's own trace (:mod:`vrex_lib.perf.constants`
+#: ``stack.*``): 'compiled' = gpt-fast's Inductor graph in CUDA graphs (no host calls); 'eager' = eager gpt-fast
+#: (the GPU baselines' stack); 'hf_eager' = Hugging Face transformers 4.35 eager (the Jetson AI Lab measurement).
+#: ``lm_head`` is the step outside the layers (embedding, final norm, LM head).
+STACK_COUNTS: dict[str, dict[str, tuple[int, int, int]]] = {
+    "compiled": dict(qkv=(0, 2, 1), attn=(0, 1, 1), o_proj=(0, 1, 1), ffn=(0, 4, 3), vector=(0, 2, 0),
+                     lm_head=(0, 2, 1)),
+    "eager": dict(qkv=(4, 1, 1), attn=(61, 22, 1), o_proj=(4, 1, 1), ffn=(14, 5, 3), vector=(19, 14, 0)),
+    "hf_eager": dict(qkv=(9, 3, 3), attn=(50, 18, 4), o_proj=(3, 1, 1), ffn=(11, 5, 3), vector=(16, 14, 0),
+                     lm_head=(13, 8, 1)),
+}
+
+
+def stack_counts(stack: str, op: "Op") -> tuple[int, int, int]:
+    """(host calls, kernels, DRAM-streaming kernels) of ``op`` under GPU software ``stack`` (:data:`STACK_COUNTS`);
+    an op the table does not list (prediction kernels, the vision tower, FlexGen's staging) keeps its own counts,
+    each of its kernels taken as streaming DRAM (no host calls in a compiled graph)."""
+    if stack not in STACK_COUNTS:
+        raise ValueError(f"unknown GPU software stack {stack!r}: choose one of {', '.join(STACK_COUNTS)}")
+    row = STACK_COUNTS[stack].get(op.name)
+    if row is not None:
+        return row
+    return (0 if stack == "compiled" else op.n_host_ops), op.kernels, op.kernels
+
 
 def decoder_layer_ops(llm: LLMSpec, n_new: int, batch: int, n_attended: float, *, n_selected: float = 0.0,
                       sel_run_bytes: float = math.inf) -> list[Op]:

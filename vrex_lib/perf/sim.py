@@ -14,8 +14,10 @@ Model (docs/PERF_MODEL.md; modelling choices are docs/DECISIONS.md D20-D28 and D
 
 * Each op's DRAM time is the sum over its access streams of bytes / (peak x the stream's sustained efficiency from
   the technology's bank-level model, :mod:`vrex_lib.perf.dram`). On V-Rex an op takes ``max(DRAM, DPE, VPE)`` from
-  the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM), host
-  calls x host time per call)`` -- the eager host stack issues each framework call while the GPU runs the previous.
+  the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM + kernel
+  start-ups), host calls x host time per call)`` -- each of the op's kernels (its stack's count) pays a measured
+  start-up, and the eager host stack issues each framework call while the GPU runs the previous (D240).
+* Every second and joule of the step is booked on the resource it occupies (:data:`RESOURCES`, ``SimResult.ledger``).
 * Per decoder layer ℓ the main engine runs QKV → KV prediction for layer ℓ+1 → attention → out-proj → FFN.
   The PCIe engine fetches layer ℓ+1's selected offloaded KV as soon as its prediction is known (on V-Rex:
   after the DRE's HCU/WTU finish, which run concurrently with the LXE) and the link is free; attention of
@@ -43,8 +45,12 @@ from .workload import SIM_METHOD, Workload
 from .methods import PredContext, PredWork, SimMethod, get_method, moved_fraction, run_tokens
 from .systems import System, get_system
 from .model_ops import (LLAMA3_8B, SIGLIP_L384, LLMSpec, Op, VisionSpec, decoder_layer_ops, lm_head_op,
-                        vision_op)
+                        stack_counts, vision_op)
 from .constants import const
+
+
+#: The granule rules of :class:`SimParams` (docs/DECISIONS.md D244).
+GRANULE_RULES: tuple[str, ...] = ("extent", "packed", "independent")
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,9 @@ class SimParams:
     recent_window:   newest tokens always attended (None = one frame: the Workload's tokens per frame).
     dense_layers:    first layers that attend to and fetch everything (None = the Workload's, which is
       ``RuntimeConfig.dense_layers`` for the paper-stated workload and the measurement's own for a file).
-    dense_resident:  keep the dense layers' whole KV in device DRAM instead of offloading and re-fetching it every
-      step (a design alternative, docs/DECISIONS.md D103; the runtime offloads every layer alike).
+    dense_resident:  keep the dense layers' whole KV in device DRAM (default: what a designer builds, 1/32 of the
+      cache for one dense layer) instead of offloading and re-fetching it every step (docs/DECISIONS.md D103; the
+      runtime offloads every layer alike, the measurement of the selecting layers is unaffected).
     n_hp: ReSV hash bits (``ReSVConfig.n_hp``, §VI.E).
     infinigen_partial_frac: InfiniGen's partial key/query fraction of head_dim (InfiniGen's default 0.2).
     infinigen_p_key_frac:   InfiniGenP's frame-stage scoring key fraction (1.0 = full-key Q·K^T).
@@ -70,6 +77,13 @@ class SimParams:
     offload: None = the method's own behaviour; False forces no offload (Fig. 15 AGX without offload).
     include_vision: run the vision tower in a frame step.
     aspm: PCIe link power management while idle: 'l1' (L0s then L1.2), 'l0s', 'off' (L0: the upper bound).
+    granule_rule: how the KVMU's cluster-wise reordering places a selected cluster's offloaded tokens in the tier's
+      granules (docs/DECISIONS.md D244): 'extent' (each cluster in its own granule-aligned extent: ceil(run / g)
+      granules, one command per cluster), 'packed' (clusters back to back, D85: a run spans run/g + 1/2 granules),
+      'independent' (runs at independent offsets, the upper bound). A workload file's measured blocks per selected
+      token replace the rule where it has them.
+    noclust_keys: Fig. 19's per-token ablation fetches every offloaded key to score it ('fetch') or keeps all keys
+      on the device ('resident') (docs/DECISIONS.md D246).
     """
 
     llm: LLMSpec = LLAMA3_8B
@@ -77,7 +91,7 @@ class SimParams:
     recent_capacity: int = field(default_factory=lambda: RuntimeConfig().kv_capacity)
     recent_window: int | None = None
     dense_layers: int | None = None
-    dense_resident: bool = False
+    dense_resident: bool = True
     n_hp: int = field(default_factory=lambda: ReSVConfig().n_hp)
     infinigen_partial_frac: float = 0.2
     infinigen_p_key_frac: float = 1.0
@@ -89,6 +103,8 @@ class SimParams:
     include_vision: bool = True
     n_new: int | None = None
     aspm: str = "l1"
+    granule_rule: str = "extent"
+    noclust_keys: str = "fetch"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
@@ -97,6 +113,10 @@ class SimParams:
             raise ValueError(f"recent_capacity must be >= 1, got {self.recent_capacity}")
         if self.dense_layers is not None and not 0 <= self.dense_layers <= self.llm.n_layers:
             raise ValueError(f"dense_layers must be in [0, {self.llm.n_layers}], got {self.dense_layers}")
+        if self.noclust_keys not in ("fetch", "resident"):
+            raise ValueError(f"noclust_keys must be 'fetch' or 'resident', got {self.noclust_keys!r}")
+        if self.granule_rule not in GRANULE_RULES:
+            raise ValueError(f"granule_rule {self.granule_rule!r}: choose one of {', '.join(GRANULE_RULES)}")
         if self.aspm not in _link.ASPM_POLICIES:
             raise ValueError(f"aspm {self.aspm!r}: choose one of {', '.join(_link.ASPM_POLICIES)}")
         if self.n_new is not None and self.n_new < 1:
@@ -116,6 +136,8 @@ class SimResult:
       extrapolation used for this step.
     timeline: one dict per phase (layer, phase, engine, start_us, end_us, dram_bytes, pcie_bytes), built on first
     access from ``timeline_rows`` (the same fields as tuples).
+    ledger: the resource ledger (:data:`RESOURCES`): one dict per (resource, term) with the seconds it held the
+    resource, the joules it cost and the bytes it moved; its energies sum to ``energy_J`` (docs/PERF_MODEL.md).
     """
 
     system: str
@@ -137,6 +159,7 @@ class SimResult:
     workload_source: str
     timeline_rows: list = field(default_factory=list, repr=False)
     notes: dict = field(default_factory=dict)
+    ledger: list = field(default_factory=list, repr=False)
 
     @property
     def timeline(self) -> list[dict]:
@@ -200,11 +223,13 @@ class SimResult:
 
 
 class OpCosts:
-    """Op timing on one system for one step (DRAM stream rates computed once per stream within the step)."""
+    """Op timing on one system for one step (DRAM stream rates computed once per stream within the step; each op's
+    time and its parts computed once, :meth:`parts`)."""
 
     def __init__(self, sys: System) -> None:
         self.sys = sys
         self.rates = StreamRates(sys.dram_timing, sys.mem_side_eff)
+        self._memo: dict[int, tuple] = {}
 
     def dram_s(self, op: Op) -> float:
         r = self.rates.rate
@@ -213,19 +238,41 @@ class OpCosts:
                 + (op.kv_write_bytes / r(op.kv_write_run_bytes, True) if op.kv_write_bytes else 0.0)
                 + (op.dma_bytes / r(op.dma_run_bytes, True) if op.dma_bytes else 0.0))
 
-    def time(self, op: Op) -> tuple[float, str]:
-        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / compute / host on a GPU)."""
+    def parts(self, op: Op) -> tuple[float, str, float, float, float]:
+        """(seconds, what limits the op, DRAM seconds, kernel start-up seconds, host seconds), once per op."""
+        hit = self._memo.get(id(op))
+        if hit is not None and hit[0] is op:
+            return hit[1]
         sys, dram_s = self.sys, self.dram_s(op)
         if sys.kind == "vrex":
-            t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores)
-            return t.time_s, t.limit
-        compute_s = op.flops / sys.flops
-        host_s = op.n_host_ops * sys.host_op_s
-        return max(compute_s, dram_s, host_s), max((("compute", compute_s), ("dram", dram_s), ("host", host_s)),
-                                                    key=lambda x: x[1])[0]
+            t = lxe_time(op.gemms, op.vpe, dram_s, sys.core, sys.n_cores, sys.core_port_bytes_per_cycle)
+            out = (t.time_s, t.limit, dram_s, 0.0, 0.0)
+        else:
+            (sec, lim), pr = self.gpu_parts(op, dram_s)
+            out = (sec, lim, dram_s, pr["kernel"], pr["host"])
+        self._memo[id(op)] = (op, out)
+        return out
+
+    def time(self, op: Op) -> tuple[float, str]:
+        """(seconds, what limits the op: dram / dpe / vpe on V-Rex, dram / kernel / compute / host on a GPU)."""
+        return self.parts(op)[:2]
+
+    def gpu_parts(self, op: Op, dram_s: float | None = None) -> tuple[tuple[float, str], dict]:
+        """A GPU op: the device runs its kernels, each paying its fixed start-up (``kernel_*_s``) on top of its DRAM
+        streaming, unless compute binds; the eager host issues its calls meanwhile. ((seconds, limit), parts)."""
+        sys = self.sys
+        dram_s = self.dram_s(op) if dram_s is None else dram_s
+        calls, kernels, dram_k = stack_counts(sys.stack, op)
+        fixed_s = dram_k * sys.kernel_dram_s + (kernels - dram_k) * sys.kernel_small_s
+        parts = dict(compute=op.flops / sys.flops, dram=dram_s, kernel=fixed_s, host=calls * sys.host_op_s)
+        device_s = max(parts["compute"], dram_s + fixed_s)
+        if parts["host"] >= device_s:
+            return (parts["host"], "host"), parts
+        lim = "compute" if parts["compute"] >= dram_s + fixed_s else ("kernel" if fixed_s > dram_s else "dram")
+        return (device_s, lim), parts
 
     def seconds(self, op: Op) -> float:
-        return self.time(op)[0]
+        return self.parts(op)[0]
 
 
 def _op_time_s(op: Op, sys: System) -> float:
@@ -354,6 +401,7 @@ class Placement:
     retrieved_kept_frac: float
     offload_write_bytes_per_layer: float
     retrieved_kept_bytes: float
+    granule_source: str = ""
 
     def layer(self, ell: int) -> LayerTraffic:
         return self.dense if ell < self.n_dense else self.sparse
@@ -372,8 +420,31 @@ def _fetch(i: StepInputs, off: int, frac: float, reuse: float, share: float, lay
         return 0.0, 0.0, math.inf
     if i.sys.offload_tier != "ssd":
         return b, 0.0, math.inf if layout == "all" else run_bytes
-    cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
+    g = max(i.sys.offload_granule, chunk_bytes)
+    if layout == "cluster" and i.p.granule_rule == "extent":
+        cmd = g * math.ceil(run_bytes / g)  # one command per cluster extent
+    else:
+        cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
     return b, b / cmd, cmd
+
+
+def _moved(i: StepInputs, run_bytes: float, chunk_bytes: float) -> tuple[float, str]:
+    """(share of the offloaded region the tier moves, how it was found): the workload's measured blocks per selected
+    token for this layout and granule where the file has them, else the granule rule (:data:`GRANULE_RULES`)."""
+    spec, g = i.spec, max(i.sys.offload_granule, chunk_bytes)
+    if i.r_off <= 0:
+        return 0.0, "nothing selected"
+    if spec.layout == "all" or i.r_off >= 1:
+        return 1.0, "whole tier"
+    layout = "cluster" if spec.layout == "cluster" else "token"
+    measured = i.wl.fetch_blocks_at(spec.ratio_key, layout, g / chunk_bytes, i.kv_len) if spec.ratio_key else None
+    if measured is not None:
+        return min(1.0, i.r_off * measured * g / chunk_bytes), f"measured blocks per token ({layout} layout)"
+    rule = i.p.granule_rule if layout == "cluster" else "independent"
+    if rule == "extent":
+        return min(1.0, i.r_off * g * math.ceil(run_bytes / g) / run_bytes), "extent rule"
+    return moved_fraction(i.r_off, run_bytes, chunk_bytes, i.sys.offload_granule, aligned=rule == "packed"), \
+        f"{rule} rule"
 
 
 def placement(i: StepInputs) -> Placement:
@@ -390,8 +461,7 @@ def placement(i: StepInputs) -> Placement:
     chunk_bytes = llm.head_dim * spec.kv_bits / 8
     run_bytes = min(run_tokens(spec, i.wl.tokens_per_frame, i.tokens_per_cluster) * chunk_bytes,
                     max(off, cand_dev, 1) * chunk_bytes)
-    frac = (moved_fraction(i.r_off, run_bytes, chunk_bytes, sys.offload_granule, aligned=spec.layout == "cluster")
-            if off > 0 else 0.0)
+    frac, granule_src = _moved(i, run_bytes, chunk_bytes) if off > 0 else (0.0, "nothing offloaded")
     # Who keeps the previous step's retrieved KV in device DRAM (SimParams.retrieved_cache).
     has_cache = (spec.layout == "cluster" if p.retrieved_cache == "kvmu" else
                  p.retrieved_cache == "all" and offload and spec.selects(i.stage))
@@ -411,6 +481,11 @@ def placement(i: StepInputs) -> Placement:
     if need > 0:
         reuse *= kept_frac
     fb, fc, fr = _fetch(i, off, frac, reuse, share, spec.layout, run_bytes, chunk_bytes)
+    if spec.fetches_all_keys(p) and off > 0:
+        # every offloaded key streams in for scoring (K: half of K+V, sequential); then the selected values
+        kb, kc, _ = _fetch(i, off, 1.0, 0.0, 0.5, "all", run_bytes, chunk_bytes)
+        vb, vc, vr = _fetch(i, off, frac, reuse, 0.5, spec.layout, run_bytes, chunk_bytes)
+        fb, fc, fr = kb + vb, kc + vc, vr
     layout_runs = spec.layout != "all" and spec.selects(i.stage) and i.r_dev < 1.0
     sparse = LayerTraffic(False, always + sel_dev + sel_off + i.n_new, sel_dev if layout_runs else 0.0, run_bytes,
                           fb, fc, fr, B * sel_off * kvb * share, frac)
@@ -420,7 +495,7 @@ def placement(i: StepInputs) -> Placement:
     # The oldest tokens leave for the offload tier (an evicting method drops them instead).
     write = B * i.n_new * kvb if off > 0 and not spec.evicts else 0.0
     return Placement(offload, on_dev, off, always, n_cand, sel_off, n_dense, dense, sparse, share, reuse, kept_frac,
-                     write, kept)
+                     write, kept, granule_src)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -436,6 +511,7 @@ class LayerPlan:
     fetch_s: float
     traffic: LayerTraffic
     dram: list = field(default_factory=list)
+    host_copy_s: float = 0.0
 
 
 @dataclass
@@ -463,9 +539,15 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
         ops.append(Op("staging", "staging", 0.0, act_bytes=n, kv_write_bytes=n, kernels=0, host_ops=0))
     times = [costs.time(o) for o in ops]
     sys = i.sys
-    fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie,
-                                 ssd=sys.offload_tier == "ssd", queue_depth=sys.nvme_queue_depth)
-    return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops])
+    ssd = sys.offload_store if sys.offload_tier == "ssd" else None
+    fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie, ssd=ssd is not None,
+                                 queue_depth=sys.nvme_queue_depth, read_iops=ssd.read_iops if ssd else None,
+                                 read_latency_s=ssd.read_latency_s if ssd else None)
+    # FlexGen's pinned-buffer relay in host DRAM (server): each fetched byte is copied before its DMA can start.
+    copy_s = (sys.staging_copies * tr.fetch_bytes / sys.host_copy_bytes_s
+              if sys.staging_copies and not sys.unified_memory and sys.kind != "vrex" and tr.fetch_bytes else 0.0)
+    return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops],
+                     copy_s)
 
 
 class _Timeline:
@@ -474,6 +556,7 @@ class _Timeline:
     def __init__(self) -> None:
         self.t = 0.0
         self.pcie_free = 0.0
+        self.host_free = 0.0
         self.fetch_done: dict[int, float] = {}
         self.rows: list[tuple] = []
 
@@ -485,12 +568,17 @@ class _Timeline:
         self.rows.append((layer, phase, "main", self.t * 1e6, (self.t + dt) * 1e6, dram, 0.0))
         self.t += dt
 
-
-
     def fetch(self, layer: int, ready_s: float, plan: LayerPlan) -> None:
+        """The link moves ``plan``'s fetch once its selection is known (``ready_s``) and the link is free; a host relay
+        copy (``host_copy_s``) runs on the host memory first, pipelined over layers."""
         if plan.fetch_s <= 0:
             self.fetch_done[layer] = ready_s
             return
+        if plan.host_copy_s > 0:
+            c0 = max(self.host_free, ready_s)
+            self.host_free = c0 + plan.host_copy_s
+            self.add(layer, "host_copy", "host", c0, self.host_free)
+            ready_s = self.host_free
         start = max(self.pcie_free, ready_s)
         self.pcie_free = start + plan.fetch_s
         self.fetch_done[layer] = self.pcie_free
@@ -516,9 +604,11 @@ def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:
         vision_s = costs.seconds(vop)
         tl.run(-1, "vision_mlp", vision_s, vop.dram_bytes)
 
+    pred_dram = sum(o.dram_bytes for o in pred.ops)
+
     def run_pred(target: int) -> float:
         """Prediction for layer ``target`` on the main engine (+ DRE); returns when its selection is known."""
-        tl.run(target, "kv_prediction", pred_main_s, sum(o.dram_bytes for o in pred.ops))
+        tl.run(target, "kv_prediction", pred_main_s, pred_dram)
         if dre_s > 0:
             tl.add(target, "kv_prediction_dre", "dre", tl.t, tl.t + dre_s)
         return tl.t + dre_s
@@ -562,7 +652,7 @@ def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
     """FLOPs, DRAM bytes, VPE lane-ops and time by limiter over the whole step."""
     L, nd = i.llm.n_layers, pl.n_dense
     n_pred = (L - nd) if i.spec.selects(i.stage) else 0
-    head = lm_head_op(i.llm, i.batch)
+    head = lm_head_op(i.llm, i.batch, int(const("stack.eager_ops_fixed")))  # as the schedule runs it
     vop = vision_op(i.p.vision, i.batch) if i.stage == "frame" and i.p.include_vision else None
     plans = ((sc.dense, nd), (sc.sparse, L - nd))
     w = dict(llm_flops=sum(n * sum(o.flops for o in pl_.ops) for pl_, n in plans) + head.flops,
@@ -579,7 +669,49 @@ def _work(i: StepInputs, pl: Placement, sc: LayerSchedule) -> dict:
         for dt, lim in zip(pl_.op_s, pl_.limits):
             limits[lim] = limits.get(lim, 0.0) + n * dt * 1e3
     w["limits_ms"] = limits
+    ops = [(o, n) for pl_, n in plans for o in pl_.ops] + [(head, 1)] + [(o, n_pred) for o in sc.pred.ops]
+    ops += [(vop, 1)] if vop else []
+    parts = [(sc.costs.parts(o), n) for o, n in ops]
+    w["dram_s"], w["kernel_s"], w["host_s"] = (sum(n * p_[k] for p_, n in parts) for k in (2, 3, 4))
     return w
+
+
+#: The resources a step occupies: the accelerator's compute (V-Rex cores + DRE, or the GPU board), its DRAM, the
+#: GPU host CPU (framework calls), the PCIe link, and the offload tier (SSD, or host DRAM on the server).
+RESOURCES: tuple[str, ...] = ("compute", "dre", "dram", "host_cpu", "link", "ssd", "host_dram")
+
+
+def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dict, busy_s: float,
+            copy_s: float, pcie_bytes: float, host_copy_bytes: float) -> list[dict]:
+    """One entry per (resource, term): seconds it holds the resource, joules, bytes. Every joule of ``parts`` is in
+    exactly one entry; a powered-but-idle resource (cores during a stall, an idle link) holds it for the step."""
+    sys, t = i.sys, sc.total_s
+    e = lambda resource, term, time_s, energy_j=0.0, bytes_=0.0: dict(  # noqa: E731
+        resource=resource, term=term, time_s=time_s, energy_j=energy_j, bytes=bytes_)
+    out = []
+    if sys.kind == "vrex":
+        out += [e("compute", "LXE cores (powered for the step)", t, parts["core"]),
+                e("dre", "HCU/WTU prediction (energy in the cores')", w["n_pred"] * sc.dre_s),
+                e("dram", "transfers (device + PHY)", w["dram_s"], parts["dram"] + parts["dram_phy"], w["dram"]),
+                e("dram", "background (standby + refresh)", t, parts["dram_background"])]
+    else:
+        out += [e("compute", "GPU board (Table I power: GPU + its DRAM)", t, parts["gpu_board"]),
+                e("dram", "transfers (energy in the board's)", w["dram_s"], 0.0, w["dram"]),
+                e("compute", "kernel start-up (within the device time)", w["kernel_s"]),
+                e("host_cpu", "framework calls (host energy not in Table I)", w["host_s"])]
+    out += [e("link", "transfers", busy_s, parts["pcie"], pcie_bytes),
+            e("link", "idle (ASPM states)", max(0.0, t - busy_s), parts["pcie_idle"])]
+    if "ssd" in parts:
+        act = _energy.ssd_active_j(sys, busy_s)
+        out += [e("ssd", "reads (active)", busy_s, act, pcie_bytes), e("ssd", "idle", max(0.0, t - busy_s),
+                                                                        parts["ssd"] - act)]
+    else:
+        tot = pcie_bytes + host_copy_bytes
+        share = host_copy_bytes / tot if tot else 0.0
+        out += [e("host_dram", "DMA reads of the offloaded KV", busy_s, parts["host_dram"] * (1 - share), pcie_bytes),
+                e("host_dram", "FlexGen pinned-buffer relay copies", copy_s, parts["host_dram"] * share,
+                  host_copy_bytes)]
+    return out
 
 
 def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
@@ -603,6 +735,8 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
         kvmu_requests=(pl.per_layer(L, "fetch_commands") if i.engine == "dre" else 0.0),
         host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0)
     energy_j, parts_j = _energy.step_energy(sys, act)
+    copy_s = pl.n_dense * sc.dense.host_copy_s + (L - pl.n_dense) * sc.sparse.host_copy_s
+    ledger = _ledger(i, pl, sc, w, parts_j, min(busy_s, sc.total_s), copy_s, pcie_bytes, act.host_copy_bytes)
     resident_dense = pl.n_dense * B * pl.off_tokens * i.llm.kv_bytes_per_token_layer if p.dense_resident else 0.0
     mem_bytes = (footprint_bytes(i.llm, p, i.spec, i.kv_len, B, pl.offload, i.wl.tokens_per_frame,
                                  i.tokens_per_cluster)
@@ -615,11 +749,11 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
                  extrapolated=dict(i.extrapolated), tokens_per_cluster=i.tokens_per_cluster,
                  dre_cycles=sc.pred.hcu_cycles + sc.pred.wtu_cycles, selected_frac_device=i.r_dev,
                  selected_frac_offloaded=i.r_off, fetch_commands=pl.per_layer(L, "fetch_commands"),
-                 limits_ms=w["limits_ms"], pcie_idle_s=idle_s, dram_eff=sys.dram_eff)
+                 limits_ms=w["limits_ms"], pcie_idle_s=idle_s, dram_eff=sys.dram_eff, granule=pl.granule_source)
     return SimResult(sys.name, i.spec.name, i.stage, i.kv_len, B, sc.total_s * 1e3, energy_j,
                      w["llm_flops"] + w["vis_flops"], w["pred_flops"], bytes_, breakdown_ms, parts_j,
                      energy_j / sc.total_s, mem_bytes, sys.dram_capacity, i.selected_frac,
-                     i.wl.source(i.extrapolated), sc.timeline, notes)
+                     i.wl.source(i.extrapolated), sc.timeline, notes, ledger)
 
 
 def simulate(system: str | System, method: str | SimMethod, stage: str, kv_len: int, batch: int = 1, *,

@@ -13,7 +13,17 @@ every figure moves.
 * ``mem_side_eff``    a GPU-side DRAM loss on top of the DRAM model (``gpu.mem_side_eff``; 1.0 for V-Rex);
 * ``pcie_eff``        achieved / nominal PCIe bandwidth for large copies;
 * ``host_op_s``       host time per framework call of an eager stack (0 for V-Rex's static instruction stream);
-* ``staging_copies``  extra host-memory copies per fetched byte (FlexGen's pinned relay; 0 for V-Rex's KVMU).
+* ``staging_copies``  extra host-memory copies per fetched byte (FlexGen's pinned relay; 0 for V-Rex's KVMU);
+* ``stack``           the GPU software stack whose kernel and call counts an op has (``model_ops.STACK_COUNTS``:
+                      'compiled' = gpt-fast's torch.compile graph in CUDA graphs, 'eager' = eager PyTorch,
+                      'hf_eager' = Hugging Face eager); ``kernel_dram_s`` / ``kernel_small_s``: the fixed time of one
+                      kernel that streams DRAM / of one small kernel on activations (the launch mode's measured
+                      start-up, docs/DECISIONS.md D240);
+* ``core_port_bytes_per_cycle`` V-Rex: one core's DRAM/NoC port (docs/DECISIONS.md D101).
+
+The memory technology is a record (``memory``: :class:`vrex_lib.memtech.MemoryTech`; the offload tier's,
+``offload_store``: the NVMe SSD record on the edge, host DDR4 on the server): its JEDEC timing feeds the DRAM model,
+its energies the energy model.
 """
 from __future__ import annotations
 
@@ -21,7 +31,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .. import paper
+from .. import memtech, paper
 from ..config import VRexCoreConfig
 from ..estimate.core import CorePowerModel
 from . import dram as _dram
@@ -36,9 +46,10 @@ class System:
 
     kind: 'vrex' (LXE + DRE accelerator) or 'gpu'. offload_tier: 'ssd' (edge) or 'cpu_dram' (server).
     offload_granule: bytes the offload tier moves per access (NVMe block 4 KiB; host DRAM 64 B cache line), so
-    scattered small reads are amplified on SSD but not from host DRAM. dram_kind / dram_bus_bits: the memory
-    technology and bus of the one DRAM model (:mod:`vrex_lib.perf.dram`). unified_memory: the host's staging
-    copies land in the GPU's own DRAM (Jetson). nvme_queue_depth: reads kept in flight to the SSD.
+    scattered small reads are amplified on SSD but not from host DRAM. memory / dram_bus_bits: the memory
+    technology record and bus of the one DRAM model (:mod:`vrex_lib.perf.dram`); offload_store: the offload tier's
+    record. unified_memory: the host's staging copies land in the GPU's own DRAM (Jetson). nvme_queue_depth: reads
+    kept in flight to the SSD. host_copy_bytes_s: the host's memory-copy rate (FlexGen's pinned-buffer relay).
     """
 
     name: str
@@ -56,10 +67,17 @@ class System:
     staging_copies: int = 0
     unified_memory: bool = False
     power_w: float | None = None  # GPU board power (Table I); V-Rex power is computed by the energy model
-    dram_kind: str = "lpddr5"
+    memory: memtech.MemoryTech = memtech.LPDDR5
+    offload_store: "memtech.MemoryTech | memtech.StorageTech" = memtech.NVME_SSD
     dram_bus_bits: int = 256
     offload_granule: int = 4096
     nvme_queue_depth: int = 64
+    stack: str = "eager"
+    kernel_dram_s: float = 0.0
+    kernel_small_s: float = 0.0
+    host_copy_bytes_s: float = 0.0
+    core_port_bytes_per_cycle: float = 0.0
+    dram_write_batch: float | None = None
     n_cores: int = 0
     core: VRexCoreConfig | None = None
     core_power: CorePowerModel | None = None  # V-Rex: one core's power model (vrex_lib.estimate.core)
@@ -75,8 +93,19 @@ class System:
                 raise ValueError(f"System {self.name}: {f} must be > 0")
         if self.host_op_s < 0 or self.staging_copies < 0 or self.nvme_queue_depth < 1:
             raise ValueError(f"System {self.name}: host_op_s and staging_copies must be >= 0, nvme_queue_depth >= 1")
-        if self.kind == "vrex" and (self.core is None or self.n_cores < 1):
-            raise ValueError(f"System {self.name}: a V-Rex system needs its core configuration and n_cores >= 1")
+        if self.kind == "vrex" and (self.core is None or self.n_cores < 1 or self.core_port_bytes_per_cycle <= 0):
+            raise ValueError(f"System {self.name}: a V-Rex system needs its core configuration, n_cores >= 1 and a "
+                             "core port > 0 B/cycle")
+        if min(self.kernel_dram_s, self.kernel_small_s, self.host_copy_bytes_s) < 0:
+            raise ValueError(f"System {self.name}: kernel times and the host copy rate must be >= 0")
+        if not isinstance(self.memory, memtech.MemoryTech):
+            raise ValueError(f"System {self.name}: memory must be a vrex_lib.memtech.MemoryTech record, got "
+                             f"{type(self.memory).__name__}")
+
+    @property
+    def dram_kind(self) -> str:
+        """The memory technology's name ('lpddr5', 'hbm2e')."""
+        return self.memory.name
 
     @property
     def flops(self) -> float:
@@ -85,7 +114,7 @@ class System:
 
     @property
     def dram_timing(self) -> _dram.DramTiming:
-        return _dram.timing(self.dram_kind, self.dram_bw, self.dram_bus_bits)
+        return _dram.timing(self.memory, self.dram_bw, self.dram_bus_bits, self.dram_write_batch)
 
     @property
     def dram_eff(self) -> float:
@@ -117,26 +146,33 @@ def _v(key: str) -> float:
 def vrex(n_cores: int, side: Literal["edge", "server"], core: VRexCoreConfig | None = None) -> System:
     """V-Rex with ``n_cores`` cores on the edge (LPDDR5, SSD) or server (HBM2e, CPU DDR4) memory system."""
     core = core or VRexCoreConfig()
-    kind = "lpddr5" if side == "edge" else "hbm2e"
+    mem = memtech.LPDDR5 if side == "edge" else memtech.HBM2E
     return System(
         name=f"vrex{n_cores}", kind="vrex", peak_flops=n_cores * core.peak_flops,
         dram_bw=_v(f"table1.dram_bw_gbs.{side}") * GB, dram_capacity=_v(f"table1.dram_capacity_gb.{side}") * GB,
         pcie_bw=_v(f"table1.pcie_bw_gbs.{side}") * GB, pcie_lanes=int(_v(f"table1.pcie_lanes.{side}")),
         offload_tier="ssd" if side == "edge" else "cpu_dram", compute_eff=const("vrex.compute_eff"),
-        pcie_eff=const(f"vrex.{side}_pcie_eff"), dram_kind=kind, dram_bus_bits=int(const(f"{kind}.bus_bits")),
+        pcie_eff=const(f"vrex.{side}_pcie_eff"), memory=mem, dram_bus_bits=int(mem.bus_bits),
+        offload_store=memtech.NVME_SSD if side == "edge" else memtech.DDR4,
         offload_granule=int(const("ssd.granule_bytes" if side == "edge" else "host_dram.granule_bytes")),
         nvme_queue_depth=int(const("kvmu.queue_depth")), n_cores=n_cores, core=core,
-        core_power=CorePowerModel.of(core))
+        core_power=CorePowerModel.of(core), core_port_bytes_per_cycle=const("vrex.core_port_bytes_per_cycle"))
 
 
-def _gpu_stack(host_slowdown: float = 1.0) -> dict:
-    """An eager PyTorch host stack with FlexGen's staging copies; ``host_slowdown`` scales the host's speed."""
-    return dict(host_op_s=const("stack.eager_host_op_s") * host_slowdown,
-                staging_copies=int(const("stack.flexgen_staging_copies")), mem_side_eff=const("gpu.mem_side_eff"),
-                nvme_queue_depth=int(const("host.queue_depth")))
+def _gpu_stack(host_slowdown: float = 1.0, stack: str = "eager") -> dict:
+    """A GPU software stack: eager PyTorch (host calls, stream-launched kernels) or gpt-fast's compiled graph in
+    CUDA graphs (``stack='compiled'``: no host calls, graph-launched kernels), with FlexGen's staging copies;
+    ``host_slowdown`` scales the host's speed."""
+    graph = stack == "compiled"
+    return dict(host_op_s=0.0 if graph else const("stack.eager_host_op_s") * host_slowdown,
+                staging_copies=int(const("stack.flexgen_staging_copies")), stack=stack,
+                kernel_dram_s=const("gpu.kernel_dram_graph_s" if graph else "gpu.kernel_dram_stream_s"),
+                kernel_small_s=const("gpu.kernel_small_graph_s" if graph else "gpu.kernel_small_stream_s"),
+                host_copy_bytes_s=const("host.copy_bytes_s"), nvme_queue_depth=int(const("host.queue_depth")),
+                dram_write_batch=const("gpu.write_batch"))
 
 
-def agx_orin(dense_fraction: float | None = None) -> System:
+def agx_orin(dense_fraction: float | None = None, stack: str = "eager") -> System:
     """Jetson AGX Orin 32 GB (Table I), offloading to an M.2 NVMe SSD over PCIe 3.0 x4; the Cortex-A78AE host runs
     the eager stack (``stack.orin_host_slowdown``) and shares the LPDDR5 with the GPU (unified memory)."""
     dense_fraction = const("agx_orin.dense_fraction") if dense_fraction is None else dense_fraction
@@ -145,20 +181,22 @@ def agx_orin(dense_fraction: float | None = None) -> System:
         dram_bw=_v("table1.dram_bw_gbs.edge") * GB, dram_capacity=_v("table1.dram_capacity_gb.edge") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.edge") * GB, pcie_lanes=int(_v("table1.pcie_lanes.edge")), offload_tier="ssd",
         compute_eff=const("agx_orin.compute_eff"), pcie_eff=const("agx_orin.pcie_eff"),
-        **_gpu_stack(const("stack.orin_host_slowdown")), unified_memory=True,
-        power_w=_v("table1.power_w.agx_orin"), dram_kind="lpddr5", dram_bus_bits=int(const("lpddr5.bus_bits")),
+        mem_side_eff=const("agx_orin.mem_side_eff"), **_gpu_stack(const("stack.orin_host_slowdown"), stack),
+        unified_memory=True, power_w=_v("table1.power_w.agx_orin"), memory=memtech.LPDDR5,
+        dram_bus_bits=int(memtech.LPDDR5.bus_bits), offload_store=memtech.NVME_SSD,
         offload_granule=int(const("ssd.granule_bytes")), notes=dict(dense_fraction=dense_fraction))
 
 
-def a100() -> System:
+def a100(stack: str = "eager") -> System:
     """NVIDIA A100 80 GB (Table I), offloading to DDR4 CPU memory over PCIe 4.0 x16."""
     return System(
         name="a100", kind="gpu", peak_flops=_v("table1.peak_tflops.a100") * 1e12,
         dram_bw=_v("table1.dram_bw_gbs.server") * GB, dram_capacity=_v("table1.dram_capacity_gb.server") * GB,
         pcie_bw=_v("table1.pcie_bw_gbs.server") * GB, pcie_lanes=int(_v("table1.pcie_lanes.server")),
         offload_tier="cpu_dram", compute_eff=const("a100.compute_eff"), pcie_eff=const("a100.pcie_eff"),
-        **_gpu_stack(), power_w=_v("table1.power_w.a100"), dram_kind="hbm2e",
-        dram_bus_bits=int(const("hbm2e.bus_bits")), offload_granule=int(const("host_dram.granule_bytes")))
+        mem_side_eff=const("a100.mem_side_eff"), **_gpu_stack(stack=stack), power_w=_v("table1.power_w.a100"),
+        memory=memtech.HBM2E, dram_bus_bits=int(memtech.HBM2E.bus_bits), offload_store=memtech.DDR4,
+        offload_granule=int(const("host_dram.granule_bytes")))
 
 
 def oaken_edge() -> System:

@@ -39,10 +39,9 @@ from typing import Literal
 from .. import methods as method_table
 from .. import paper
 from ..config import WORKLOAD_SCHEMA as SCHEMA
-from ..config import RuntimeConfig
+from ..config import EXTRAPOLATIONS, RuntimeConfig
 from .methods import METHODS
 
-EXTRAPOLATIONS = ("hold", "loglog-fit")
 #: Simulator method -> the measured method (or variant) whose statistics it uses when the file has them:
 #: ``rekv@frame`` is ReKV deciding at every step, the behaviour :mod:`vrex_lib.perf.methods` models for ReKV
 #: (the paper's Table II row); plain ``rekv`` is the reference code's once-per-question retrieval.
@@ -53,6 +52,9 @@ SIM_METHOD: Mapping[str, str] = method_table.SIM_METHOD
 #: selection -- flexgen, full, oaken -- need none).
 SELECTING: tuple[str, ...] = tuple(dict.fromkeys(m.ratio_key for m in METHODS.values() if m.ratio_key))
 TIERS = ("device", "offloaded")
+#: Methods without a printed retrieval ratio and the Table II row whose ratio the paper-stated workload gives them:
+#: Fig. 19's ablation selects with the same WiCSum threshold on per-token scores (an assumption, labelled).
+PAPER_RATIO_OF: Mapping[str, str] = MappingProxyType({"resv_noclust": "resv"})
 ProvKind = Literal["measured", "paper-stated", "user"]
 
 
@@ -146,7 +148,7 @@ def _frozen(m: Mapping) -> MappingProxyType:
 
 
 _FIELDS = ("selected_frac_device", "selected_frac_offloaded", "reuse", "tokens_per_cluster", "wics_exit_frac",
-           "tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens")
+           "tokens_per_frame", "dense_layers", "frames", "question_tokens", "answer_tokens", "fetch_blocks")
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,9 @@ class Workload:
     tokens_per_cluster, wics_exit_frac: ReSV statistics (Curves over kv_len, or constants).
     tokens_per_frame: LLM tokens appended per frame; dense_layers: the first layers attend to (and fetch) every
     token; frames / question_tokens / answer_tokens: the E2E scenario.
+    fetch_blocks: {(method, layout, tokens per block): Curve} offload-tier blocks touched per selected offloaded
+                   token of one (layer, KV head), K or V, in the method's layout ('token': arrival order; 'cluster':
+                   the KVMU's cluster extents), as measured (missing: the simulator's granule rule applies, D244).
     provenance: {field name: FieldSource}; ``name``: short label of the whole workload.
     """
 
@@ -177,6 +182,7 @@ class Workload:
     answer_tokens: int = 39
     provenance: Mapping[str, FieldSource] = field(default_factory=dict)
     name: str = "user"
+    fetch_blocks: Mapping[tuple[str, str, int], Curve] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Read-only mappings: a Workload cannot change after construction (use .replace()).
@@ -187,6 +193,7 @@ class Workload:
                     raise ValueError(f"Workload.{fld} key {k!r}: must be (method, 'frame'|'text')")
                 if any(not 0.0 <= v <= 1.0 for v in c.value):
                     raise ValueError(f"Workload.{fld}[{k}] values {c.value} must be in [0, 1]")
+        object.__setattr__(self, "fetch_blocks", _frozen(self.fetch_blocks))
         object.__setattr__(self, "tokens_per_cluster", _as_curve(self.tokens_per_cluster))
         object.__setattr__(self, "wics_exit_frac", _as_curve(self.wics_exit_frac))
         if any(v <= 0 for v in self.tokens_per_cluster.value):
@@ -227,9 +234,10 @@ class Workload:
         paper states one ratio per method, so both tiers get it), tokens per cluster (§VI.B), WiCSum early exit
         (§IV.C), the average COIN case (§VI.A), 10 tokens per frame (VideoLLM-online Live1+, docs/DECISIONS.md
         D8), layer 0 dense (Fig. 6; ``RuntimeConfig.dense_layers``). The paper states no cross-step reuse: none."""
-        sel = {(m, st): Curve.constant(paper.value(f"table2.ratio.{m}.{st}.avg") / 100.0)
+        sel = {(m, st): Curve.constant(paper.value(f"table2.ratio.{PAPER_RATIO_OF.get(m, m)}.{st}.avg") / 100.0)
                for m in SELECTING for st in ("frame", "text")}
-        t2 = "Table II (average retrieval ratio per method and stage)"
+        t2 = ("Table II (average retrieval ratio per method and stage; Fig. 19's ablation states none and takes "
+              "ReSV's)")
         prov = dict(
             selected_frac_device=FieldSource("paper-stated", t2, "constant in the context length; one ratio for "
                                             "both tiers (the paper states no split)"),
@@ -243,7 +251,8 @@ class Workload:
                                     "RuntimeConfig.dense_layers"),
             frames=FieldSource("paper-stated", "§VI.A average COIN case"),
             question_tokens=FieldSource("paper-stated", "§VI.A average COIN case"),
-            answer_tokens=FieldSource("paper-stated", "§VI.A average COIN case"))
+            answer_tokens=FieldSource("paper-stated", "§VI.A average COIN case"),
+            fetch_blocks=FieldSource("paper-stated", "not stated by the paper", "the granule rule applies (D244)"))
         return cls(selected_frac_device=sel, selected_frac_offloaded=sel, reuse={},
                    tokens_per_cluster=Curve.constant(paper.value("resv.tokens_per_cluster")),
                    wics_exit_frac=Curve.constant(paper.value("resv.wicsum_row_prefix_pct") / 100.0),
@@ -280,9 +289,14 @@ class Workload:
         rng = f"measured kv {kvs[0]:.0f}-{kvs[-1]:.0f}; outside: {extrapolation}"
         rng += "".join(f"; {s}" for s in substituted + notes)
         prov, kw = _measured_provenance(p, where, rng, by, curves)
+        blocks = {(k[1], k[2].split("@")[0], int(k[2].split("@")[1])): c for k, c in curves.items() if k[0] == "blocks"}
+        for sim_m, src in SIM_METHOD_SOURCES.items():  # rekv's frame mode supplies ReKV's layout, as its fractions
+            blocks.update({(sim_m,) + k[1:]: c for k, c in list(blocks.items()) if k[0] == src})
+        prov["fetch_blocks"] = (FieldSource("measured", where, rng) if blocks else
+                                FieldSource("measured", where, "no fetch-block measurement: the granule rule applies"))
         return cls(selected_frac_device=by["dev"], selected_frac_offloaded=by["off"], reuse=by["reuse"],
                    tokens_per_frame=int(d["tokens_per_frame"]), dense_layers=int(d["dense_layers"]),
-                   provenance=prov, name=f"measured:{p.name}", **kw)
+                   provenance=prov, name=f"measured:{p.name}", fetch_blocks=blocks, **kw)
 
     @classmethod
     def from_stats(cls, method: str, *, selected_frac: float | None, selected_frac_offloaded: float | None = None,
@@ -357,6 +371,12 @@ class Workload:
                            f"or pass Workload.uniform({{('{method}', '{stage}'): f}})")
         v, pol = curves[key].at(kv_len)
         return min(1.0, max(0.0, v)), pol
+
+    def fetch_blocks_at(self, method: str, layout: str, tokens_per_block: float, kv_len: float) -> float | None:
+        """Measured blocks touched per selected offloaded token for (method, layout) at ``tokens_per_block``, or None
+        where the workload has no such measurement (then the granule rule applies)."""
+        c = self.fetch_blocks.get((method, layout, int(round(tokens_per_block))))
+        return None if c is None else max(0.0, c.at(kv_len)[0])
 
     def reuse_at(self, method: str, stage: str, kv_len: float) -> tuple[float, str | None]:
         c = self.reuse.get((method, stage))
@@ -481,6 +501,11 @@ def _checkpoint_points(p: Path, checkpoints: list) -> tuple[dict, list[str]]:
         for tag, fld in (("tpc", "tokens_per_cluster"), ("wics", "wics_exit_frac")):
             if c["method"] == "resv" and v[fld] is not None:
                 pts.setdefault((tag, "resv", "any"), []).append((kv, v[fld]))
+        for layout, by_tpb in (c.get("fetch_blocks_per_token") or {}).items():
+            for tpb, val in (by_tpb or {}).items():
+                if val is not None:
+                    x = _num(p, i, {"fetch_blocks_per_token": val}, "fetch_blocks_per_token")
+                    pts.setdefault(("blocks", c["method"], f"{layout}@{int(tpb)}"), []).append((kv, x))
     return pts, notes
 
 

@@ -14,7 +14,8 @@ report.html in the paper's order (:mod:`.layout`), headline claims first, every 
 
 Modules: :mod:`.rows` (Row, verdicts, causes), :mod:`.tables` (files under results/), :mod:`.manifest` (what
 each notebook wrote), :mod:`.layout` (sections, headline claims), :mod:`.content` (what the report shows),
-:mod:`.render` (templates, REPORT.md / report.html / summary.csv), :mod:`.cli` (``python -m vrex_lib.report``).
+:mod:`.render` (templates, REPORT.md / report.html / summary.csv), :mod:`.stale` (notebooks whose results are older
+than their inputs), :mod:`.cli` (``python -m vrex_lib.report``).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from .layout import HEADLINE, PAPER_SECTIONS, Section, paper_refs, place
 from .manifest import (MANIFEST_ENV, expected_outputs, expected_tables, missing_figures, missing_tables,
                        start as start_manifest)
 from .render import REPORT_HTML, REPORT_MD, STALE_MARK, build_report, mark_stale, markdown_section, render_html
+from .stale import stale_notebooks
 from .rows import (CAUSES, COLUMNS, FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, Row,
                    cause_of, info_row, row, to_frame)
 from .tables import (SUMMARY_ID, collect_tables, damaged_tables, is_comparison, mixed_profiles, read_table,
@@ -35,6 +37,6 @@ __all__ = [
     "build_report", "cause_of", "collect_tables", "damaged_tables", "expected_outputs", "expected_tables",
     "headline", "incomplete", "info_row", "is_comparison", "main", "mark_stale", "markdown_section",
     "missing_figures", "missing_tables", "mixed_profiles", "paper_refs", "place", "read_table", "render_html", "row",
-    "start_manifest", "summary_frame", "to_frame", "unexplained", "write_figure", "write_frame", "write_table",
-    "write_wide_table",
+    "stale_notebooks", "start_manifest", "summary_frame", "to_frame", "unexplained", "write_figure", "write_frame",
+    "write_table", "write_wide_table",
 ]

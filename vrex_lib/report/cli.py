@@ -9,11 +9,15 @@ from typing import TextIO
 
 import pandas as pd
 
+from .. import _io
 from ..config import results_dir
-from . import manifest
+from . import manifest, stale
 from .rows import CAUSES, FAIL, MISSING, UNEXPLAINED
 from .render import REPORT_HTML, build_report, mark_stale
 from .tables import SUMMARY_ID, damaged_tables, mixed_profiles
+
+#: The results folder's run lock, held by `make reproduce` (scripts/locked.py) and by this command.
+LOCK_FILE = ".lock"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--mark-stale", metavar="WHY", default=None,
                     help="only put a 'stale' banner on an existing REPORT.md / report.html (make reproduce does "
                          "this before rebuilding anything)")
+    ap.add_argument("--force", action="store_true",
+                    help="overwrite REPORT.md, report.html and tables/summary.csv even if they are not the report's")
     return ap
 
 
@@ -51,23 +57,33 @@ def _incomplete(results: Path, notebooks: str | None) -> list[str]:
               for nb, why in manifest.bad_manifests(results, notebooks).items()]
     lines += [f"  profile {p} produced {', '.join(ts)} (tables of several profiles are mixed)"
               for p, ts in mixed_profiles(results).items()]
+    lines += [f"  notebooks/{nb}: stale ({why.replace('`', '')})"
+              for nb, why in stale.stale_notebooks(results, notebooks).items()]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     """Write the report; exit 1 (after writing it) when the results are incomplete, unless --allow-missing."""
     args = _parser().parse_args(argv)
-    if args.results and Path(args.results).exists() and not Path(args.results).is_dir():
-        print(f"python -m vrex_lib.report: error: --results {args.results} is not a folder", file=sys.stderr)
+    if args.results and not Path(args.results).is_dir():
+        what = "is not a folder" if Path(args.results).exists() else "does not exist"
+        print(f"python -m vrex_lib.report: error: --results {args.results} {what}: no results to report; pass the "
+              "folder `make reproduce` wrote (RESULTS=...), or run it first", file=sys.stderr)
         return 2
     try:
-        if args.mark_stale is not None:
-            marked = mark_stale(args.results, args.mark_stale)
-            print(f"marked stale: {', '.join(map(str, marked))}" if marked else "no report to mark stale")
-            return 0
-        path = build_report(args.results, notebook_dir=args.notebooks)
         results = results_dir(args.results)
-        missing = _incomplete(results, args.notebooks)
+        # one writer per results folder: not while a `make reproduce` there is rebuilding (docs/DECISIONS.md D325)
+        with _io.run_lock(results / LOCK_FILE, "python -m vrex_lib.report (make report)"):
+            if args.mark_stale is not None:
+                marked = mark_stale(results, args.mark_stale)
+                print(f"marked stale: {', '.join(map(str, marked))}" if marked else "no report to mark stale")
+                return 0
+            path = build_report(results, notebook_dir=args.notebooks, force=args.force)
+            missing = _incomplete(results, args.notebooks)
+    except _io.LockHeld as err:
+        print(f"python -m vrex_lib.report: {err}; it rewrites the report when it ends (nothing was changed)",
+              file=sys.stderr)
+        return 75  # EX_TEMPFAIL, as scripts/locked.py
     except (OSError, ValueError) as err:
         print(f"python -m vrex_lib.report: error: {err}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import results_dir
-from . import layout, manifest
+from . import layout, manifest, stale
 from .rows import CAUSES, FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, cause_of
 from .tables import collect_tables, damaged_tables, is_comparison, load_table, mixed_profiles, table_paths, table_title
 
@@ -238,6 +238,8 @@ def incomplete(out: str | os.PathLike | None = None, notebook_dir: str | os.Path
               for name, why in damaged_tables(base).items()]
     items += [f"`results/executed/{nb[:-6]}.manifest.json`: {why}; rerun `make reproduce`"
               for nb, why in manifest.bad_manifests(base, notebook_dir).items()]
+    items += [f"`notebooks/{nb}`: stale ({why}); rerun `make reproduce`"
+              for nb, why in stale.stale_notebooks(base, notebook_dir).items()]
     mixed = mixed_profiles(base)
     if mixed:
         items.append("tables from several profiles (" + "; ".join(f"{p}: {', '.join(ts)}" for p, ts in mixed.items())
@@ -254,8 +256,9 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
            for s in layout.ALL_SECTIONS}
     places: dict[str, str] = {}
     paper_keys = {s.key for s in layout.PAPER_SECTIONS}
+    counts = manifest.recorded_rows(base)
     for path in table_paths(base):
-        df = load_table(path)
+        df = load_table(path, counts.get(path.stem))
         if isinstance(df, str) or path.stem == layout.HEADLINE_TABLE:
             continue  # damaged tables are listed as incomplete
         wide = not is_comparison(df)
@@ -327,7 +330,8 @@ def context(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLik
         unexplained=[dict(table=r["table"], label=_label(r, False), verdict=f"**{r['verdict']}**")
                      for _, r in why.iterrows()],
         per_table=per_table_counts(tables), sections=sections(base, notebook_dir),
-        paper_keys=[s.key for s in layout.PAPER_SECTIONS], summary=summary)
+        paper_keys=[s.key for s in layout.PAPER_SECTIONS], summary=summary,
+        stale=stale.stale_notebooks(base, notebook_dir))
 
 
 def _n(summary: pd.DataFrame, verdict: str, cause: str) -> int:

@@ -4,7 +4,9 @@ A notebook run by ``make`` gets ``$VREX_MANIFEST`` = ``results/executed/<noteboo
 :func:`start` (called by ``vrex_lib.notebook.setup``) empties it, and every ``report.write_table`` /
 ``write_wide_table`` / ``write_figure`` adds its id. Table ids computed at run time (notebook 06's
 ``write_table(tid, ...)``) are thus known to :func:`missing_tables` as well as the literal
-``write_table("<id>", ...)`` calls read from the notebook's code (:func:`expected_tables`).
+``write_table("<id>", ...)`` calls read from the notebook's code (:func:`expected_tables`). A manifest also
+records each table's row count: the report refuses a table that no longer has them, cut or edited
+(docs/DECISIONS.md D326).
 """
 from __future__ import annotations
 
@@ -33,22 +35,30 @@ def start() -> Path | None:
     """Empty this run's manifest (a table the notebook no longer writes is then no longer expected)."""
     path = manifest_path()
     if path is not None:
-        _io.write_json(path, {"schema": SCHEMA, "notebook": _notebook_of(path), "tables": [], "figures": []})
+        _io.write_json(path, _empty(path))
     return path
 
 
-def record(kind: str, item_id: str) -> None:
-    """Add ``item_id`` to this run's manifest under ``kind`` ('tables' or 'figures'); no-op outside ``make``."""
+def _empty(path: Path) -> dict:
+    return {"schema": SCHEMA, "notebook": _notebook_of(path), "tables": [], "figures": [], "rows": {}}
+
+
+def record(kind: str, item_id: str, rows: int | None = None) -> None:
+    """Add ``item_id`` to this run's manifest under ``kind`` ('tables' or 'figures'), with a table's number of
+    ``rows``; no-op outside ``make``."""
     if kind not in KINDS:
         raise ValueError(f"manifest kind {kind!r} is not one of {', '.join(KINDS)}")
     path = manifest_path()
     if path is None:
         return
     got = _read(path)
-    man = got if isinstance(got, dict) else {"schema": SCHEMA, "notebook": _notebook_of(path), "tables": [],
-                                             "figures": []}
+    man = got if isinstance(got, dict) else _empty(path)
+    old = (list(man[kind]), dict(man.get("rows", {})))
     if item_id not in man[kind]:
         man[kind].append(item_id)
+    if rows is not None:
+        man.setdefault("rows", {})[item_id] = int(rows)
+    if (man[kind], man.get("rows", {})) != old:
         _io.write_json(path, man)
 
 
@@ -68,7 +78,8 @@ def _read(path: Path) -> dict | str:
     return man
 
 
-def _notebooks(notebook_dir: str | os.PathLike | None) -> list[Path]:
+def notebook_files(notebook_dir: str | os.PathLike | None) -> list[Path]:
+    """The numbered notebooks ``NN_*.ipynb`` of ``notebook_dir`` (default ``<repo>/notebooks``), sorted."""
     nb_dir = Path(notebook_dir) if notebook_dir else REPO_ROOT / "notebooks"
     if not nb_dir.is_dir():
         raise FileNotFoundError(f"notebook folder {nb_dir} not found (--notebooks / NOTEBOOK_DIR)")
@@ -80,7 +91,7 @@ def manifests(out: str | os.PathLike | None = None, notebook_dir: str | os.PathL
     """Notebook file name -> its last run's manifest (or why it is unusable), for the notebooks that have one."""
     executed = results_dir(out) / "executed"
     found: dict[str, dict | str] = {}
-    for nb in _notebooks(notebook_dir):
+    for nb in notebook_files(notebook_dir):
         p = executed / f"{nb.stem}.manifest.json"
         if p.is_file():
             found[nb.name] = _read(p)
@@ -89,7 +100,7 @@ def manifests(out: str | os.PathLike | None = None, notebook_dir: str | os.PathL
 
 def _code_ids(notebook_dir: str | os.PathLike | None, pattern: re.Pattern) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for nb in _notebooks(notebook_dir):
+    for nb in notebook_files(notebook_dir):
         try:
             cells = json.loads(nb.read_text()).get("cells", [])
         except (OSError, ValueError) as err:
@@ -155,6 +166,23 @@ def bad_manifests(out: str | os.PathLike | None = None,
                   notebook_dir: str | os.PathLike | None = None) -> dict[str, str]:
     """Notebook -> why its manifest cannot be used (only those listed)."""
     return {nb: m for nb, m in manifests(out, notebook_dir).items() if isinstance(m, str)}
+
+
+def recorded_rows(out: str | os.PathLike | None = None) -> dict[str, int]:
+    """Table id -> the rows the last run of its notebook wrote, from every usable manifest under
+    ``results/executed`` (a table no manifest counts is not listed)."""
+    rows: dict[str, int] = {}
+    for p in sorted((results_dir(out) / "executed").glob("*.manifest.json")):
+        man = _read(p)
+        if isinstance(man, dict) and isinstance(man.get("rows"), dict):
+            rows.update({str(k): v for k, v in man["rows"].items() if isinstance(v, int)})
+    return rows
+
+
+def running_notebook() -> str | None:
+    """The notebook file name this process runs under ``make`` (its manifest's), else None."""
+    path = manifest_path()
+    return _notebook_of(path) if path is not None else None
 
 
 def writers(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
@@ -53,18 +54,51 @@ def render_html(markdown: str, base: str | os.PathLike) -> str:
     return _ENV.get_template("report.html.j2").render(title=TITLE, body=md(markdown))
 
 
+def _starts_with(*heads: str) -> Callable[[Path], tuple[bool | None, str]]:
+    """An :class:`~vrex_lib._io.OutputKind` reader: a text file whose first KiB holds one of ``heads``."""
+    def read(path: Path) -> tuple[bool | None, str]:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1024).decode("utf-8", "replace")
+        except OSError as err:
+            return None, f"cannot be read: {err.strerror or err}"
+        return (True, "") if any(h in head for h in heads) else (None, f"it does not start like one ({heads[0]!r})")
+    return read
+
+
+#: The files the report writes, each refused when it holds something else (docs/DECISIONS.md D320).
+OUTPUTS = {REPORT_MD: _io.OutputKind("vrex report", "report", _starts_with(f"# {TITLE}", STALE_MARK)),
+           REPORT_HTML: _io.OutputKind("vrex report page", "report", _starts_with(f"<title>{TITLE}</title>")),
+           f"tables/{SUMMARY_ID}.csv": _io.OutputKind("vrex verdict count", "counts",
+                                                      _starts_with("verdict,cause,rows,tables"))}
+
+
+def check_outputs(out: str | os.PathLike | None = None, *, force: bool = False) -> None:
+    """Refuse to write the report into a folder whose REPORT.md, report.html or tables/summary.csv holds something
+    else (a user's notes), unless ``force``."""
+    base = results_dir(out)
+    for name, kind in OUTPUTS.items():
+        _io.check_output(base / name, kind, flag="--results", force=force)
+
+
 def build_report(out: str | os.PathLike | None = None, *,
-                 notebook_dir: str | os.PathLike | None = None) -> Path:
+                 notebook_dir: str | os.PathLike | None = None, force: bool = False) -> Path:
     """Collect every ``results/tables/*.csv`` and ``results/figures/*.png`` into ``results/REPORT.md`` (paper order,
     headline claims first), the same page as ``results/report.html`` and the verdict counts per cause as
     ``results/tables/summary.csv``; returns REPORT.md's path.
 
     The report opens with what is incomplete (absent tables and figures, failed notebooks, damaged tables, tables
-    of several profiles), so a partial results folder never reads as a complete one.
+    of several profiles, stale notebooks), so a partial results folder never reads as a complete one; with stale
+    notebooks it also carries the *Stale* banner. A REPORT.md, report.html or summary.csv that is not the
+    report's own is refused unless ``force``.
     """
     base = results_dir(out)
+    check_outputs(base, force=force)
     ctx = content.context(base, notebook_dir)
     text = render_markdown(ctx)
+    if ctx["stale"]:
+        text = _banner(f"The results of {', '.join(ctx['stale'])} are older than their inputs or were made with "
+                       "other parameters (listed under *Incomplete*)", rebuilding=False) + "\n\n" + text
     _io.write_bytes(base / "tables" / f"{SUMMARY_ID}.csv", ctx["summary"].to_csv(index=False).encode())
     _io.write_text(base / REPORT_HTML, render_html(text, base))
     return _io.write_text(base / REPORT_MD, text)
@@ -89,6 +123,16 @@ def _without_banner(text: str) -> str:
     return rest
 
 
+def _banner(why: str, rebuilding: bool = True) -> str:
+    """The *stale* banner: the report no longer describes the results' inputs (``rebuilding``: a rebuild started)."""
+    if not rebuilding:
+        return f"{STALE_MARK} {why}: this report describes those results as they are. Run `make reproduce`."
+    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return (f"{STALE_MARK} {why} (since {when}); this report describes the results before it, and is rewritten "
+            "when the rebuild completes. If no rebuild is running, it failed or was stopped: a failed notebook is "
+            "kept as `results/executed/<notebook>.FAILED.ipynb`. Run `make reproduce`.")
+
+
 def mark_stale(out: str | os.PathLike | None = None, why: str = "") -> list[Path]:
     """Put a *stale* banner on top of an existing REPORT.md and report.html: the results are being rebuilt (or a
     rebuild failed) and the report describes the previous ones. The next :func:`build_report` removes it."""
@@ -96,10 +140,6 @@ def mark_stale(out: str | os.PathLike | None = None, why: str = "") -> list[Path
     md = base / REPORT_MD
     if not md.is_file():
         return []
-    when = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    banner = (f"{STALE_MARK} {why or 'The results are being rebuilt'} (since {when}); this report describes the "
-              "results before it, and is rewritten when the rebuild completes. If no rebuild is running, it failed "
-              "or was stopped: a failed notebook is kept as `results/executed/<notebook>.FAILED.ipynb`. Run "
-              "`make reproduce`.")
-    text = banner + "\n\n" + _without_banner(md.read_text())
+    check_outputs(base)
+    text = _banner(why or "The results are being rebuilt") + "\n\n" + _without_banner(md.read_text())
     return [_io.write_text(md, text), _io.write_text(base / REPORT_HTML, render_html(text, base))]

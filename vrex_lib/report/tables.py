@@ -17,7 +17,7 @@ import pandas as pd
 from .. import _io
 from ..config import results_dir
 from . import manifest
-from .rows import COLUMNS, Row, to_frame
+from .rows import COLUMNS, VERDICTS, Row, to_frame
 
 if TYPE_CHECKING:  # matplotlib is imported only by those that draw
     from matplotlib.figure import Figure
@@ -43,7 +43,7 @@ def write_table(table_id: str, rows: Iterable[Row] | pd.DataFrame, *, profile: s
     base = results_dir(out) / "tables"
     _io.write_bytes(base / f"{table_id}.csv", df[COLUMNS].to_csv(index=False).encode())
     _io.write_text(base / f"{table_id}.title", title or table_id)
-    manifest.record("tables", table_id)
+    manifest.record("tables", table_id, rows=len(df))
     return df
 
 
@@ -66,7 +66,7 @@ def write_wide_table(table_id: str, df: pd.DataFrame, *, profile: str, title: st
     _io.write_text(base / f"{table_id}.title", title or table_id)
     if cols:
         _io.write_text(base / f"{table_id}.columns", ",".join(cols))
-    manifest.record("tables", table_id)
+    manifest.record("tables", table_id, rows=len(df))
     return path
 
 
@@ -102,17 +102,30 @@ def table_paths(out: str | os.PathLike | None = None) -> list[Path]:
     return [t for t in sorted((results_dir(out) / "tables").glob("*.csv")) if t.stem != SUMMARY_ID]
 
 
-def load_table(path: Path) -> pd.DataFrame | str:
-    """A table under ``results/tables``, or why it cannot be used (unreadable, not CSV, no rows)."""
+def load_table(path: Path, rows: int | None = None) -> pd.DataFrame | str:
+    """A table under ``results/tables``, or why it cannot be used (docs/DECISIONS.md D326): unreadable, not CSV,
+    no rows, cut (its last line unfinished, or fewer or more rows than the ``rows`` its notebook's last run wrote),
+    a comparison table of another schema, or a row whose verdict is not a verdict."""
     try:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            ends_whole = f.read(1) == b"\n"
         df = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as err:  # EmptyDataError is a ValueError
         return f"unreadable ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
     if df.empty:
         return "no rows"
+    if not ends_whole:
+        return "cut: its last line is unfinished (a write that did not complete, or a truncated copy)"
+    if rows is not None and len(df) != rows:
+        return f"{len(df)} rows, but the last run of its notebook wrote {rows} (cut or edited since)"
     gone = [c for c in COLUMNS if c not in df.columns]
     if "verdict" in df.columns and gone:  # a comparison table of another schema, not an exploration table
         return f"a comparison table without the columns {', '.join(gone)} (written by another version of vrex)"
+    if "verdict" in df.columns:
+        bad = df.index[~df["verdict"].isin(VERDICTS)]
+        if len(bad):
+            return f"row {int(bad[0]) + 1} has verdict {df['verdict'].iloc[bad[0]]!r}, not one of {', '.join(VERDICTS)}"
     return df
 
 
@@ -130,8 +143,9 @@ def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
     tables, exploration tables and the report's ``summary.csv`` are left out; :func:`damaged_tables` lists the
     damaged ones)."""
     frames = []
+    counts = manifest.recorded_rows(out)
     for t in table_paths(out):
-        df = load_table(t)
+        df = load_table(t, counts.get(t.stem))
         if isinstance(df, str) or not is_comparison(df):
             continue
         df.insert(0, "table", t.stem)
@@ -142,8 +156,9 @@ def collect_tables(out: str | os.PathLike | None = None) -> pd.DataFrame:
 def damaged_tables(out: str | os.PathLike | None = None) -> dict[str, str]:
     """``results/tables/<id>.csv`` -> why it cannot be reported (only damaged tables are listed)."""
     bad = {}
+    counts = manifest.recorded_rows(out)
     for t in table_paths(out):
-        got = load_table(t)
+        got = load_table(t, counts.get(t.stem))
         if isinstance(got, str):
             bad[t.name] = got
     return bad
@@ -153,8 +168,9 @@ def mixed_profiles(out: str | os.PathLike | None = None) -> dict[str, list[str]]
     """Profile -> the tables it produced, when the tables come from more than one profile (else {}): a table
     left over from an earlier run under another profile would otherwise be reported beside this run's."""
     by: dict[str, list[str]] = {}
+    counts = manifest.recorded_rows(out)
     for t in table_paths(out):
-        df = load_table(t)
+        df = load_table(t, counts.get(t.stem))
         if isinstance(df, str) or "profile" not in df.columns:
             continue
         for p in sorted(str(x) for x in df["profile"].dropna().unique()):

@@ -1,9 +1,11 @@
 """ReSV's KV prediction end to end: Q·Key_cluster^T -> weights -> WiCSum per row -> union -> token positions.
 
 The work runs on host NumPy arrays (see :mod:`vrex_lib.resv.table`): per layer and step it is a handful of
-small array ops, where NumPy's per-op cost (~1 µs) is far below torch's. Scores are computed per KV head with
-the same float64 expression as the reference (``(rows @ Key_cluster^T) · scaling``), so the two paths see
-bit-identical weights; WiCSum runs on all rows of all heads at once (:func:`vrex_lib.resv.wicsum.wicsum_rows`).
+small array ops, where NumPy's per-op cost (~1 µs) is far below torch's, so every stage runs on all rows of
+all KV heads at once (docs/DECISIONS.md D360). Scores are computed per KV head with the same float64 expression
+as the reference (``(rows @ Key_cluster^T) · scaling``, on the table's float64 copy of its means), so the two
+paths see bit-identical weights; WiCSum runs on all rows at once (:func:`vrex_lib.resv.wicsum.wicsum_sorted_rows`,
+docs D361) and the union's positions are read from the table's token order in one gather (D362).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import torch
 from ..config import ReSVConfig
 from ..selection import Selection
 from .table import HashClusterTable, single_thread, to_numpy
-from .wicsum import quantize_weights, wicsum_rows
+from .wicsum import quantize_weights, wicsum_sorted_rows
 
 # ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
 # clusters_selected per KV head, prefix_frac, sum_nonpos_rows for raw scores, ratio).
@@ -54,73 +56,73 @@ def select_tokens(query: torch.Tensor, table: HashClusterTable, ratio: float | N
         return _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits)
 
 
-def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
-    cfg = cfg or table.cfg
-    ratio = cfg.ratio if ratio is None else float(ratio)
+def _check_args(query, table, cfg) -> None:
     if query.dim() != 3 or query.shape[-1] != table.head_dim:
         raise ValueError(f"query must be [Hq, Nq, D={table.head_dim}], got {tuple(query.shape)}")
-    Hq, Nq, D = query.shape
-    Hkv = table.n_kv_heads
-    if Hq % Hkv:
-        raise ValueError(f"{Hq} query heads are not a multiple of {Hkv} KV heads")
+    if query.shape[0] % table.n_kv_heads:
+        raise ValueError(f"{query.shape[0]} query heads are not a multiple of {table.n_kv_heads} KV heads")
     if cfg.granularity not in ("kv_head", "q_head", "layer"):
         raise ValueError(f"granularity={cfg.granularity!r}: use 'kv_head', 'q_head' or 'layer'")
     if cfg.score not in ("softmax", "raw"):
         raise ValueError(f"score={cfg.score!r}: use 'softmax' or 'raw' (ReSVConfig.score)")
+
+
+def _weights(q: np.ndarray, table: HashClusterTable, n_c: np.ndarray, scaling: float, softmax: bool,
+             quant_bits: int | None):
+    """Weights of every row of every KV head, padded to the largest cluster count C: ``w, wc = w·TC, key``
+    ``[Hkv, R, C]`` and the key's padding value (``key`` ascending = σ; see :func:`wicsum_sorted_rows`).
+
+    Scores are the reference's own expression per head, ``(rows @ Key_cluster^T) · scaling`` in float64 on
+    the same operands (the table's float64 copy of its means), so the weights are bit-identical to it.
+    """
+    Hkv, R, _ = q.shape
+    C = int(n_c.max())
+    s = np.full((Hkv, R, C), -np.inf if softmax else 0.0)  # padding: weight 0 either way
+    for h in range(Hkv):
+        s[h, :, :int(n_c[h])] = (q[h] @ table.head_centroids64_np(h).T) * scaling
+    w = np.exp(s - s.max(2, keepdims=True)) if softmax else s  # every head has >= 1 cluster once C > 0
+    counts = table._counts[:, :C] if not table.concat else np.broadcast_to(table._counts[:1, :C], (Hkv, C))
+    if quant_bits is not None:
+        w = quantize_weights(w, quant_bits)
+        key, pad_key = ~w, np.iinfo(np.int64).max  # ~x = -x-1: ascending = descending weight, exactly
+    else:
+        counts = counts.astype(np.float64)  # exact, so w·TC is the same product; converted once, not per row
+        key, pad_key = -w, np.inf
+    wc = w * counts[:, None, :]
+    for h in np.flatnonzero(n_c < C).tolist():
+        key[h, :, int(n_c[h]):] = pad_key
+    return w, wc, key, pad_key
+
+
+def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
+    cfg = cfg or table.cfg
+    ratio = cfg.ratio if ratio is None else float(ratio)
+    _check_args(query, table, cfg)
+    Hq, Nq, D = query.shape
+    Hkv = table.n_kv_heads
     grp, R = Hq // Hkv, Hq // Hkv * Nq
     scaling = 1.0 / math.sqrt(D) if scaling is None else scaling
     q = to_numpy(query, np.float32).astype(np.float64).reshape(Hkv, R, D)  # a group's query heads are adjacent
-    n_c = np.array([table.head_counts_np(h).shape[0] for h in range(Hkv)], np.int64)  # clusters per head
+    n_c = np.repeat(table._ncl, Hkv) if table.concat else table._ncl.copy()  # clusters per KV head
     C = int(n_c.max()) if Hkv else 0
-    valid = np.arange(C)[None, :] < n_c[:, None]  # [Hkv, C]
     nonpos = 0
     if C:
         softmax = cfg.score == "softmax"
-        w = np.zeros((Hkv, R, C))
-        counts = np.zeros((Hkv, C), np.int64)
-        for h in range(Hkv):  # the reference's own expression per head: bit-identical scores
-            c = int(n_c[h])
-            if c == 0:
-                continue
-            s = (q[h] @ table.head_centroids_np(h).astype(np.float64).T) * scaling
-            w[h, :, :c] = np.exp(s - s.max(1, keepdims=True)) if softmax else s
-            counts[h, :c] = table.head_counts_np(h)
-        if quant_bits is not None:
-            w = quantize_weights(w, quant_bits)
+        w, wc, key, pad_key = _weights(q, table, n_c, scaling, softmax, quant_bits)
         if not softmax:
-            nonpos = int(((w * counts[:, None, :]).sum(-1) <= 0).sum())
-        mask, n_sel = wicsum_rows(w.reshape(Hkv * R, C), np.repeat(counts, R, 0), ratio,
-                                  np.repeat(valid, R, 0), np.repeat(n_c, R),
-                                  nonneg=True if softmax else None)
+            nonpos = int((wc.sum(-1) <= 0).sum())
+        mask, n_sel = wicsum_sorted_rows(w.reshape(Hkv * R, C), wc.reshape(Hkv * R, C), key.reshape(Hkv * R, C),
+                                         pad_key, ratio, np.repeat(n_c, R), nonneg=True if softmax else None)
         mask = mask.reshape(Hkv, R, C)
         prefix = float((n_sel.reshape(Hkv, R) / np.maximum(n_c, 1)[:, None]).mean())
     else:
         mask = np.zeros((Hkv, R, 0), bool)
         prefix = 0.0
     head_mask = mask.any(1)  # [Hkv, C]: union over the group's rows
-
-    cand_arr, cand_range = (None, None) if candidates is None else _candidate_range(candidates)
-    pos = table._pos[: table.n_tokens]
-    in_cand = None
-    if cand_range is not None:
-        in_cand = (pos >= cand_range[0]) & (pos < cand_range[1])
-    elif cand_arr is not None:
-        in_cand = np.isin(pos, cand_arr)
-
-    def positions(h: int, cluster_mask: np.ndarray) -> torch.Tensor:
-        m = table.token_mask_np(h, cluster_mask)
-        if in_cand is not None:
-            m &= in_cand
-        return torch.from_numpy(table.positions_of_np(m))
-
-    if cfg.granularity == "kv_head":
-        idx = [positions(h, head_mask[h]) for h in range(Hkv)]
-    elif cfg.granularity == "q_head":
-        qm = mask.reshape(Hkv, grp, Nq, C).any(2)  # [Hkv, grp, C]; query head h*grp + j
-        idx = [positions(h, qm[h, j]) for h in range(Hkv) for j in range(grp)]
+    if cfg.granularity == "q_head":
+        idx = _positions(table, mask.reshape(Hkv * grp, Nq, C).any(1), np.arange(Hkv * grp) // grp, candidates)
     else:
-        union = np.unique(np.concatenate([positions(h, head_mask[h]).numpy() for h in range(Hkv)]))
-        idx = [torch.from_numpy(union.copy()) for _ in range(Hkv)]
+        idx = _positions(table, head_mask, np.arange(Hkv), candidates, union=cfg.granularity == "layer")
     if query.device.type != "cpu":
         idx = [i.to(query.device) for i in idx]
     n_cand = table.n_tokens if candidates is None else int(candidates.numel())
@@ -129,3 +131,36 @@ def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) ->
                                           sum_nonpos_rows=nonpos))
     sel.stats["ratio"] = sel.ratio()
     return sel
+
+
+def _positions(table: HashClusterTable, cluster_mask: np.ndarray, head: np.ndarray, candidates,
+               union: bool = False) -> list[torch.Tensor]:
+    """Sorted cache positions of the members of the clusters marked in ``cluster_mask [M, C]`` (set m belongs to
+    KV head ``head[m]``), restricted to ``candidates``; ``union``: one set (the union of all) repeated M times."""
+    T = table.n_tokens
+    a, b, in_cand = 0, T, None
+    if candidates is not None:
+        cand_arr, cand_range = _candidate_range(candidates)
+        pos = table._pos[:T]
+        if cand_range is not None and table._monotonic:  # a window of the token order
+            a, b = (int(i) for i in np.searchsorted(pos, cand_range))
+        elif cand_range is not None:
+            in_cand = (pos >= cand_range[0]) & (pos < cand_range[1])
+        else:
+            in_cand = np.isin(pos, cand_arr)
+    assign = table._assign[:, a:b]
+    if table.concat or len(head) != assign.shape[0]:  # sets of several heads read the same group's assignment
+        assign = assign[np.zeros_like(head) if table.concat else head]
+    M, C = cluster_mask.shape
+    tok = cluster_mask.ravel()[assign + (np.arange(M) * C)[:, None]]  # [M, b - a]: token in a marked cluster
+    if in_cand is not None:
+        tok &= in_cand
+    if union:
+        tok = tok.any(0, keepdims=True)
+    pos = table._pos[a:b]
+    out = [pos[np.flatnonzero(m)] for m in tok]  # ~10x faster than boolean indexing on long rows
+    if not table._monotonic:
+        out = [np.unique(p) if union else np.sort(p) for p in out]
+    if union:
+        return [torch.from_numpy(out[0].copy()) for _ in range(len(head))]
+    return [torch.from_numpy(p) for p in out]

@@ -11,15 +11,19 @@ cluster (code = its own code, Key_cluster = its key, count 1). Candidates are al
 including the ones opened earlier in the same frame (temporal + spatial clustering). The cluster code
 stays the founder's (``code_rule='founder'``) or is re-hashed from the running mean (``'mean'``).
 
-How the founder rule is computed without a per-token pass over the table (docs/DECISIONS.md D50): the
+How the founder rule is computed without a per-token pass over the table (docs/DECISIONS.md D50, D363): the
 distances of a frame's N new codes to the clusters that existed before the frame do not depend on the order
-(founder codes never change), so they are one vectorised popcount ``[G, N, C0]`` reduced to (min, first argmin)
-per token. The only sequential dependency is on clusters opened earlier *in the same frame*: their indices are
-above every old one, so token t's nearest cluster is the old minimum unless an in-frame cluster is strictly
-nearer (ties keep the lower, i.e. older, index). That is resolved by a loop over the frame's N tokens against
-an N x N in-frame distance matrix. Running-mean updates are applied in rounds (round r = the r-th joiner of
-each cluster in this frame), so each cluster sees its members in arrival order with exactly the reference's
-float32 arithmetic ``c + (k − c)/TC``.
+(founder codes never change), so they are one vectorised popcount ``[G, N, C0]`` (empty slots of a group with
+fewer clusters carry a distance penalty) reduced to (min, first argmin) per token. The only sequential dependency
+is on clusters opened earlier *in the same frame*: their indices are above every old one, so token t's nearest
+cluster is the old minimum unless an in-frame cluster is strictly nearer (ties keep the lower, i.e. older,
+index). A frame in which every token has an old cluster within th has no such dependency at all. Otherwise
+only the tokens with no old cluster within th can open one, and only those with an earlier such token within
+th need an ordered decision (a short loop); every token then takes the nearest opened in-frame cluster when
+it is strictly nearer than its old one. Running-mean updates are applied in rounds (round r = the r-th joiner
+of each cluster in this frame), so each cluster sees its members in arrival order with exactly the
+reference's float32 arithmetic ``c + (k − c)/TC``; a float64 copy of the means (the operand of the scores) is
+refreshed for the clusters a frame touches.
 
 State is kept on the host in NumPy buffers grown by doubling (the HC table is small, and the per-layer ops are
 latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing attributes (``codes``,
@@ -28,6 +32,7 @@ latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing at
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 
 import numpy as np
@@ -36,13 +41,38 @@ import torch
 from ..config import ReSVConfig
 from .hashing import layer_seed, make_hyperplanes
 
-_FAR = 255  # distance given to empty table slots (uint8 popcounts are <= 64): never < th (th is capped at 65)
+_FAR = 255  # a distance no code has (uint8 popcounts are <= 64): never < th (th is capped at 65)
+_EMPTY = 128  # added to the distance of an empty table slot: >= 128 > any th, and 64 + 128 fits in uint8
 
 
 def _popcount(x: np.ndarray) -> np.ndarray:
     """Set bits of each int64 (all 64, two's complement) -> uint8. ``np.bitwise_count`` counts the bits of the
     absolute value of a signed integer, hence the unsigned view."""
     return np.bitwise_count(x.view(np.uint64))
+
+
+@functools.lru_cache(maxsize=64)
+def _strictly_lower(n: int) -> np.ndarray:
+    """bool ``[n, n]``, True where column s < row t (read-only, cached per frame length)."""
+    m = np.tri(n, n, -1, dtype=bool)
+    m.flags.writeable = False
+    return m
+
+
+def _opened(cand: np.ndarray, close: np.ndarray, earlier: np.ndarray) -> np.ndarray:
+    """Which tokens open a cluster, ``[G, N]`` bool: the candidates (best old distance >= th) with no earlier
+    *opening* token within th. ``close [G, N, N]``: in-frame distance < th; ``earlier [N, N]``: s < t.
+
+    Only candidates with an earlier close candidate depend on the order; they are resolved one by one in arrival
+    order (every earlier decision is final by then)."""
+    conflict = close & cand[:, None, :] & earlier
+    conflict &= cand[:, :, None]
+    opened = cand.copy()
+    g_c, t_c = np.nonzero(conflict.any(2))
+    for g, t in zip(g_c.tolist(), t_c.tolist()):
+        if (conflict[g, t] & opened[g]).any():
+            opened[g, t] = False
+    return opened
 
 
 def _find_openblas_threads():
@@ -112,7 +142,9 @@ class HashClusterTable:
 
     State (G groups, C = capacity >= max clusters of any group, T tokens added), as torch views:
         codes [G, C] int64, centroids [G, C, Dg] float32, counts [G, C] int64, n_clusters [G],
-        positions [T] int64 (cache position of each added token), assignment [G, T] int64.
+        positions [T] int64 (cache position of each added token), assignment [G, T] int64. The means are also
+        kept in float64 (the operand of the scores, :meth:`head_centroids64_np`), refreshed by ``add_frame`` only:
+        write the means through ``add_frame``, not through the ``centroids`` view.
     """
 
     def __init__(self, n_kv_heads: int, head_dim: int, cfg: ReSVConfig | None = None, layer: int = 0,
@@ -140,6 +172,8 @@ class HashClusterTable:
         G, cap, tcap = self.n_groups, 64, 256
         self._codes = np.zeros((G, cap), np.int64)
         self._cent = np.zeros((G, cap, self.group_dim), np.float32)
+        self._cent64 = np.zeros((G, cap, self.group_dim), np.float64)  # float64 copy of _cent, for the scores
+        self._pen = np.full((G, cap), _EMPTY, np.uint8)  # added to distances: 0 for a used slot, _EMPTY if empty
         self._counts = np.zeros((G, cap), np.int64)
         self._ncl = np.zeros(G, np.int64)
         self._pos = np.zeros(tcap, np.int64)
@@ -183,9 +217,14 @@ class HashClusterTable:
             new = max(need_clusters, 2 * cap)
             G = self.n_groups
             codes, counts = np.zeros((G, new), np.int64), np.zeros((G, new), np.int64)
+            pen = np.full((G, new), _EMPTY, np.uint8)
+            pen[:, :cap] = self._pen
+            self._pen = pen
             cent = np.zeros((G, new, self.group_dim), np.float32)
+            cent64 = np.zeros((G, new, self.group_dim), np.float64)
             codes[:, :cap], counts[:, :cap], cent[:, :cap] = self._codes, self._counts, self._cent
-            self._codes, self._counts, self._cent = codes, counts, cent
+            cent64[:, :cap] = self._cent64
+            self._codes, self._counts, self._cent, self._cent64 = codes, counts, cent, cent64
         tcap = self._pos.shape[0]
         if need_tokens > tcap:
             new = max(need_tokens, 2 * tcap)
@@ -237,7 +276,8 @@ class HashClusterTable:
             assign = self._cluster_mean(x, new_codes)
         if self._monotonic and N:
             prev_last = int(self._pos[self._n - 1]) if self._n else -1
-            self._monotonic = bool((pos[1:] > pos[:-1]).all()) and int(pos[0]) > prev_last
+            inc = positions is None or N == 1 or bool((pos[1:] > pos[:-1]).all())  # the default is increasing
+            self._monotonic = inc and int(pos[0]) > prev_last
         self._pos[self._n: self._n + N] = pos
         self._assign[:, self._n: self._n + N] = assign
         self._n += N
@@ -247,70 +287,79 @@ class HashClusterTable:
         return out.expand(self.n_kv_heads, N).clone() if self.concat else out
 
     def _cluster_founder(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
+        th = self._th
+        best_c, best_d = self._nearest_old(new_codes)
+        cand = best_d >= th  # tokens that open a cluster unless an earlier one of this frame is within th
+        if cand.any():
+            assign = self._open_in_frame(new_codes, best_c, best_d, cand)
+        else:  # every token joins an old cluster: no in-frame dependency
+            assign = best_c
+        self._update_means(x, assign)
+        return assign
+
+    def _open_in_frame(self, new_codes: np.ndarray, best_c: np.ndarray, best_d: np.ndarray,
+                       cand: np.ndarray) -> np.ndarray:
+        """Assignment of a frame in which some tokens open clusters: the in-frame part of the D4 rule."""
         G, N = new_codes.shape
         th = self._th
         n0 = self._ncl.copy()
-        C0 = int(n0.max())
-        if C0:
-            d_old = _popcount(new_codes[:, :, None] ^ self._codes[:, None, :C0])  # uint8 [G, N, C0]
-            if int(n0.min()) < C0:
-                d_old[np.broadcast_to(np.arange(C0)[None, None, :] >= n0[:, None, None], d_old.shape)] = _FAR
-            best_c = d_old.argmin(2)  # first minimum = lowest index
-            best_d = np.take_along_axis(d_old, best_c[:, :, None], 2)[:, :, 0]
-        else:
-            best_c, best_d = np.zeros((G, N), np.int64), np.full((G, N), _FAR, np.uint8)
-        # In-frame candidates of token t: earlier tokens s < t strictly nearer than the best old cluster and
-        # nearer than th -- only those can beat the old choice, and only if s opened a cluster.
-        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :])  # [G, N, N]
-        near = (d_new < np.minimum(best_d, th)[:, :, None]) & np.tri(N, N, -1, dtype=bool)[None]
-        near_at: dict[tuple[int, int], list[int]] = {}
-        for g_, t_, s_ in zip(*(a.tolist() for a in np.nonzero(near))):  # s ascending per (g, t)
-            near_at.setdefault((g_, t_), []).append(s_)
-        best_c, best_d, d_new = best_c.tolist(), best_d.tolist(), d_new if near_at else None
-        assign = np.empty((G, N), np.int64)
-        # rounds[r] = flat (group * N + token) indices of the tokens that are the r-th joiner of their cluster in
-        # this frame; each (group, cluster) appears at most once per round, so fancy-index updates do not collide
-        rounds: list[list[int]] = [[]]
-        fresh_g, fresh_t = [], []
-        for g in range(G):
-            nc = int(n0[g])
-            opened: dict[int, int] = {}  # founding token -> cluster index (increasing with the token)
-            seen: dict[int, int] = {}
-            bd, bc = best_d[g], best_c[g]
-            row_a = assign[g]
-            for t in range(N):
-                d, c = bd[t], bc[t]
-                for s in near_at.get((g, t), ()):  # ascending s = ascending cluster index: strict < keeps ties low
-                    cs = opened.get(s)
-                    if cs is not None and int(d_new[g, t, s]) < d:
-                        d, c = int(d_new[g, t, s]), cs
-                if d >= th:
-                    c = nc
-                    nc += 1
-                    opened[t] = c
-                    fresh_g.append(g)
-                    fresh_t.append(t)
-                r = seen.get(c, 0)
-                seen[c] = r + 1
-                row_a[t] = c
-                if r == len(rounds):
-                    rounds.append([])
-                rounds[r].append(g * N + t)
-            self._ncl[g] = nc
-        if fresh_g:
-            fg, ft = np.asarray(fresh_g), np.asarray(fresh_t)
-            self._codes[fg, assign[fg, ft]] = new_codes[fg, ft]
-        flat_c = assign.ravel() + np.repeat(np.arange(G) * self._codes.shape[1], N)  # into [G * cap]
-        xf = x.reshape(G * N, -1)
-        counts, cent = self._counts.reshape(-1), self._cent.reshape(-1, self.group_dim)  # views
-        for r, toks in enumerate(rounds):
-            sel = slice(None) if r == 0 and len(toks) == G * N else np.asarray(toks)
-            f = flat_c[sel]
-            n = counts[f] + 1
-            counts[f] = n
-            c_old = cent[f]
-            cent[f] = c_old + (xf[sel] - c_old) / n.astype(np.float32)[:, None]
+        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :])  # [G, N, N] in-frame distances
+        earlier = _strictly_lower(N)  # [N, N]: s < t
+        opened = _opened(cand, d_new < th, earlier)
+        own = n0[:, None] + np.cumsum(opened, 1) - 1  # cluster index of each opening token
+        # Nearest *opened* earlier token of each token (first minimum = lowest cluster index); it wins only when
+        # strictly nearer than the best old cluster (an old cluster has the lower index) and nearer than th.
+        d_in = np.where(opened[:, None, :] & earlier, d_new, _FAR)
+        s_star = d_in.argmin(2)
+        d_star = d_in.min(2)
+        use_in = (d_star < best_d) & (d_star < th)
+        assign = np.where(opened, own, np.where(use_in, np.take_along_axis(own, s_star, 1), best_c))
+        g_o, t_o = np.nonzero(opened)
+        c_o = own[g_o, t_o]
+        self._codes[g_o, c_o] = new_codes[g_o, t_o]
+        self._pen[g_o, c_o] = 0
+        self._ncl += opened.sum(1)
         return assign
+
+    def _nearest_old(self, new_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per new code, the nearest cluster that existed before the frame (first minimum) and its distance."""
+        G, N = new_codes.shape
+        C0 = int(self._ncl.max())
+        if C0 == 0:
+            return np.zeros((G, N), np.int64), np.full((G, N), _FAR, np.uint8)
+        d_old = _popcount(new_codes[:, :, None] ^ self._codes[:, None, :C0])  # uint8 [G, N, C0]
+        d_old += self._pen[:, None, :C0]  # empty slots of the groups with fewer clusters: never nearest
+        return d_old.argmin(2), d_old.min(2)
+
+    def _update_means(self, x: np.ndarray, assign: np.ndarray) -> None:
+        """Counts and running means of the frame's clusters, each cluster's members in arrival order.
+
+        Round r takes the r-th joiner of every cluster in this frame (so no cluster appears twice in a round) and
+        applies the reference's float32 step ``c + (k − c)/TC``: bit-identical means.
+        """
+        G, N = assign.shape
+        cap = self._codes.shape[1]
+        flat = (assign + (np.arange(G) * cap)[:, None]).ravel()  # into [G * cap]
+        same = assign[:, :, None] == assign[:, None, :]
+        rank = (same & _strictly_lower(N)).sum(2).ravel()  # earlier joiners of the same cluster in this frame
+        counts, cent = self._counts.reshape(-1), self._cent.reshape(-1, self.group_dim)  # views
+        n_after = counts[flat] + rank + 1  # TC after each token joins
+        np.add.at(counts, flat, 1)
+        n_after = n_after.astype(np.float32)
+        xf = x.reshape(G * N, -1)
+        n_rounds = int(rank.max()) + 1 if rank.size else 0
+        if n_rounds == 1:
+            c_old = cent[flat]
+            cent[flat] = c_old + (xf - c_old) / n_after[:, None]
+        elif n_rounds > 1:
+            by_round = np.argsort(rank, kind="stable")
+            bounds = np.searchsorted(rank[by_round], np.arange(n_rounds + 1))
+            f_r, x_r, n_r = flat[by_round], xf[by_round], n_after[by_round, None]
+            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+                f = f_r[a:b]
+                c_old = cent[f]
+                cent[f] = c_old + (x_r[a:b] - c_old) / n_r[a:b]
+        self._cent64.reshape(-1, self.group_dim)[flat] = cent[flat]
 
     def _cluster_mean(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
         """``code_rule='mean'``: the cluster code follows the running mean, so every token sees the codes as
@@ -329,9 +378,11 @@ class HashClusterTable:
                     j = 0
                 if j == n:
                     self._ncl[g] = n + 1
+                    self._pen[g, j] = 0
                 self._counts[g, j] += 1
                 c = self._cent[g, j]
                 self._cent[g, j] = c + (x[g, t] - c) / np.float32(self._counts[g, j])
+                self._cent64[g, j] = self._cent[g, j]
                 self._codes[g, j] = self._hash(self._cent[g, j][None])[0]
                 assign[g, t] = j
         return assign
@@ -346,6 +397,16 @@ class HashClusterTable:
         c = self._cent[g, : int(self._ncl[g])]
         if self.concat:
             return c[:, head * self.head_dim:(head + 1) * self.head_dim]
+        return c
+
+    def head_centroids64_np(self, head: int) -> np.ndarray:
+        """``Key_cluster`` of KV head ``head`` in float64, ``[C, D]`` C-contiguous: the values of
+        :meth:`head_centroids_np` (a view of the table's float64 copy, refreshed for the clusters each frame
+        touches; a copy in concat mode)."""
+        g = self.group_of(head)
+        c = self._cent64[g, : int(self._ncl[g])]
+        if self.concat:
+            return np.ascontiguousarray(c[:, head * self.head_dim:(head + 1) * self.head_dim])
         return c
 
     def head_centroids(self, head: int) -> torch.Tensor:

@@ -128,8 +128,10 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
     return (out, n_sel) if return_prefix else out
 
 
-_NB = 256  # histogram buckets of the pre-selection in :func:`wicsum_rows`
-_TOP_MIN_CLUSTERS = 64  # below this a whole-row sort is as cheap (measured on the 2-core machine)
+_WALK_STEPS = 6  # σ positions taken one by one before any sort (most rows of real keys exit by then)
+_PARTIAL_MIN_CLUSTERS = 128  # below this a whole-row sort is as cheap (measured on the 2-core machine)
+_LEVELS_MIN_ENTRIES = 8192  # rows x clusters left after the walk from which the levels beat a whole-row sort
+_LEVELS = (4, 6, 8, 12)  # S = {w >= max_w · 2^-l} for these l in turn (docs/DECISIONS.md D361); then the whole row
 
 
 def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
@@ -139,117 +141,200 @@ def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarr
 
     Returns (selected bool ``[rows, C]``, clusters selected per row ``[rows]``), exactly those of
     :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index,
-    Acc and Sum accumulated in σ order, first t with Acc(t) > Th (docs/DECISIONS.md D51 for how the sort is
-    limited to the top of each row without changing any result). ``nonneg``: the caller knows every weight is
-    >= 0 (softmax numerators); None = check.
+    Acc and Sum accumulated in σ order, first t with Acc(t) > Th (docs/DECISIONS.md D51 and D361 for how the
+    sort is limited to the top of each row without changing any result). ``nonneg``: the caller knows every
+    weight is >= 0 (softmax numerators); None = check.
     """
-    rows, C = w.shape
     integer = w.dtype.kind in "iu"
     wc = w * counts
-    mask = np.zeros((rows, C), bool)
-    n_sel = np.zeros(rows, np.int64)
-    todo = np.arange(rows)
+    if integer:
+        key, pad_key = ~w, np.iinfo(np.int64).max  # ~x = -x-1: ascending key = descending weight, exactly
+    else:
+        key, pad_key = -w, np.inf
+    if not valid.all():
+        key = np.where(valid, key, pad_key)  # padding sorts after every real cluster
+    return wicsum_sorted_rows(w, wc, key, pad_key, ratio, n_valid, nonneg)
+
+
+def wicsum_sorted_rows(w: np.ndarray, wc: np.ndarray, key: np.ndarray, pad_key, ratio: float,
+                       n_valid: np.ndarray, nonneg: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`wicsum_rows` given ``wc = w·TC [rows, C]`` and the sort ``key [rows, C]`` (ascending = σ: −w for
+    float weights, ~w for integer ones) holding ``pad_key`` (+inf / int64 max) exactly at the padding, whose
+    ``wc`` is 0. The runtime's selection builds these for all heads at once (:mod:`vrex_lib.resv.select`).
+
+    Rows are resolved in stages, each exact for the rows it accepts (docs/DECISIONS.md D361): the first
+    ``_WALK_STEPS`` clusters of σ one by one (most rows stop there), then -- with many clusters -- the top
+    levels of the weight, then the whole-row rule for the rest.
+    """
+    rows, C = key.shape
+    integer = key.dtype.kind in "iu"
     if nonneg is None:
         nonneg = bool((w >= 0).all())
-    if C > _TOP_MIN_CLUSTERS and ratio < 1.0 and nonneg:
-        done = _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel)
-        todo = todo[~done]
+    if not (ratio < 1.0 and nonneg and rows and C):
+        return _wicsum_full(key, wc, ratio, pad_key, n_valid, integer)
+    mask = np.zeros((rows, C), bool)
+    n_sel = np.zeros(rows, np.int64)
+    total = wc.sum(1)
+    if integer:
+        lo = hi = ratio_q(ratio) * total  # compared with Acc·2^16: exact
+    else:
+        lo, hi = _float_bounds(total, ratio, C)
+    todo = np.flatnonzero(~_wicsum_walk(key, wc, lo, hi, pad_key, n_valid, integer, mask, n_sel))
+    if todo.size and C >= _PARTIAL_MIN_CLUSTERS and todo.size * C >= _LEVELS_MIN_ENTRIES:
+        todo = todo[~_wicsum_levels(key[todo], wc[todo], lo[todo], hi[todo], integer, mask, n_sel, todo)]
     if todo.size:
-        m, n = _wicsum_full(w[todo], wc[todo], ratio, valid[todo], n_valid[todo], integer)
-        mask[todo], n_sel[todo] = m, n
+        mask[todo], n_sel[todo] = _wicsum_full(key[todo], wc[todo], ratio, pad_key, n_valid[todo], integer)
     return mask, n_sel
 
 
-def _wicsum_full(w, wc, ratio, valid, n_valid, integer):
-    """The whole-row rule: a stable sort of every row (the reference's order), cumulative sums, first exceed."""
-    rows, C = w.shape
+def _first_certain_exceed(acc: np.ndarray, lo: np.ndarray, hi: np.ndarray, integer: bool):
+    """Prefix sums ``acc [rows, K]`` (the reference's Acc(0..K-1)) against Th in [lo, hi] -> (t, ok): the first
+    t with Acc(t) > Th, where ``ok`` says it is certain (Acc(t) > hi and no earlier Acc above lo)."""
     if integer:
-        neg = ~np.where(valid, w, np.iinfo(np.int64).min)  # ~x = -x-1: exact descending, padding last
-    else:
-        neg = -np.where(valid, w, -np.inf)
-    order = np.argsort(neg, axis=1, kind="stable")
-    acc = np.cumsum(np.take_along_axis(wc, order, 1), 1)
-    total = acc[:, -1:]
+        ex = acc * (1 << RATIO_FRAC_BITS) > hi[:, None]
+        t = ex.argmax(1)
+        return t, ex[np.arange(acc.shape[0]), t]
+    ex_hi = acc > hi[:, None]
+    t = ex_hi.argmax(1)
+    return t, ex_hi[np.arange(acc.shape[0]), t] & ((acc > lo[:, None]).argmax(1) == t)
+
+
+def _wicsum_walk(key, wc, lo, hi, pad_key, n_valid, integer, mask, n_sel) -> np.ndarray:
+    """The WTU's early exit in software: σ(0), σ(1), ... by repeated argmin (first minimum = lower index on
+    ties, exactly the stable order), ``_WALK_STEPS`` of them; Acc over them is the reference's. Writes the rows
+    whose exit is certain within those steps and within the row's ``n_valid`` real clusters (a row walked past
+    them picks a taken column again); returns bool [rows] done."""
+    rows, C = key.shape
+    steps = min(_WALK_STEPS, C)
+    off = np.arange(rows) * C
+    k = key.copy()
+    kf = k.ravel()
+    picked = np.empty((rows, steps), np.int64)
+    for t in range(steps):
+        j = k.argmin(1)
+        picked[:, t] = j
+        if t + 1 < steps:
+            kf[off + j] = pad_key
+    flat = picked + off[:, None]
+    acc = _cumsum_rows(np.ascontiguousarray(wc).ravel()[flat])
+    t, ok = _first_certain_exceed(acc, lo, hi, integer)
+    ok &= t < n_valid
+    n_sel[ok] = t[ok] + 1
+    mask.ravel()[flat[np.arange(steps)[None, :] < np.where(ok, t + 1, 0)[:, None]]] = True
+    return ok
+
+
+def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``np.take_along_axis(a, idx, 1)`` for 2-D arrays, without its per-call index bookkeeping."""
+    return a[np.arange(a.shape[0])[:, None], idx]
+
+
+def sigma_order(key: np.ndarray, pad_key=None) -> np.ndarray:
+    """Per row, the column order of ascending ``key`` with ties -> lower index first: exactly a stable sort.
+
+    NumPy's SIMD quicksort is several times faster than its stable sort and ties are rare in real weights, so:
+    quicksort, then redo with a stable sort only the rows where equal keys meet (``pad_key`` entries, the
+    padding, may meet in any order: they sort last and are never selected)."""
+    order = np.argsort(key, axis=1)
+    if key.shape[1] < 2:
+        return order
+    vals = _take(key, order)
+    tied = vals[:, 1:] == vals[:, :-1]
+    if pad_key is not None:
+        tied &= vals[:, 1:] != pad_key
+    tied = tied.any(1)
+    if tied.any():
+        order[tied] = np.argsort(key[tied], axis=1, kind="stable")
+    return order
+
+
+def _exceed(acc: np.ndarray, ratio: float, total: np.ndarray, integer: bool) -> np.ndarray:
+    """The exit test ``Acc(t) > Th_r-wics·Sum`` of every prefix (``total [rows, 1]``)."""
     if integer:
-        exceed = acc * (1 << RATIO_FRAC_BITS) > ratio_q(ratio) * total
-    else:
-        exceed = acc > float(ratio) * total
+        return acc * (1 << RATIO_FRAC_BITS) > ratio_q(ratio) * total
+    return acc > float(ratio) * total
+
+
+def _cumsum_rows(a: np.ndarray) -> np.ndarray:
+    """Prefix sums along each row of ``a [rows, K]``, added in order (``torch.cumsum``'s CPU kernel is the same
+    sequential sum as ``np.cumsum``, ~4x faster on short rows)."""
+    return torch.cumsum(torch.from_numpy(np.ascontiguousarray(a)), 1).numpy()
+
+
+def _wicsum_full(key, wc, ratio, pad_key, n_valid, integer):
+    """The whole-row rule: every row in σ order (the reference's), cumulative sums, first exceed."""
+    rows, C = key.shape
+    if C >= _PARTIAL_MIN_CLUSTERS:
+        order = sigma_order(key, pad_key)
+    else:  # on short rows NumPy's stable sort is the faster one
+        order = np.argsort(key, axis=1, kind="stable")
+    flat = order + (np.arange(rows) * C)[:, None]  # into the row-major ravel
+    acc = _cumsum_rows(np.ascontiguousarray(wc).ravel()[flat])
+    exceed = _exceed(acc, ratio, acc[:, -1:], integer)  # padding adds exact zeros: acc[-1] is Sum in σ order
     first = exceed.argmax(1)
     n_sel = np.where(exceed[np.arange(rows), first], first + 1, n_valid)
-    mask = np.zeros((rows, C), bool)
-    np.put_along_axis(mask, order, np.arange(C)[None, :] < n_sel[:, None], 1)
-    return mask, n_sel
+    mask = np.zeros(rows * C, bool)
+    mask[flat[np.arange(C)[None, :] < n_sel[:, None]]] = True
+    return mask.reshape(rows, C), n_sel
 
 
-def _wicsum_top(w, wc, ratio, valid, integer, mask, n_sel) -> np.ndarray:
-    """Resolve the rows whose WiCSum prefix is decided by the top of the row alone; returns bool [rows] done.
+def _float_bounds(total: np.ndarray, ratio: float, C: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds [lo, hi] on the reference's Th = Th_r-wics·Sum when Sum is added in σ order and ``total`` pairwise
+    (weights >= 0): they differ by at most (C+2)·2^-51·Σ w·TC, ~4x the recursive-summation error bound."""
+    err = (C + 2) * 2.0 ** -51 * total
+    margin = ratio * err * (1 + 2.0 ** -50) + 2.0 ** -51 * ratio * (total + err) + 1e-300
+    return ratio * total - margin, ratio * total + margin
 
-    1. Monotone buckets of the weight (256, finest at the top): larger weight -> lower bucket, equal weights ->
-       the same bucket. Per row the mass Σ w·TC per bucket (``np.bincount``) gives the first bucket J whose
-       cumulative mass passes the threshold: σ(0..t*) lies in buckets <= J (every weight there is >= every
-       weight outside, and ties never straddle the cut).
-    2. Only those entries are stably sorted (descending weight, ties -> lower index): they are exactly
-       σ(0..|S|-1), so their cumulative sums are the reference's Acc(t), added in the same order.
-    3. Integer weights: Sum is exact in any order, so the first exceed is exact. Float weights: Sum in σ order
-       is not computed; the pairwise sum differs from it by at most (C+2)·2^-51·Σ|w·TC| (a bound ~4x the
-       recursive-summation error), so a row is accepted only if the first Acc above the upper bound of
-       Th_r-wics·Sum is also the first above its lower bound; any other row (Acc within ~1e-13 relative of the
-       threshold, e.g. the exact dyadic sums of the tests) goes to the whole-row rule.
+
+def _wicsum_levels(key, wc, lo, hi, integer, mask, n_sel, rows_out) -> np.ndarray:
+    """Rows ``rows_out`` whose WiCSum prefix lies in the top of the row; returns bool [rows] done (docs D361).
+
+    For l in ``_LEVELS``: S = the clusters with weight >= (the row's largest) · 2^-l, i.e. key <= a per-row
+    threshold. S is closed under ties, so it is exactly σ(0..|S|-1); :func:`_resolve_top` sorts only S and
+    accepts a row when the first exceed lies inside S and is certain. Rows not accepted try the next, larger S,
+    and after the last level go to the whole-row rule (the caller).
     """
-    rows, C = w.shape
-    if integer:  # 16-bit quantised weights (larger ones share the top bucket)
-        b = (65535 - np.clip(w, 0, 65535)) >> 8
-    else:
-        bits = w.view(np.int64) >> 49  # 11 exponent + 3 mantissa bits: monotone in w >= 0
-        b = bits.max(1, keepdims=True) - bits
-        np.minimum(b, _NB - 1, out=b)
-    all_valid = bool(valid.all())
-    if not all_valid:
-        b[~valid] = _NB - 1
-    offset = np.arange(rows) * _NB
-    b += offset[:, None]  # row-major bucket ids for one bincount over all rows
-    hist = np.bincount(b.ravel(), weights=wc.ravel().astype(np.float64, copy=False),
-                       minlength=rows * _NB).reshape(rows, _NB)
-    if integer:
-        total = wc.sum(1)
-        thr_i = ratio_q(ratio) * total
-        cum = np.cumsum(hist, 1)
-        J = (cum * float(1 << RATIO_FRAC_BITS) > thr_i[:, None] * (1 + 1e-12)).argmax(1)
-    else:
-        total = wc.sum(1)
-        err = (C + 2) * 2.0 ** -51 * total
-        margin = ratio * err * (1 + 2.0 ** -50) + 2.0 ** -51 * ratio * (total + err) + 1e-300
-        hi, lo = ratio * total + margin, ratio * total - margin
-        cum = np.cumsum(hist, 1)
-        J = (cum > hi[:, None] * (1 + 1e-9)).argmax(1)
-    in_s = b <= (J + offset)[:, None]
-    if not all_valid:
-        in_s &= valid
-    rr, cc = np.nonzero(in_s)  # row-major: columns ascending within a row
-    k = np.bincount(rr, minlength=rows)
-    K = int(k.max()) if rows else 0
-    if K == 0:
-        return np.zeros(rows, bool)
-    slot = np.arange(rr.shape[0]) - (np.cumsum(k) - k)[rr]  # position of each entry within its row
-    cols = np.zeros((rows, K), np.int64)
-    cols[rr, slot] = cc
-    key = np.full((rows, K), np.inf)
-    key[rr, slot] = -w[rr, cc]  # exact negation; padding sorts last
-    order = np.argsort(key, axis=1, kind="stable")
-    sig = np.take_along_axis(cols, order, 1)  # σ(0..K-1) per row (garbage beyond k)
-    filled = np.arange(K)[None, :] < k[:, None]
-    acc = np.cumsum(np.where(filled, np.take_along_axis(wc, sig, 1), 0), 1)
-    if integer:
-        ex = acc * (1 << RATIO_FRAC_BITS) > thr_i[:, None]
-        t = ex.argmax(1)
-        done = ex[np.arange(rows), t]
-    else:
-        ex_hi, ex_lo = acc > hi[:, None], acc > lo[:, None]
-        t = ex_hi.argmax(1)
-        done = ex_hi[np.arange(rows), t] & (ex_lo.argmax(1) == t)
-    n = t + 1
-    pick = (np.arange(K)[None, :] < n[:, None]) & done[:, None]
-    r2 = np.nonzero(pick)
-    mask[r2[0], sig[r2]] = True
-    n_sel[done] = n[done]
+    w_max = ~key.min(1) if integer else -key.min(1)
+    done = np.zeros(key.shape[0], bool)
+    todo = np.arange(key.shape[0])
+    for level in _LEVELS:
+        kt = ~(w_max[todo] >> level) if integer else -(w_max[todo] * 2.0 ** -level)
+        done[todo] = _resolve_top(key[todo], wc[todo], kt, lo[todo], hi[todo], integer, mask, n_sel,
+                                  rows_out[todo])
+        todo = todo[~done[todo]]
+        if not todo.size:
+            break
     return done
+
+
+def _segment_order(k: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Order of flat entries (given row-major: ``row`` ascending, columns ascending within a row) by (row,
+    ascending ``k``, column): σ within each row. SIMD quicksort on ``k``, then a stable radix sort on the row;
+    if equal keys meet inside a row (their order from the quicksort is arbitrary), a stable lexsort instead."""
+    if row.size and int(row[-1]) >= 1 << 15:
+        return np.lexsort((k, row))
+    o = np.argsort(k)
+    o = o[np.argsort(row[o].astype(np.int16), kind="stable")]
+    ks, rs = k[o], row[o]
+    if bool(((ks[1:] == ks[:-1]) & (rs[1:] == rs[:-1])).any()):
+        return np.lexsort((k, row))
+    return o
+
+
+def _resolve_top(key, wc, tau, lo, hi, integer, mask, n_sel, rows_out) -> np.ndarray:
+    """Rows ``rows_out`` of the batch restricted to S = {key <= tau}: σ-sort S, find the first exceed, write the
+    accepted rows' selection into ``mask`` / ``n_sel``. Returns bool [len(rows_out)] accepted."""
+    rows, C = key.shape
+    flat = np.flatnonzero(key <= tau[:, None])  # row-major: columns ascending within a row
+    rr = flat // C
+    o = _segment_order(key.ravel()[flat], rr)
+    flat, rr = flat[o], rr[o]  # σ order within each row
+    k = np.bincount(rr, minlength=rows)
+    slot = np.arange(flat.size) - (np.cumsum(k) - k)[rr]  # σ position within the row
+    wk = np.zeros((rows, int(k.max())), wc.dtype)
+    wk[rr, slot] = np.ascontiguousarray(wc).ravel()[flat]
+    t, ok = _first_certain_exceed(_cumsum_rows(wk), lo, hi, integer)
+    pick = ok[rr] & (slot <= t[rr])
+    mask[rows_out[rr[pick]], flat[pick] - rr[pick] * C] = True
+    n_sel[rows_out[ok]] = t[ok] + 1
+    return ok

@@ -74,7 +74,7 @@ class ReSV:
             raise ValueError(f"resv: layer {layer} observed position {start}, expected {t.n_tokens} "
                              "(observe must see every appended token in order; call reset() per stream)")
         n = new_keys.shape[1]
-        t.add_frame(new_keys.detach(), torch.arange(start, start + n))
+        t.add_frame(new_keys.detach())  # positions start.. (checked above): the table's default
         # Hash-bit generation cost of this step (N keys x N_hp hyperplanes x dim per hashed group).
         self._hash_macs[layer] += n * t.n_groups * self.cfg.n_hp * t.group_dim
 

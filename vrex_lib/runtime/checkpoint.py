@@ -217,10 +217,12 @@ def _require_file(p: Path, why: str) -> None:
         raise FileNotFoundError(f"{p} not found: {why}.")
 
 
-def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Tensor name -> shape from a .safetensors header, without loading any data; a ValueError naming the file
-    if it is empty, truncated or not safetensors."""
-    fix = "re-download it or convert the .bin checkpoint with safetensors"
+def _safetensors_header(path: Path, flag: str = "") -> dict:
+    """The header of a .safetensors file (tensor name -> dtype, shape, data offsets), read without any data; a
+    ValueError naming the file (and ``flag``) if it is empty, cut short of the data its header promises, or not
+    safetensors."""
+    fix = f"re-download it{' into the ' + flag + ' folder' if flag else ''} or convert the .bin checkpoint with " \
+          "safetensors"
     size = path.stat().st_size
     with open(path, "rb") as f:
         if size < 8:
@@ -231,9 +233,25 @@ def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
                              f"safetensors file; {fix}")
         try:
             header = json.loads(f.read(n))
-            return {k: tuple(v["shape"]) for k, v in header.items() if k != "__metadata__"}
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            end = max([int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"] + [0])
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
             raise ValueError(f"{path}: unreadable safetensors header ({type(err).__name__}); {fix}") from None
+    if size < 8 + n + end:
+        raise ValueError(f"{path}: cut short: its header promises {8 + n + end} bytes of tensors, the file has "
+                         f"{size}; {fix}")
+    return header
+
+
+def _safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape from a .safetensors header (:func:`_safetensors_header`)."""
+    return {k: tuple(v["shape"]) for k, v in _safetensors_header(path).items() if k != "__metadata__"}
+
+
+def check_weight_files(folder: Path, flag: str) -> None:
+    """Every ``*.safetensors`` of ``folder`` has a readable header and holds the bytes it promises (a cut or
+    damaged download is named with ``flag`` before any weight loads, not a SafetensorError mid-load)."""
+    for f in sorted(Path(folder).glob("*.safetensors")):
+        _safetensors_header(f, flag)
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -280,6 +298,8 @@ def validate_full_paths(llm_path, vision_path, connector_path) -> dict:
                   f"{fc} must hold the VideoLLM-online PEFT checkpoint (adapter_config.json)")
     _require_file(connector_path / "adapter_model.safetensors",
                   f"{fc} must hold adapter_model.safetensors (convert a .bin with safetensors first)")
+    for folder, flag in ((llm_path, fl), (vision_path, fv), (connector_path, fc)):
+        check_weight_files(folder, flag)
     llm_cfg = _read_json(llm_path / "config.json", fl)
     if llm_cfg.get("model_type") != "llama":
         raise ValueError(f"{llm_path / 'config.json'}: model_type is {llm_cfg.get('model_type')!r}, expected "

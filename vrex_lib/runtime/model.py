@@ -24,6 +24,7 @@ the same identity from config files alone.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -31,14 +32,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
 from ..config import arg_name, profile_config
 from ..llm_weights import GGUF_NAME, load_smollm2, smollm2_dir, tiny_llama_config
 from .attention import ATTN_IMPL, register
-from .checkpoint import (ModelIdentity, _read_json, _require_file, build_sources, load_connector,
-                         make_identity, merge_lora, resolve_device, resolve_dtype, validate_full_paths)
+from .checkpoint import (ModelIdentity, _read_json, _require_file, build_sources, check_weight_files,
+                         load_connector, make_identity, merge_lora, resolve_device, resolve_dtype,
+                         validate_full_paths)
 from .vision import VISION_ENCODERS, PatchEmbedEncoder, smooth_calibration_frames
 
 # transformers' model classes are imported inside the builds: importing one loads transformers.modeling_utils
@@ -311,12 +314,14 @@ def _build_full(profile: str, llm_path, vision_path, connector_path, dtype: torc
 
     cfgs = validate_full_paths(llm_path, vision_path, connector_path)
     llm, tok = _load_hf_llm(Path(llm_path), dtype)
-    vision, info = SiglipVisionModel.from_pretrained(vision_path, dtype=dtype, output_loading_info=True)
+    with _named_load_errors(Path(vision_path), arg_name("--vision-path")):
+        vision, info = SiglipVisionModel.from_pretrained(vision_path, dtype=dtype, output_loading_info=True)
     if info.get("missing_keys"):
         raise ValueError(f"{vision_path}: SigLIP weights missing {info['missing_keys'][:3]} ...; check "
                          f"{arg_name('--vision-path')}")
     adapter_file = Path(connector_path) / "adapter_model.safetensors"
-    state = load_file(str(adapter_file))
+    with _named_load_errors(adapter_file, arg_name("--connector-path")):
+        state = load_file(str(adapter_file))
     ad = cfgs["adapter"]
     merge_lora(llm, state, float(ad["lora_alpha"]), int(ad["r"]), bool(ad.get("use_rslora", False)))
     conn = make_connector(vision.config.hidden_size, llm.config.hidden_size).to(dtype)
@@ -334,9 +339,22 @@ def _load_hf_llm(path: Path, dtype: torch.dtype):
     _require_file(path / "config.json", f"the LLM folder ({arg_name('--llm-path')}) must be a Hugging Face model "
                   "folder")
     _read_json(path / "config.json", arg_name("--llm-path"))
-    llm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
-    tok = AutoTokenizer.from_pretrained(path)
+    check_weight_files(path, arg_name("--llm-path"))
+    with _named_load_errors(path, arg_name("--llm-path")):
+        llm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
+        tok = AutoTokenizer.from_pretrained(path)
     return llm, tok
+
+
+@contextlib.contextmanager
+def _named_load_errors(path: Path, flag: str):
+    """A weight or tokenizer file that passed the header checks but fails to load (damaged inside) is a one-line
+    ValueError naming ``path`` and ``flag``, not safetensors' or transformers' traceback."""
+    try:
+        yield
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"{flag} {path}: loading failed ({type(err).__name__}: {str(err).splitlines()[0][:200]}); "
+                         "the files are damaged or incomplete: re-download them") from None
 
 
 def identify(profile: str, *, llm_path=None, vision_path=None, connector_path=None,

@@ -1,7 +1,7 @@
 """``python -m vrex_lib.workload measure --profile P [--methods a,b] [--kv 1000,5000] [--long] [--out F]``.
 
 Bad input ends with one line naming the flag or file (exit 2), checked before the model loads: the token counts,
-``VREX_THREADS``, the full profile's paths, and ``--out`` (a file in a writable folder; an existing file that is
+``VREX_THREADS``, the flags the profile does not read, the full profile's paths, and ``--out`` (a file in a writable folder; an existing file that is
 not a workload document, or one of another configuration, is refused unless ``--force`` / ``--replace``).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..config import profile_config, results_dir, torch_threads
+from ..config import builds_from_folders, check_profile_inputs, results_dir, torch_threads
 from ..runtime import resolve_device, resolve_dtype, validate_full_paths
 from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
 from .measure import ALL_METHODS, measure
@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="recompute and overwrite whatever --out holds, even a matching workload file or a file "
                         "that is not one")
     m.add_argument("--no-progress", action="store_true")
-    m.add_argument("--llm-path", help="full profile: Llama-3-8B-Instruct HF folder")
+    m.add_argument("--llm-path", help="default profile: a Llama-family HF folder instead of SmolLM2; full profile: "
+                                      "Llama-3-8B-Instruct HF folder")
     m.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
     m.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder (PEFT adapter)")
     m.add_argument("--device", default=None, help=DEVICE_HELP)
@@ -85,14 +86,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def _measure(a: argparse.Namespace) -> int:
     kv, fid = _parse_counts("--kv", a.kv), _parse_counts("--fidelity-kv", a.fidelity_kv, allow_empty=True)
+    paths = dict(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
+    check_profile_inputs(a.profile, **paths)  # a flag the profile does not read is an error (D74)
     kw = dict(device=resolve_device(a.profile, a.device), dtype=resolve_dtype(a.profile, a.dtype))
-    if profile_config(a.profile).model.requires_paths:
-        kw.update(llm_path=a.llm_path, vision_path=a.vision_path, connector_path=a.connector_path)
+    if builds_from_folders(a.profile):
         validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
+    kw.update({k: v for k, v in paths.items() if v})
     out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
     torch.set_num_threads(torch_threads(torch.get_num_threads()))
     before = out.stat().st_mtime_ns if out.is_file() else None
-    path = measure(a.profile, [x for x in a.methods.split(",") if x], kv, out, long=a.long,
+    methods = [x.strip() for x in a.methods.split(",")]
+    if not all(methods):
+        raise ValueError(f"workload measure: --methods {a.methods!r} has an empty method name; give comma-separated "
+                         "names, e.g. --methods full,resv (or leave the flag out for every simulated method)")
+    path = measure(a.profile, methods, kv, out, long=a.long,
                    fidelity_kv=fid, model_kwargs=kw, progress=not a.no_progress, force=a.force,
                    replace=a.replace)
     reused = before is not None and path.stat().st_mtime_ns == before

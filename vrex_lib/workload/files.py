@@ -55,17 +55,7 @@ def write_json(path: Path, obj: dict) -> None:
 
 def _load(path: Path) -> tuple[dict | None, str]:
     """(the workload document at ``path``, '') or (None, why it is not one)."""
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"cannot be read: {err}"
-    except json.JSONDecodeError as err:
-        return None, f"not JSON: {err.msg} at line {err.lineno}"
-    if not isinstance(d, dict):
-        return None, f"a JSON {type(d).__name__}, not a workload document"
-    if d.get("schema") != SCHEMA:
-        return None, f"schema {d.get('schema')!r}, not {SCHEMA!r}"
-    return d, ""
+    return _io.read_json_document(path, SCHEMA, "workload document")
 
 
 def configuration(doc: dict) -> dict:
@@ -76,8 +66,9 @@ def configuration(doc: dict) -> dict:
     return out
 
 
-def _diff(old: dict, new: dict) -> list[str]:
-    return [f"{k} {old[k]!r} there, {new[k]!r} now" for k in new if k in old and old[k] != new[k]]
+#: A workload file, for :func:`vrex_lib._io.check_output` (every command that writes one: workload measure,
+#: longctx run --workload).
+KIND = _io.OutputKind("workload file", "workload", _load, configuration)
 
 
 def check_out(out: Path, requested: dict, *, force: bool, replace: bool) -> dict | None:
@@ -86,30 +77,21 @@ def check_out(out: Path, requested: dict, *, force: bool, replace: bool) -> dict
 
     ``requested``: this run's values of the :data:`CONFIG_FIELDS` (as JSON values)."""
     partial = partial_path(out)
-    for p, what in ((out, "--out"), (partial, f"--out's checkpoint file {partial.name}")):
-        if p.exists() and not p.is_file():
-            raise ValueError(f"workload measure: {what} {p} is a folder (or not a regular file); pass a file, "
-                             f"e.g. --out {p.parent / 'workload.json'}")
-        if p.is_file() and not os.access(p, os.W_OK):
-            raise PermissionError(f"workload measure: {what} {p} exists and is not writable; fix its permissions "
-                                  "or pass another --out")
-    _io.check_writable_dir(out.parent, "workload measure: --out")
-    if not out.exists() or force:
-        return None
-    doc, why = _load(out)
-    if doc is None:
-        raise ValueError(f"workload measure: --out {out} exists and is not a workload file ({why}); pass --force "
-                         "to overwrite it, or another --out")
-    check_same(out, configuration(doc), requested, replace=replace)
+    example = f"--out {out.parent / 'workload.json'}"
+    _io.check_output(out, None, flag="--out", example=example)
+    _io.check_output(partial, None, flag=f"--out's checkpoint file {partial.name}", example=example)
+    doc = _io.check_output(out, KIND, flag="--out", force=force, example=example)
+    if doc is not None:
+        check_same(out, configuration(doc), requested, replace=replace)
     return doc
 
 
 def check_same(out: Path, old: dict, new: dict, *, replace: bool) -> None:
     """Refuse (unless ``replace``) a document at ``out`` whose configuration ``old`` differs from ``new``."""
-    diff = _diff(old, new)
+    diff = _io.config_diff(old, new)
     if diff and not replace:
-        raise ValueError(f"workload measure: --out {out} holds the workload of another configuration "
-                         f"({'; '.join(diff)}); pass --replace to replace it, or another --out")
+        raise _io.OutputRefused(f"workload measure: --out {out} holds the workload of another configuration "
+                                f"({'; '.join(diff)}); pass --replace to replace it, or another --out")
 
 
 def cached(doc: dict | None, key: str) -> bool:

@@ -56,7 +56,7 @@ from .files import (cached, check_out, check_same, configuration, jsonable, part
                     write_json)
 from .shadow import ShadowPolicy, StepRecord
 
-MEASURE_VERSION = 2  # bump when a definition below changes: old files then mismatch their inputs_key
+MEASURE_VERSION = 3  # bump when a definition below changes: old files then mismatch their inputs_key
 #: Every method with a simulator model (:data:`vrex_lib.methods.SIMULATED`); their :data:`vrex_lib.methods.VARIANTS`
 #: are measured beside them: ``rekv@frame``, ReKV deciding afresh at every step as the paper compares it (Table II
 #: marks ReKV as retrieving during frame processing) -- the behaviour the simulator's ReKV models; ``rekv`` itself is
@@ -348,7 +348,28 @@ def summarize(recs: Sequence[StepRecord], model: StreamingVideoLLM, cfg: Runtime
             pl["wics_exit_frac"] = [None] * model.n_layers
     d["per_layer"] = pl
     d["n_steps"] = len(recs)
+    d.update(_block_fields(recs))
     return d
+
+
+def _block_fields(recs) -> dict:
+    """Blocks touched and contiguous block runs per selected offloaded token, per layout and block size
+    (``fetch_blocks_per_token`` / ``fetch_runs_per_token``: {layout: {tokens per block: value}}; null without
+    offloaded selections): how the fetch granule follows the layout (docs/DECISIONS.md D244)."""
+    sel_off = float(sum(r.sel_off[r.consulted].sum() for r in recs))
+    tot: dict = {}
+    for r in recs:
+        for k, (b, n) in r.extra.get("blocks", {}).items():
+            a = tot.setdefault(k, [0, 0])
+            a[0] += b
+            a[1] += n
+    if sel_off <= 0 or not tot:
+        return dict(fetch_blocks_per_token=None, fetch_runs_per_token=None)
+    out: dict = dict(fetch_blocks_per_token={}, fetch_runs_per_token={})
+    for (layout, b), (blocks, runs) in sorted(tot.items()):
+        out["fetch_blocks_per_token"].setdefault(layout, {})[str(b)] = blocks / sel_off
+        out["fetch_runs_per_token"].setdefault(layout, {})[str(b)] = runs / sel_off
+    return out
 
 
 def _selection_fields(recs, L: int, H: int) -> dict:

@@ -27,6 +27,27 @@ import torch
 
 from ..runtime.attention import StepContext
 
+#: Offload-tier block sizes, in tokens of one (layer, KV head) K or V row, at which a selection's blocks are counted:
+#: 512 B, 4 KiB and 16 KiB blocks of the simulated model's 256-B token rows (the SSD granules of Fig. 16's
+#: sensitivity; docs/DECISIONS.md D244).
+BLOCK_TOKENS: tuple[int, ...] = (2, 16, 64)
+
+
+def block_counts(offsets: np.ndarray, clusters: np.ndarray | None = None) -> dict:
+    """{layout: {tokens per block: (blocks touched, contiguous runs of blocks)}} of one selection of offloaded
+    tokens. ``offsets``: sorted positions of the selected offloaded tokens within the offloaded region; 'token': the
+    tier in arrival order; 'cluster' (when ``clusters``, the cluster of each selected token, is given): the KVMU's
+    cluster-wise reordering, each cluster's offloaded tokens in their own block-aligned extent (one run each)."""
+    out: dict = {"token": {}}
+    for b in BLOCK_TOKENS:
+        blk = np.unique(offsets // b)
+        out["token"][b] = (int(blk.size), int(blk.size and 1 + np.count_nonzero(np.diff(blk) > 1)))
+    if clusters is not None:
+        n = np.bincount(clusters)
+        n = n[n > 0]
+        out["cluster"] = {b: (int(np.sum(-(-n // b))), int(n.size)) for b in BLOCK_TOKENS}
+    return out
+
 
 @dataclass
 class StepRecord:
@@ -152,6 +173,8 @@ class ShadowPolicy:
                 o = ix[ix < hb]
                 rec.sel[layer, g] = int(ix.numel())
                 rec.sel_off[layer, g] = int(o.numel())
+                if o.numel():
+                    _add_blocks(rec, o, self.store.n_sink, p.tables[layer] if _is_resv_like(p) else None, g)
                 if prev is not None:  # offloaded now and selected (in either tier) by the previous step
                     hit = torch.isin(ix, prev[g]) if ix.numel() else torch.zeros(0, dtype=torch.bool)
                     rec.reused_all[layer, g] = int(hit.sum())
@@ -166,6 +189,25 @@ class ShadowPolicy:
                     rec.prefix_frac[layer] = float(sel.stats.get("prefix_frac", np.nan))
                     rec.rows[layer] = float(sel.stats.get("rows", np.nan)) / self.H
         return None
+
+
+def _add_blocks(rec: StepRecord, offloaded: torch.Tensor, n_sink: int, table, head: int) -> None:
+    """Accumulate the blocks touched by one head's selected offloaded tokens into ``rec.extra['blocks']``
+    ({(layout, tokens per block): [blocks, runs]}; a ReSV table adds the cluster layout)."""
+    pos = np.sort(offloaded.detach().cpu().numpy().astype(np.int64))
+    clusters = None
+    if table is not None and table.n_tokens:
+        tpos = table.positions.numpy()
+        i = np.searchsorted(tpos, pos)
+        ok = (i < tpos.size) & (tpos[np.minimum(i, tpos.size - 1)] == pos)
+        if ok.all():
+            clusters = table.assignment.numpy()[table.group_of(head)][i]
+    acc = rec.extra.setdefault("blocks", {})
+    for layout, by in block_counts(pos - n_sink, clusters).items():
+        for b, (blocks, runs) in by.items():
+            a = acc.setdefault((layout, b), [0, 0])
+            a[0] += blocks
+            a[1] += runs
 
 
 def _first_layer(policy, dense_layers: int) -> int:

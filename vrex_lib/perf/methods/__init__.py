@@ -12,6 +12,8 @@ Models (paper §VI.A), each as the software runs on its GPU (docs/DECISIONS.md D
 * ``rekv`` -- frame-block mean-key scoring, whole frames fetched (:mod:`.rekv`);
 * ``resv`` / ``resv_kvpu`` -- hash + HCU clustering + Q·K_cluster^T + WiCSum; on V-Rex the HCU/WTU run it, with the
   KVMU's cluster-contiguous layout (``resv``) or without it (``resv_kvpu``, Fig. 16) (:mod:`.resv`);
+* ``resv_noclust`` -- Fig. 19's ablation: every candidate key scored, WiCSum over tokens, token fetch
+  (:mod:`.resv_noclust`);
 * ``full`` / ``oaken`` -- no offload (Fig. 15; Oaken with 4-bit KV) (:mod:`.full`);
 * ``streamingllm`` -- attention sinks + a recent window; everything older is evicted, nothing fetched
   (:mod:`.streamingllm`).

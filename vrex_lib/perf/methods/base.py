@@ -139,6 +139,11 @@ class SimMethod:
         """True when the method keeps every key (full head_dim) in device DRAM for its scoring, so it fetches only V."""
         return False
 
+    def fetches_all_keys(self, p) -> bool:
+        """True when the method scores every offloaded key and so fetches all of them each step (sequentially),
+        then only the selected tokens' values (Fig. 19's per-token WiCSum)."""
+        return False
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Transfer granularity.
