@@ -220,17 +220,23 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/hw/_sim.py \
   vrex_lib/hw/activity.py \
   vrex_lib/hw/analysis.py \
+  vrex_lib/hw/bf16.py \
   vrex_lib/hw/blocks.py \
   vrex_lib/hw/bulk.py \
+  vrex_lib/hw/dpe.py \
   vrex_lib/hw/dre.py \
   vrex_lib/hw/fixedpoint.py \
+  vrex_lib/hw/fpref.py \
   vrex_lib/hw/harness.py \
   vrex_lib/hw/hcu.py \
   vrex_lib/hw/kvmu.py \
+  vrex_lib/hw/lxe_vectors.py \
   vrex_lib/hw/memories.py \
   vrex_lib/hw/timing.py \
   vrex_lib/hw/vectors.py \
   vrex_lib/hw/verify.py \
+  vrex_lib/hw/vpe.py \
+  vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
   vrex_lib/notebook.py \
@@ -259,6 +265,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/_io.py \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/table3.py \
+  vrex_lib/claims/terms.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
   vrex_lib/estimate/cacti.py \
@@ -270,23 +277,34 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/estimate/library.py \
   vrex_lib/estimate/memories.py \
   vrex_lib/estimate/offchip.py \
+  vrex_lib/estimate/rtl.py \
+  vrex_lib/estimate/rtl_timing.py \
   vrex_lib/estimate/scaling.py \
   vrex_lib/estimate/sensitivity.py \
   vrex_lib/estimate/synth.py \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/_sim.py \
   vrex_lib/hw/activity.py \
+  vrex_lib/hw/bf16.py \
   vrex_lib/hw/blocks.py \
   vrex_lib/hw/bulk.py \
+  vrex_lib/hw/dpe.py \
   vrex_lib/hw/dre.py \
   vrex_lib/hw/fixedpoint.py \
+  vrex_lib/hw/fpref.py \
+  vrex_lib/hw/gates.py \
   vrex_lib/hw/harness.py \
   vrex_lib/hw/hcu.py \
   vrex_lib/hw/kvmu.py \
+  vrex_lib/hw/lxe.py \
+  vrex_lib/hw/lxe_units.py \
+  vrex_lib/hw/lxe_vectors.py \
   vrex_lib/hw/memories.py \
   vrex_lib/hw/timing.py \
   vrex_lib/hw/vectors.py \
   vrex_lib/hw/verify.py \
+  vrex_lib/hw/vpe.py \
+  vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
   vrex_lib/memtech.py \

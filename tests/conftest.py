@@ -55,3 +55,20 @@ def tiny_videollm(tmp_path_factory):
     from tiny_videollm import write_tiny_videollm
 
     return write_tiny_videollm(tmp_path_factory.mktemp("tiny_videollm"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--lxe-10k", action="store_true", default=False,
+                     help="also run the LXE RTL's 10,000-vector Verilator acceptance run (marker lxe10k; minutes)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """``lxe10k`` tests take minutes on 2 cores: outside `make test`'s budget unless asked for (notebook 05 in the
+    default profile runs the same check)."""
+    if config.getoption("--lxe-10k"):
+        return
+    skip = pytest.mark.skip(reason="the 10,000-vector LXE run takes minutes: run it with `pytest --lxe-10k` "
+                                   "(notebook 05 in the default profile runs it as well)")
+    for item in items:
+        if "lxe10k" in item.keywords:
+            item.add_marker(skip)

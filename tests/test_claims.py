@@ -417,3 +417,65 @@ def test_param_path(tmp_path):
         param_path("VIDEO", str(tmp_path), kind="file")
     with pytest.raises(ParamError, match="COIN_ROOT=.* is not an existing folder"):
         param_path("COIN_ROOT", str(f), kind="dir")
+
+
+# ------------------------------------------------------------------------- Table III: FAIL terms (claims/terms.py)
+def _breakdown(dpe_parts: dict[str, float], rest_mw: float) -> pd.DataFrame:
+    recs = [dict(block="DPE", part=k, source="rtl cells", power_mW=v, area_mm2=0.1) for k, v in dpe_parts.items()]
+    recs += [dict(block=b, part=f"{b} logic", source="cells", power_mW=rest_mw / 5, area_mm2=0.1)
+             for b in ("VPE", "On-chip memory", "HCU", "WTU", "KVMU")]
+    return pd.DataFrame(recs)
+
+
+def test_fail_terms_by_hand():
+    from vrex_lib.claims import table3 as T3
+    from vrex_lib.claims import terms
+
+    df = _breakdown({"fp32_add": 80.0, "bf16_mul": 20.0}, 900.0)
+    rows = [report.row("table3.power_mw.dpe", 100.0), report.row("table3.power_pct.dpe", 10.0),
+            report.row("table3.power_mw.total", 1000.0)]
+    got = terms.fail_terms(df, rows, T3.KEY)
+    e = got["table3.power_mw.dpe"]  # 100 mW vs 2311.39 mW +-50 %: needs 1155.695 mW in the block
+    # the term is the DPE's logic as a whole (both its parts are synthesised units)
+    assert e["term"] == "DPE logic switching (fp32_add, bf16_mul)" and e["share"] == pytest.approx(1.0)
+    assert e["needs"] == pytest.approx(2311.39 * 0.5) and e["kind"] == "logic switching" and not e["plausible"]
+    s = got["table3.power_pct.dpe"]  # 10 % vs 88.58 % +-50 %: the share must reach 44.29 %
+    t = s["target"] / 100
+    assert s["needs"] / (900 + s["needs"]) == pytest.approx(t)  # round trip: the block's share after the change
+    tot = got["table3.power_mw.total"]  # 1000 vs 2609.43 +-30 %: the whole core is one kind here (logic)
+    assert tot["share"] == pytest.approx(1.0) and tot["needs"] == pytest.approx(2609.43 * 0.7)
+    df2 = _breakdown({"fp32_add": 900.0, "bf16_mul": 200.0}, 100.0)
+    df2.loc[1, "source"] = "rtl registers"  # now the DPE has two kinds: logic 900 mW, registers 200 mW
+    close = terms.fail_terms(df2, [report.row("table3.power_mw.dpe", 1100.0)], T3.KEY)["table3.power_mw.dpe"]
+    assert close["kind"] == "logic switching" and close["share"] == pytest.approx(900 / 1100)
+    assert close["plausible"] and close["factor"] == pytest.approx((900 + 1155.695 - 1100) / 900)
+    assert "plausible, x1.06 is within" in terms.describe(close)
+
+
+def test_table3_rows_name_the_term_of_every_fail():
+    from vrex_lib.claims import table3 as T3
+
+    df = _breakdown({"fp32_add": 80.0, "bf16_mul": 20.0}, 900.0)
+    rows = T3.table3_rows("rtl", df, gap="the gap sentence")
+    f = report.to_frame(rows, "default")
+    fails = f[f.verdict == report.FAIL]
+    assert len(fails) and fails.cause_detail.str.contains("responsible term").all()
+    assert "the gap sentence" in f.set_index("claim").loc["table3.power_mw.total", "cause_detail"]
+    data = T3.model_terms("rtl", df)
+    assert set(data) == set(fails.claim) and all({"term", "share", "needs", "plausible", "why"} <= set(v)
+                                                   for v in data.values())
+
+
+def test_rtl_energy_rows_and_their_not_run_form():
+    from vrex_lib.claims import table3 as T3
+
+    steps = pd.DataFrame([dict(block="DPE", step="units' zero-delay switching at 45 nm / 1.1 V", value=4000.0,
+                               unit="fJ", note=""),
+                          dict(block="DPE", step="= total per cycle", value=0.5, unit="pJ", note="x mW")])
+    f = report.to_frame(T3.energy_rows(steps), "default").set_index("claim")
+    assert set(f.verdict) == {report.INFO_V} and "implies 0.705 pJ" in f.loc["rtl.dpe.pj_per_cycle", "note"]
+    nr = report.to_frame(T3.energy_not_run_rows("smoke"), "smoke")
+    assert set(nr.verdict) == {report.MISSING} and (nr.cause == "not-run").all()
+    g = T3.rtl_gap(_breakdown({"fp32_add": 1500.0, "bf16_mul": 300.0}, 200.0))
+    assert g["core_mW"] == 2000.0 and g["dpe_factor_to_paper"] == pytest.approx((1800 + 609.43) / 1800)
+    assert not g["within_tolerance"] or abs(g["rel_gap"]) <= 0.3

@@ -119,12 +119,14 @@ class LongctxSection:
 
 @dataclass(frozen=True)
 class HardwareSection:
-    """DRE verification size (``vrex_lib.hw.verify`` SIZES key), switching-activity vectors per block, and whether
-    notebook 05 runs yosys when notebook 04 left no synthesis summary."""
+    """DRE verification size (``vrex_lib.hw.verify`` SIZES key), switching-activity vectors per block, whether
+    notebook 05 runs yosys when notebook 04 left no synthesis summary, and the size at which notebook 05 verifies,
+    synthesises and measures the DPE/VPE RTL (``vrex_lib.hw.lxe`` SIZES key; None: the RTL estimate is NOT RUN)."""
 
     verify_size: Literal["smoke", "default"]
     activity_vectors: int
     synthesize: bool
+    lxe_size: Literal["smoke", "default", "full"] | None = None
 
 
 @dataclass(frozen=True)
@@ -261,7 +263,7 @@ _PROFILES: dict[str, Profile] = {
         StudySection(None, n=2, max_frames=20, max_new_tokens=12, sweep=(0.7,), sweep_tasks=("step", "next"),
                      n_variants=1),
         WorkloadSection((1000, 2000, 5000, 10000), (20000, 40000), (1000,)),
-        HardwareSection("default", 2000, synthesize=True),
+        HardwareSection("default", 2000, synthesize=True, lxe_size="default"),
         SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
                   kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                   n_buckets=(2, 4, 8, 32), fixture_video=_MINI[0], long_videos=_MINI, fixture_frames=10,
@@ -278,7 +280,7 @@ _PROFILES: dict[str, Profile] = {
         StudySection(None, n=None, max_frames=None, max_new_tokens=None, sweep=(0.1, 0.5, 0.7, 0.9), sweep_tasks=None,
                      n_variants=None),
         WorkloadSection((1000, 2000, 5000, 10000, 20000, 40000), (), (1000, 5000, 10000)),
-        HardwareSection("default", 2000, synthesize=True),
+        HardwareSection("default", 2000, synthesize=True, lxe_size="default"),
         SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                   kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                   n_buckets=(2, 4, 8, 32, 64), fixture_video=_MINI[0], long_videos=_MINI, fixture_frames=60,

@@ -1,11 +1,16 @@
 """Notebook 05's claim rows: Table III block by block under both estimates, the DRE shares, V-Rex8/48 area, and
 Table I's system power recomputed with the estimator's core and DRAM energies; each row that can FAIL says why.
 
-Two estimates of one core (docs/DECISIONS.md D24, D123):
+Three estimates of one core (docs/DECISIONS.md D24, D123, D288):
 
 * ``component``: :func:`vrex_lib.estimate.core_breakdown` -- cited per-operation constants x counts;
 * ``cacti+cells``: :func:`vrex_lib.estimate.cacti_cells.cacti_cells_breakdown` -- CACTI memories, the DRE's
-  synthesized cells at measured toggle rates, datapaths with a clock network and cited wire/glitch shares.
+  synthesized cells at measured toggle rates, datapaths with a clock network and cited wire/glitch shares;
+* ``rtl``: :func:`vrex_lib.estimate.rtl.rtl_breakdown` -- the DPE and VPE from their own RTL (synthesised units x
+  gate-level toggles on real operands, registers, clock tree), the rest as ``cacti+cells``.
+
+Every FAIL row of a Table III table names its responsible term, its share, the value it would need for a PASS and
+whether that is plausible (:func:`vrex_lib.claims.terms.fail_terms`, D289).
 
 Table I's system power (V-Rex + DRAM + PCIe + storage) is rebuilt from the simulator's peak parts
 (:func:`vrex_lib.perf.energy.peak_power_w`) with the core replaced by an estimate above and the DRAM energy by
@@ -18,6 +23,7 @@ import os
 import pandas as pd
 
 from .. import memtech, paper, report
+from . import terms as T
 from ..config import VRexCoreConfig
 from ..estimate import offchip, synth
 from ..estimate.core import DRE_BLOCKS, TABLE3_BLOCKS, chip_area_mm2
@@ -26,7 +32,7 @@ from ..perf.energy import peak_power_w
 from ..perf.systems import get_system
 
 KEY = {"DPE": "dpe", "VPE": "vpe", "On-chip memory": "onchip_mem", "HCU": "hcu", "WTU": "wtu", "KVMU": "kvmu"}
-MODELS = {"component": "component model", "cacti+cells": "CACTI + cells"}
+MODELS = {"component": "component model", "cacti+cells": "CACTI + cells", "rtl": "RTL DPE/VPE + CACTI + cells"}
 
 
 def block_sums(df: pd.DataFrame) -> pd.DataFrame:
@@ -48,24 +54,37 @@ def _per_mac_pj(power_mw: float, units: int, freq_hz: float) -> float:
     return power_mw * 1e-3 / (units * freq_hz) * 1e12
 
 
-def _causes(cfg: VRexCoreConfig, b: pd.DataFrame, detail: dict[str, str]) -> dict[str, str]:
+def implied_pj_per_cycle(block: str, cfg: VRexCoreConfig = VRexCoreConfig()) -> float:
+    """Table III's power of the DPE (per MAC-cycle: / (64 x 64 MACs x 800 MHz)) or the VPE (per lane-cycle), pJ."""
+    units = {"DPE": cfg.n_dpe_h * cfg.n_dpe_w, "VPE": cfg.n_vpe_h * cfg.n_vpe_w}[block]
+    return _per_mac_pj(paper.value(f"table3.power_mw.{KEY[block]}"), units, cfg.freq_hz)
+
+
+def _causes(cfg: VRexCoreConfig, b: pd.DataFrame, detail: dict[str, str], model: str = "component") -> dict[str, str]:
     """cause_detail per '<block>.area' | '<block>.power': the likely reason a row misses, with our numbers beside
     the paper's; ``detail`` adds the model's own reasons under the same keys."""
     f = cfg.freq_hz
     macs, lanes = cfg.n_dpe_h * cfg.n_dpe_w, cfg.n_vpe_h * cfg.n_vpe_w
     paper_dpe = paper.value("table3.power_mw.dpe")
     paper_vpe = paper.value("table3.power_mw.vpe")
+    rtl = model == "rtl"
+    why_dpe = ("our RTL's MAC tree (64 exact BF16 products, 63 FP32 adders, FP32 accumulator) as NanGate 45 nm cells "
+               "at their gate-level toggles, scaled to 14 nm" if rtl else "the BF16 multiply/add energies are "
+               "Horowitz 45 nm FP16 figures scaled to 14 nm (no BF16 MAC-tree RTL in this estimate)")
     out = {
         "DPE.power": f"{_per_mac_pj(b.loc['DPE', 'power_mW'], macs, f):.3f} pJ per MAC-cycle here vs "
                      f"{_per_mac_pj(paper_dpe, macs, f):.3f} pJ implied by Table III ({paper_dpe} mW / ({macs} MACs x "
-                     f"{f / 1e6:.0f} MHz)); the BF16 multiply/add energies are Horowitz 45 nm FP16 figures scaled to "
-                     "14 nm (no BF16 MAC-tree RTL here)",
+                     f"{f / 1e6:.0f} MHz)); {why_dpe}",
         "VPE.power": f"{_per_mac_pj(b.loc['VPE', 'power_mW'], lanes, f):.3f} pJ per lane-cycle here vs "
-                     f"{_per_mac_pj(paper_vpe, lanes, f):.3f} pJ implied by Table III; FP32 lanes from Horowitz "
-                     "per-operation energies (no VPE RTL here)",
-        "DPE.area": "BF16 tree adders booked as full FP16-class adders per tree node (Horowitz's FP16 adder is larger "
-                    "than its multiplier); a synthesized multi-operand tree would be smaller",
-        "VPE.area": "FP32 lanes from Horowitz areas scaled to 14 nm",
+                     f"{_per_mac_pj(paper_vpe, lanes, f):.3f} pJ implied by Table III; "
+                     + ("our RTL's 64 FP32 multiply-add lanes on real softmax/RMSNorm/SiLU/RoPE instruction streams"
+                        if rtl else "FP32 lanes from Horowitz per-operation energies (no VPE RTL in this estimate)"),
+        "DPE.area": ("an FP32 adder at every tree node (63 per tree) is most of the tree; a BF16 or fused "
+                     "(align-then-add) tree would be smaller" if rtl else
+                     "BF16 tree adders booked as full FP16-class adders per tree node (Horowitz's FP16 adder is larger "
+                     "than its multiplier); a synthesized multi-operand tree would be smaller"),
+        "VPE.area": "our RTL's FP32 lanes in NanGate cells scaled to 14 nm" if rtl else
+                    "FP32 lanes from Horowitz areas scaled to 14 nm",
         "On-chip memory.area": "array efficiency and bank organisation of the paper's memory macros are not stated",
         "On-chip memory.power": "the paper's memory macros, banking and operand traffic are not stated",
     }
@@ -92,14 +111,15 @@ def _block_rows(b: pd.DataFrame, causes: dict[str, str], suffix: str) -> list[re
 
 
 def table3_rows(model: str, df: pd.DataFrame, cfg: VRexCoreConfig = VRexCoreConfig(), *,
-                detail: dict[str, str] | None = None) -> list[report.Row]:
+                detail: dict[str, str] | None = None, gap: str = "") -> list[report.Row]:
     """Table III per block (area, area share, power, power share), core totals and the DRE shares for one
-    ``model`` ('component' | 'cacti+cells') from its breakdown frame ``df``."""
+    ``model`` ('component' | 'cacti+cells' | 'rtl') from its breakdown frame ``df``; ``gap`` (e.g.
+    :func:`gap_statement`) is appended to the core-power row's cause."""
     if model not in MODELS:
         raise ValueError(f"model {model!r}: choose one of {sorted(MODELS)}")
     b = block_sums(df)
     suffix = "" if model == "component" else f" ({MODELS[model]})"
-    causes = _causes(cfg, b, detail or {})
+    causes = _causes(cfg, b, detail or {}, model)
     s = dre_share(df)
     dpe_note = causes["DPE.power"]
     dre_why = "numerator (DRE) and denominator (core) are both estimates: see the per-block rows"
@@ -107,14 +127,21 @@ def table3_rows(model: str, df: pd.DataFrame, cfg: VRexCoreConfig = VRexCoreConf
     rows += [report.row("table3.area_mm2.total", b.area_mm2.sum(), quantity=f"core area{suffix}", cause="model",
                         cause_detail="DPE area dominates: " + causes["DPE.area"]),
              report.row("table3.power_mw.total", b.power_mW.sum(), quantity=f"core power{suffix}", cause="model",
-                        cause_detail="the DPE dominates: " + dpe_note),
+                        cause_detail="the DPE dominates: " + dpe_note + (f"; {gap}" if gap else "")),
              report.row("dre.area_share_pct", s["area_pct"], quantity=f"DRE share of core area{suffix}",
                         cause="model", cause_detail=dre_why),
              report.row("dre.power_share_pct", s["power_pct"], quantity=f"DRE share of core power{suffix}",
                         cause="model", cause_detail=dre_why),
              report.row("dre.power_share_pct_body", s["power_pct"],
                         quantity=f"DRE share of power (body text 2.4%){suffix}")]
-    return rows
+    return T.annotate(rows, T.fail_terms(df, rows, KEY))
+
+
+def model_terms(model: str, df: pd.DataFrame, cfg: VRexCoreConfig = VRexCoreConfig()) -> dict[str, dict]:
+    """claim -> the responsible term of each FAIL row of ``table3_rows(model, df)`` as data (term, kind, share,
+    value, needs, factor, unit, target, plausible, why): the input of a structured 'model' cause."""
+    rows = table3_rows(model, df, cfg)
+    return T.fail_terms(df, rows, KEY)
 
 
 def chip_rows(cfg: VRexCoreConfig = VRexCoreConfig()) -> list[report.Row]:
@@ -259,3 +286,77 @@ def logic_area_crosscheck(df: pd.DataFrame, ys: pd.DataFrame | None, why_not: st
                                quantity=f"DRE area share, logic of {'/'.join(share['blocks'])} from yosys",
                                cause="model", cause_detail="the DRE micro-architecture is ours (D80-D87)"))
     return rows, table
+
+
+# ------------------------------------------------------------------------------------------- the RTL estimate
+def rtl_detail(df: pd.DataFrame, lxe_summary: dict, activities: dict) -> dict[str, str]:
+    """The RTL estimate's own reasons per block ('<block>.power' / '<block>.area'): for the DPE and VPE their units,
+    registers and the real vectors their toggles come from; the rest as :func:`cacti_cells_detail`."""
+    out = cacti_cells_detail(df, activities)
+    for blk in ("DPE", "VPE"):
+        b = df[df.block == blk]
+        e = lxe_summary["blocks"][blk.lower()]
+        units = b[b.source == "rtl cells"].sort_values("power_mW", ascending=False)
+        regs = b[b.source == "rtl registers"]
+        src = ", ".join(f"{k} {v}" for k, v in e["activity"]["sources"].items())
+        out[f"{blk}.power"] = ("; ".join(f"{r.part}: {r.power_mW:.1f} mW" for r in units.itertuples())
+                               + f"; registers + clock tree {regs.power_mW.sum():.1f} mW; toggles of "
+                                 f"{e['activity']['vectors']} real vectors ({src})")
+        out[f"{blk}.area"] = ("; ".join(f"{r.part}: {r.area_mm2:.3f} mm2" for r in units.itertuples())
+                              + f"; registers {regs.area_mm2.sum():.3f} mm2 (NanGate X1 areas x Stillmaker-Baas)")
+    return out
+
+
+def energy_rows(steps: pd.DataFrame) -> list[report.Row]:
+    """INFO rows of :func:`vrex_lib.estimate.rtl.energy_steps`: the DPE's energy per MAC-cycle and the VPE's per
+    lane-cycle from RTL toggles, one row per scaling step (the last beside Table III's implied figure)."""
+    implied = {b: implied_pj_per_cycle(b) for b in ("DPE", "VPE")}
+    rows = []
+    for blk, g in steps.groupby("block", sort=False):
+        per = "MAC-cycle" if blk == "DPE" else "lane-cycle"
+        for i, r in enumerate(g.itertuples()):
+            note, total = r.note, r.step.startswith("= total")
+            if total:
+                note += f"; Table III implies {implied[blk]:.3f} pJ per {per}"
+            claim = f"rtl.{blk.lower()}.pj_per_cycle" if total else f"rtl.{blk.lower()}.energy_step{i}"
+            rows.append(report.info_row(claim, f"{blk} per {per} (RTL): {r.step}", r.unit, r.value, note=note))
+    return rows
+
+
+def energy_not_run_rows(why: str) -> list[report.Row]:
+    """The totals of :func:`energy_rows` as NOT RUN, with ``why``."""
+    return [report.info_row(f"rtl.{blk.lower()}.pj_per_cycle", f"{blk} energy per cycle (RTL)", "pJ", None,
+                            cause="not-run", cause_detail=why) for blk in ("DPE", "VPE")]
+
+
+def rtl_gap(df: pd.DataFrame, sens: pd.DataFrame | None = None) -> dict:
+    """How far the RTL estimate's core power is from Table III's 2.61 W and why, as data: core and paper power,
+    the relative gap, the DPE's share, the factor on the DPE's energy that closes it, and the span of the RTL
+    sensitivity variants (``sens``: :func:`vrex_lib.estimate.rtl.sensitivity`) on the DPE."""
+    b = block_sums(df)
+    core, target = float(b.power_mW.sum()), paper.value("table3.power_mw.total")
+    dpe = float(b.loc["DPE", "power_mW"])
+    tol = paper.get("table3.power_mw.total").tol.value
+    edge = target * (1 - tol) if core < target else target * (1 + tol)
+    out = dict(core_mW=core, paper_mW=target, rel_gap=(core - target) / target, dpe_mW=dpe, dpe_share=dpe / core,
+               dpe_factor_to_paper=(dpe + target - core) / dpe, dpe_factor_to_pass=(dpe + edge - core) / dpe,
+               within_tolerance=bool(abs(core - target) <= tol * target))
+    if sens is not None and len(sens):
+        base = float(sens.DPE_mW.iloc[0])
+        out["dpe_variant_span"] = (float(sens.DPE_mW.min()) / base, float(sens.DPE_mW.max()) / base)
+    return out
+
+
+def gap_statement(g: dict) -> str:
+    """:func:`rtl_gap` as the sentence the core-power row and the notebook carry."""
+    span = g.get("dpe_variant_span")
+    s = (f"RTL core power {g['core_mW']:.0f} mW is {100 * g['rel_gap']:+.0f} % from Table III's {g['paper_mW']:.0f} mW; "
+         f"the DPE is {100 * g['dpe_share']:.0f} % of it and would need x{g['dpe_factor_to_paper']:.2f} of its energy "
+         f"to match (x{g['dpe_factor_to_pass']:.2f} to reach the ±30 % band)")
+    if span:
+        s += f"; the RTL variants move the DPE by x{span[0]:.2f}-x{span[1]:.2f}"
+    return (s + ". What remains is the library and the flow: NanGate 45 nm X1 cells scaled by one Stillmaker-Baas "
+            "factor (x0.079; their HP 45 nm fit gives x0.092) stand in for a 14 nm FinFET library; Design Compiler "
+            "at 14 nm would size cells and buffer high fan-out nets for 800 MHz (our netlist is unsized and "
+            "unbuffered), and its power report adds what its switching model assigns to the nets; and the paper's "
+            "RTL may hold more per MAC (operand buffers, wider trees) than ours")

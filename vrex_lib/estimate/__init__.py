@@ -1,4 +1,4 @@
-"""Energy and area estimator for V-Rex: two estimates of one core at 14 nm / 0.8 V, block by block (Table III).
+"""Energy and area estimator for V-Rex: three estimates of one core at 14 nm / 0.8 V, block by block (Table III).
 
     constants.py   the cited tables: component-action energies/areas, NanGate cells, wire load, DRAM devices and
                    interfaces, wire/glitch shares -- each row with its source, node and supply
@@ -12,6 +12,8 @@
     dram.py        DRAM pJ/bit: IDD core model + CACTI-IO interface
     offchip.py     DRAM pJ/bit rows, background power, PCIe W/lane, SSD power
     synth.py       DRE logic area from yosys cell counts (NanGate areas)
+    rtl.py         the third estimate: the DPE and VPE from their RTL (synthesised units x gate-level toggles)
+    rtl_timing.py  the DPE/VPE pipelines' stage delays (NanGate delays, Stillmaker-Baas delay fits)
     sensitivity.py which constants dominate; sources; micro-architecture variants
 
 Public API used by vrex_lib.perf: CorePowerModel (leakage + clock + activity x dynamic of one core),

@@ -259,6 +259,31 @@ class WireLoad:
         return self.cap_per_length_fF * float(np.interp(fanout, xs, [pts[x] for x in xs]))
 
 
+@dataclass(frozen=True)
+class CellDelay:
+    """One cell's propagation delay at its native node: ``intrinsic_ps + slope_ps_per_fF x load``, the slowest
+    timing arc (mean of its rise and fall) at input transition 17.19 ps; flip-flops: the CK -> Q arc and the setup
+    time."""
+
+    cell: str
+    intrinsic_ps: float
+    slope_ps_per_fF: float
+    node_nm: float
+    vdd: float
+    source: str
+    setup_ps: float = 0.0
+
+
+#: NanGate 45 nm typical (1.1 V, 25 C) X1 delays, printed by ``scripts/liberty_delays.py`` from the liberty of the
+#: ``nangate45_lib`` source (linear fit over the first four load breakpoints, 0.37-7.4 fF).
+CELL_DELAYS: dict[str, CellDelay] = {c: CellDelay(c, d0, k, 45, 1.1, "nangate45_lib", su) for c, d0, k, su in (
+    ("INV_X1", 8.65, 2.240, 0.0), ("BUF_X1", 24.43, 2.095, 0.0), ("NAND2_X1", 14.11, 2.364, 0.0),
+    ("NOR2_X1", 15.74, 3.546, 0.0), ("AND2_X1", 30.37, 2.253, 0.0), ("OR2_X1", 36.18, 2.364, 0.0),
+    ("XOR2_X1", 46.58, 3.592, 0.0), ("XNOR2_X1", 37.30, 2.483, 0.0), ("MUX2_X1", 51.98, 2.573, 0.0),
+    ("AOI21_X1", 22.52, 3.486, 0.0), ("OAI21_X1", 20.32, 3.786, 0.0), ("AOI22_X1", 28.48, 3.819, 0.0),
+    ("OAI22_X1", 27.59, 3.790, 0.0), ("DFF_X1", 86.02, 1.873, 43.33))}
+
+
 WIRE_LOAD = WireLoad("5K_hvratio_1_1", 0.1774, ((1, 1.7460), (2, 3.9394), (3, 6.4626), (4, 9.2201), (5, 11.9123),
                                                 (6, 14.8358), (7, 18.6155), (8, 22.6727), (9, 25.4842),
                                                 (11, 27.0320)), 5.0, "nangate45_lib")

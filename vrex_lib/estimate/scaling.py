@@ -12,6 +12,11 @@ doi:10.1016/j.vlsi.2017.02.002.
 * Area: the paper's node-to-node area factor table, interpolated linearly in node size on both axes.
 * Leakage power is scaled with the energy factor (the convention of Accelergy/hwcomponents); the
   paper has separate leakage fits we do not use -- stated in the notebook as a limitation.
+* Delay: the paper's cubic-in-Vdd fits per node, ``d(node, V) = a V^3 + b V^2 + c V + d``, on the same rows as the
+  energy fits (45 and 32 nm: the low-power rows, as ENERGY_POLY; the fits as transcribed in the MIT-licensed
+  nodeScale tool of UCLA NanoCAD, github.com/wromaszkan/nodeScale). The 45 nm high-performance row (``row45="hp"``)
+  is the alternative for NanGate's FreePDK45 cells (whose 1.1 V nominal supply matches the LP row); it scales
+  energy by x0.092 instead of x0.079 and delay by x0.33 instead of x0.10 (45 nm / 1.1 V -> 14 nm / 0.8 V).
 
 Checks (tests/test_estimate_scaling.py), all at 0.8 V: 45->16 nm energy x0.174 area x0.19;
 45->28 nm x0.513 / x0.377; 45->7 nm x0.094 / x0.059; 65->45 nm energy x0.81.
@@ -51,6 +56,24 @@ ENERGY_POLY: tuple[tuple[float, float, float], ...] = (
     (0.1776, -0.09097, 0.02447),
 )
 
+#: Delay fit coefficients (a, b, c, d) per node, the same rows as ENERGY_POLY: delay = a V^3 + b V^2 + c V + d.
+DELAY_POLY: tuple[tuple[float, float, float, float], ...] = (
+    (-76.65, 334.9, -493.4, 275.8),
+    (-60.34, 262.5, -384.2, 210.9),
+    (-53.3, 230.4, -333.9, 178.6),
+    (-285.7, 1239.0, -1795.0, 898.8),
+    (-325.9, 1374.0, -1922.0, 913.2),
+    (0.0, 34.63, -66.37, 41.15),
+    (0.0, 24.8, -47.52, 28.87),
+    (-40.66, 109.2, -100.6, 35.92),
+    (-34.95, 93.65, -85.99, 30.4),
+    (-28.58, 76.6, -70.26, 24.69),
+)
+#: The 45 nm high-performance rows (energy, delay), the alternative to the LP rows above.
+HP45_ENERGY = (1.018, -0.3107, 0.1539)
+HP45_DELAY = (-501.6, 1567.0, -1619.0, 566.1)
+ROWS45 = ("lp", "hp")
+
 TARGET_NODE_NM = 14
 TARGET_VDD = 0.8
 
@@ -60,20 +83,44 @@ def _check_node(node_nm: float) -> None:
         raise ValueError(f"node {node_nm} nm outside the Stillmaker-Baas range {min(NODES_NM)}-{max(NODES_NM)} nm")
 
 
-def relative_energy(node_nm: float, vdd: float) -> float:
-    """Stillmaker-Baas relative switching energy at ``node_nm`` and supply ``vdd`` (V)."""
+def _rows(poly: tuple, hp45: tuple, row45: str) -> list[tuple]:
+    if row45 not in ROWS45:
+        raise ValueError(f"row45={row45!r}: the 45 nm Stillmaker-Baas row is 'lp' or 'hp'")
+    rows = list(poly)
+    if row45 == "hp":
+        rows[NODES_NM.index(45)] = hp45
+    return rows
+
+
+def _at(node_nm: float, vdd: float, per_node: list[float]) -> float:
     _check_node(node_nm)
     if not 0.3 <= vdd <= 1.5:
         raise ValueError(f"vdd {vdd} V outside the range the fits were made for")
-    per_node = [a * vdd**2 + b * vdd + c for a, b, c in ENERGY_POLY]
     # np.interp needs increasing x: reverse the (decreasing) node list.
     return float(np.interp(node_nm, NODES_NM[::-1], per_node[::-1]))
 
 
+def relative_energy(node_nm: float, vdd: float, row45: str = "lp") -> float:
+    """Stillmaker-Baas relative switching energy at ``node_nm`` and supply ``vdd`` (V)."""
+    return _at(node_nm, vdd, [a * vdd**2 + b * vdd + c for a, b, c in _rows(ENERGY_POLY, HP45_ENERGY, row45)])
+
+
+def relative_delay(node_nm: float, vdd: float, row45: str = "lp") -> float:
+    """Stillmaker-Baas relative gate delay at ``node_nm`` and supply ``vdd`` (V)."""
+    return _at(node_nm, vdd, [a * vdd**3 + b * vdd**2 + c * vdd + d
+                              for a, b, c, d in _rows(DELAY_POLY, HP45_DELAY, row45)])
+
+
 def energy_factor(from_nm: float, from_vdd: float, to_nm: float = TARGET_NODE_NM,
-                  to_vdd: float = TARGET_VDD) -> float:
+                  to_vdd: float = TARGET_VDD, row45: str = "lp") -> float:
     """Multiply an energy at (from_nm, from_vdd) by this to get it at (to_nm, to_vdd)."""
-    return relative_energy(to_nm, to_vdd) / relative_energy(from_nm, from_vdd)
+    return relative_energy(to_nm, to_vdd, row45) / relative_energy(from_nm, from_vdd, row45)
+
+
+def delay_factor(from_nm: float, from_vdd: float, to_nm: float = TARGET_NODE_NM,
+                 to_vdd: float = TARGET_VDD, row45: str = "lp") -> float:
+    """Multiply a delay at (from_nm, from_vdd) by this to get it at (to_nm, to_vdd)."""
+    return relative_delay(to_nm, to_vdd, row45) / relative_delay(from_nm, from_vdd, row45)
 
 
 def area_factor(from_nm: float, to_nm: float = TARGET_NODE_NM) -> float:

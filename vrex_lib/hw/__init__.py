@@ -1,4 +1,4 @@
-"""The DRE (Dynamic KV cache Retrieval Engine, paper §V, Fig. 10–12) as cycle-accurate MyHDL blocks.
+"""The DRE (Dynamic KV cache Retrieval Engine, paper §V, Fig. 10–12) and the LXE's DPE and VPE as MyHDL blocks.
 
 hcu.py   HCU: Hamming-distance clustering (XOR-popcount x16, < Th_hd, HC-table updater)
 wtu.py   WTU: WiCSum thresholding with early-exit bucket sorting (Fig. 11) and the aggregator
@@ -16,7 +16,17 @@ verify.py      reference checks, Verilog replay, bulk vectors, yosys synthesis -
 activity.py    toggle counts of the converted Verilog (VCD) for the energy estimator
 analysis.py    notebook 04's tables and the measured WTU walk of the design-space sweep
 
-Design choices where the paper is silent: docs/DECISIONS.md D9 and D80-D87.
+fpref.py       bit-exact NumPy/torch reference of the LXE's BF16/FP32 arithmetic (FTZ, RNE, canonical NaN)
+bf16.py        BF16 x BF16 and FP32 multipliers, the FP32 adder (MyHDL)
+dpe.py         one DPE MAC tree: 64 BF16 products, 63 FP32 adders, FP32 accumulator, pipelined
+vpe.py         the 1 x 64 VPE: FP32 multiply-add lanes, misc unit, lane rotator
+vpe_programs.py softmax, RMSNorm, SiLU, RoPE as VPE instruction streams
+lxe_vectors.py real SmolLM2 operands (data/traces/lxe_operands.npz) and random vectors of the LXE blocks
+lxe_units.py   the identical units the DPE and VPE are composed of, their input streams and registers
+gates.py       a synthesised netlist evaluated bit-parallel: toggles per net, longest path
+lxe.py         verify (MyHDL, Icarus replay, Verilator bulk), synthesise by units, gate-level activity -> summary
+
+Design choices where the paper is silent: docs/DECISIONS.md D9, D80-D87 and D280-D288.
 """
 from .timing import cycles_to_us, hcu_cycles, hcu_cycles_trace, kvmu_cycles, wtu_cycles, wtu_row_cycles
 

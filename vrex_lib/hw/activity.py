@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import _io
 from ..config import ReSVConfig, VRexCoreConfig, results_dir
-from .blocks import BlockSpec, OperatingPoint, spec
+from .blocks import BLOCKS, BlockSpec, OperatingPoint, spec
 from .bulk import check_vectors
 from .harness import Protocol, Stimulus, convert, pick_simulator, simulate
 from .vectors import TRACE_FILE, load_traces
@@ -199,6 +199,9 @@ def _cached(path: Path, key: str) -> BlockActivity | None:
 
 
 def _check_args(block: str, n_vectors: int, seed: int) -> BlockSpec:
+    if block not in BLOCKS:  # the LXE's DPE/VPE have their gate-level activity from vrex_lib.hw.lxe
+        raise ValueError(f"block_activity: unknown block {block!r}: choose from {', '.join(BLOCKS)} (the DPE and "
+                         "VPE's activity comes from vrex_lib.hw.lxe)")
     b = spec(block)
     if isinstance(n_vectors, bool) or not isinstance(n_vectors, (int, np.integer)) or n_vectors < 1:
         raise ValueError(f"block_activity: n_vectors={n_vectors!r}: a vector count is an integer >= 1")

@@ -1,6 +1,7 @@
-"""One record per DRE block (:class:`BlockSpec`): its parameters, ports, MyHDL instance, testbench protocol,
-vectors and checks, so that the verification (``verify.run``), the bulk Verilog vectors (``bulk.run_block``) and
-the activity measurement (``activity``) loop over blocks instead of branching on them.
+"""One record per block (:class:`BlockSpec`) -- the DRE's HCU, WTU, KVMU and the LXE's DPE, VPE: its parameters,
+ports, MyHDL instance, testbench protocol, vectors and checks, so that the verification (``verify.run``,
+``lxe.run``), the bulk Verilog vectors (``bulk.run_block``) and the activity measurement (``activity``) loop over
+blocks instead of branching on them.
 
 Checks, per block:
 
@@ -24,10 +25,14 @@ import numpy as np
 
 from ..config import VRexCoreConfig
 from . import fixedpoint as fx
-from . import timing, vectors
+from . import lxe_vectors, timing, vectors
+from .dpe import PROTOCOL as DPE_PROTOCOL
+from .dpe import DPEParams, check_dpe, check_dpe_log, dpe_ports, dpe_stimulus, dpe_tree
 from .harness import LOG, WAIT, Protocol, SimRun, Stimulus, decode_log, pack_lanes
 from .hcu import HCUFrameResult, HCUParams, hcu, hcu_ports, simulate_hcu
 from .kvmu import kvmu, kvmu_ports, prefetch_requests, simulate_kvmu
+from .vpe import PROTOCOL as VPE_PROTOCOL
+from .vpe import VPEParams, check_vpe, check_vpe_log, vpe, vpe_ports, vpe_stimulus
 from .walk import WalkRef, wtu_walk_ref
 from .wtu import WTUParams, WTURowResult, simulate_wtu, wtu, wtu_ports
 
@@ -267,9 +272,14 @@ class BlockSpec:
     stimulus: Callable[[list, OperatingPoint, Any], tuple[Stimulus, list[dict]]]  # stimulus + per-vector reference
     check_log: Callable[[SimRun, list[dict], Any], dict]  # Verilog log vs reference
     longest: Callable[[list[dict]], int]  # cycles of the longest WAIT of a stimulus (0: no WAIT)
+    # LXE blocks: (recorded operands, cap per source, p) -> (vectors, source tags); None: the DRE traces (``trace``)
+    real_fn: Callable[[dict | None, int | None, Any], tuple[list, list]] | None = None
 
-    def real(self, tr: dict | None, cap: int | None) -> tuple[list, list]:
-        """Recorded real vectors of every source (``cap`` per source) and their source tags."""
+    def real(self, tr: dict | None, cap: int | None, p=None) -> tuple[list, list]:
+        """Recorded real vectors of every source (``cap`` per source) and their source tags (``p``: the block's
+        parameters, which size an LXE block's vectors)."""
+        if self.real_fn is not None:
+            return self.real_fn(tr, cap, p)
         return vectors.real_vectors(tr, self.trace, cap)
 
 
@@ -304,8 +314,34 @@ SPECS: dict[str, BlockSpec] = {s.name: s for s in (HCU, WTU, KVMU)}
 BLOCKS = tuple(SPECS)
 
 
+# ------------------------------------------------------------------------------------ LXE: DPE, VPE
+def _no_trace(*_a, **_k) -> list:
+    raise TypeError("the LXE blocks read recorded operands through BlockSpec.real_fn, not the DRE traces")
+
+
+DPE = BlockSpec(
+    name="dpe", params=DPEParams.from_core, synth_params=lambda p: p, ports=dpe_ports,
+    make=lambda P, p: dpe_tree(**P, p=p), protocol=DPE_PROTOCOL,
+    random=lambda n, rng, p, ctx: lxe_vectors.random_dpe(n, rng, p.n), trace=_no_trace, count=len,
+    check=lambda v, ctx, p, rec: check_dpe(v, p, rec), stimulus=lambda v, ctx, p: dpe_stimulus(v, p),
+    check_log=check_dpe_log, longest=lambda meta: 0,
+    real_fn=lambda tr, cap, p: lxe_vectors.real_dpe(tr, cap, p.n))
+VPE = BlockSpec(
+    name="vpe", params=VPEParams.from_core, synth_params=lambda p: p, ports=vpe_ports,
+    make=lambda P, p: vpe(**P), protocol=VPE_PROTOCOL,
+    random=lambda n, rng, p, ctx: lxe_vectors.random_vpe(n, rng, p.lanes), trace=_no_trace, count=len,
+    check=lambda v, ctx, p, rec: check_vpe(v, p, rec), stimulus=lambda v, ctx, p: vpe_stimulus(v, p),
+    check_log=check_vpe_log, longest=lambda meta: 0,
+    real_fn=lambda tr, cap, p: lxe_vectors.real_vpe(tr, cap, p.lanes))
+#: The LXE blocks with RTL (the DRE's verify loop, ``BLOCKS``, does not include them: ``vrex_lib.hw.lxe`` runs them).
+LXE_SPECS: dict[str, BlockSpec] = {s.name: s for s in (DPE, VPE)}
+LXE_BLOCKS = tuple(LXE_SPECS)
+
+
 def spec(name: str) -> BlockSpec:
-    """The record of block ``name``; a ValueError naming the choices otherwise."""
-    if name not in SPECS:
-        raise ValueError(f"unknown block {name!r}: choose from {', '.join(BLOCKS)}")
-    return SPECS[name]
+    """The record of block ``name`` (a DRE or an LXE block); a ValueError naming the choices otherwise."""
+    if name in SPECS:
+        return SPECS[name]
+    if name in LXE_SPECS:
+        return LXE_SPECS[name]
+    raise ValueError(f"unknown block {name!r}: choose from {', '.join(BLOCKS + LXE_BLOCKS)}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .blocks import BlockSpec, OperatingPoint, spec
-from .harness import simulate
+from .harness import simulate, simulate_runs
 
 # A WAIT that sees no ``done`` within this many times the longest expected cycle count (plus a margin) ends as a
 # timeout: that vector mismatches, and a hung block cannot stall the run.
@@ -36,6 +36,23 @@ def check_vectors(b: BlockSpec, vectors: list, ctx: OperatingPoint, p, vfile: Pa
     return dict(simulator=simulator, vectors=chk["vectors"], mismatches=chk["mismatches"], cycles=run.cycles,
                 compile_s=run.compile_s, run_s=run.run_s, cycles_per_s=round(run.cycles_per_s, 1),
                 _results=chk["results"])
+
+
+def check_runs(b: BlockSpec, runs: list[tuple[list, Path | None]], ctx: OperatingPoint, p, vfile: Path, work: Path,
+               simulator: str) -> list[dict]:
+    """:func:`check_vectors` for several vector sets ``(vectors, vcd or None)`` on one compiled testbench (one
+    compile, one run each: e.g. a short run of real vectors with a VCD and the long bulk run without)."""
+    built = [b.stimulus(v, ctx, p) for v, _ in runs]
+    limit = max(WAIT_LIMIT_FACTOR * b.longest(meta) + WAIT_LIMIT_MARGIN for _, meta in built)
+    sims = simulate_runs(vfile, b.name, b.ports(p), b.protocol, [(s, vcd) for (s, _), (_, vcd) in zip(built, runs)],
+                         work, simulator, limit)
+    out = []
+    for run, (_, meta) in zip(sims, built):
+        chk = b.check_log(run, meta, p)
+        out.append(dict(simulator=simulator, vectors=chk["vectors"], mismatches=chk["mismatches"], cycles=run.cycles,
+                        compile_s=run.compile_s, run_s=run.run_s, cycles_per_s=round(run.cycles_per_s, 1),
+                        _results=chk["results"]))
+    return out
 
 
 def run_block(block_name: str, vectors: list, vfile: Path, work: Path, simulator: str, *, th: int = 0,

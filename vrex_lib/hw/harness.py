@@ -151,9 +151,11 @@ def _wait_block(strobe_expr: str, done: str | None, outcat: str, wait_limit: int
 
 
 def testbench_verilog(top: str, ports: dict, outputs: Sequence[str], strobe: Sequence[str], done: str | None,
-                      stim: Path, log: Path, wait_limit: int = 100_000, vcd: Path | None = None) -> str:
+                      stim: Path | None, log: Path | None, wait_limit: int = 100_000, vcd: Path | None = None) -> str:
     """The stimulus-file testbench for ``top`` (Verilog-2005 + ``$fscanf``; Icarus and Verilator alike).
-    With ``vcd``, every signal of the block's own scope is dumped there."""
+    With ``vcd``, every signal of the block's own scope is dumped there. With ``stim`` and ``log`` None, the
+    files are named at run time (``+stim=... +log=... [+vcd=...]``), so one compiled testbench runs several
+    stimuli (:func:`simulate_runs`)."""
     w = port_widths(ports)
     ins = [k for k in ports if k != "clk" and k not in outputs]
     inw = sum(w[k] for k in ins) + 2
@@ -161,7 +163,13 @@ def testbench_verilog(top: str, ports: dict, outputs: Sequence[str], strobe: Seq
     conns = ", ".join(f".{k}({k})" for k in ports)
     outcat = "{" + ", ".join(reversed(list(outputs))) + "}"
     strobe_expr = " || ".join(strobe) if strobe else "1'b0"
-    dump = f'  $dumpfile("{vcd}");\n  $dumpvars(1, dut);\n' if vcd is not None else ""
+    if stim is None:
+        files = ("reg [8*1024-1:0] tb_sname, tb_lname, tb_vname;\n", '  if (!$value$plusargs("stim=%s", tb_sname) || '
+                 '!$value$plusargs("log=%s", tb_lname)) $finish;\n  if ($value$plusargs("vcd=%s", tb_vname)) begin\n'
+                 '    $dumpfile(tb_vname);\n    $dumpvars(1, dut);\n  end\n', "tb_sname", "tb_lname")
+    else:
+        dump = f'  $dumpfile("{vcd}");\n  $dumpvars(1, dut);\n' if vcd is not None else ""
+        files = ("", dump, f'"{stim}"', f'"{log}"')
     return f"""`timescale 1ns/1ps
 module tb_bulk;
 reg clk = 0;
@@ -170,9 +178,9 @@ reg [{inw - 1}:0] tb_cur;
 {top} dut({conns});
 integer tb_fi, tb_fo, tb_r, tb_line, tb_cyc, tb_n;
 reg tb_go;
-initial begin
-{dump}  tb_fi = $fopen("{stim}", "r");
-  tb_fo = $fopen("{log}", "w");
+{files[0]}initial begin
+{files[1]}  tb_fi = $fopen({files[2]}, "r");
+  tb_fo = $fopen({files[3]}, "w");
   tb_cur = 0; tb_line = 0; tb_cyc = 0; tb_n = 0;
   while (!$feof(tb_fi)) begin
     tb_r = $fscanf(tb_fi, "%h\\n", tb_cur);{_wait_block(strobe_expr, done, outcat, wait_limit)}
@@ -222,32 +230,69 @@ class Protocol:
 def simulate(vfile: Path, top: str, ports: dict, proto: Protocol, stim: Stimulus, work: Path, simulator: str,
              wait_limit: int = 100_000, vcd: Path | None = None) -> SimRun:
     """Write the stimulus and the testbench, compile with ``simulator`` and run; returns the output log."""
-    if simulator not in SIMULATORS:
-        raise ValueError(f"simulator={simulator!r}: choose 'verilator' or 'icarus'")
+    _check_simulator(simulator)
     work.mkdir(parents=True, exist_ok=True)
     stim_f, log_f, tb = work / "stim.hex", work / "log.txt", work / "tb_bulk.v"
-    ndig = -(-(stim.in_bits + 2) // 4)
-    stim_f.write_text("".join(f"{x:0{ndig}x}\n" for x in stim.lines))
+    _write_stimulus(stim, stim_f)
     tb.write_text(testbench_verilog(top, ports, proto.outputs, proto.strobe, proto.done, stim_f, log_f, wait_limit,
                                     vcd))
     t0 = time.perf_counter()
-    if simulator == "verilator":
-        obj = work / "obj"
-        _run(["verilator", "--binary", "--timing", *(["--trace"] if vcd is not None else []), "-Wno-fatal",
-              "-Wno-lint", "-Wno-style", "--top-module", "tb_bulk", "-CFLAGS", "-O1", "--Mdir", str(obj), "-o", "sim",
-              str(tb), str(vfile)], work)
-        cmd = [str(obj / "sim")]
-    else:
-        exe = work / "bulk.vvp"
-        _run(["iverilog", "-g2005", "-o", str(exe), str(tb), str(vfile)], work)
-        cmd = ["vvp", "-n", str(exe)]
+    cmd = _compile(tb, vfile, work, simulator, trace=vcd is not None)
     t1 = time.perf_counter()
     _run(cmd, work)
     t2 = time.perf_counter()
+    return _read_log(log_f, simulator, top, round(t1 - t0, 2), round(t2 - t1, 3), vcd)
+
+
+def simulate_runs(vfile: Path, top: str, ports: dict, proto: Protocol, runs: Sequence[tuple[Stimulus, Path | None]],
+                  work: Path, simulator: str, wait_limit: int = 100_000) -> list[SimRun]:
+    """Compile the testbench once and run each ``(stimulus, vcd or None)`` of ``runs`` on it (the files named on
+    the command line); one :class:`SimRun` per run, each with the one compile time."""
+    _check_simulator(simulator)
+    work.mkdir(parents=True, exist_ok=True)
+    tb = work / "tb_bulk.v"
+    tb.write_text(testbench_verilog(top, ports, proto.outputs, proto.strobe, proto.done, None, None, wait_limit))
+    t0 = time.perf_counter()
+    cmd = _compile(tb, vfile, work, simulator, trace=any(v is not None for _, v in runs))
+    compile_s = round(time.perf_counter() - t0, 2)
+    out = []
+    for k, (stim, vcd) in enumerate(runs):
+        stim_f, log_f = work / f"stim{k}.hex", work / f"log{k}.txt"
+        _write_stimulus(stim, stim_f)
+        t1 = time.perf_counter()
+        _run(cmd + [f"+stim={stim_f}", f"+log={log_f}"] + ([f"+vcd={vcd}"] if vcd is not None else []), work)
+        out.append(_read_log(log_f, simulator, top, compile_s, round(time.perf_counter() - t1, 3), vcd))
+    return out
+
+
+def _check_simulator(simulator: str) -> None:
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator={simulator!r}: choose 'verilator' or 'icarus'")
+
+
+def _write_stimulus(stim: Stimulus, path: Path) -> None:
+    ndig = -(-(stim.in_bits + 2) // 4)
+    path.write_text("".join(f"{x:0{ndig}x}\n" for x in stim.lines))
+
+
+def _compile(tb: Path, vfile: Path, work: Path, simulator: str, trace: bool) -> list[str]:
+    """Compile ``tb`` + ``vfile``; returns the command that runs the simulation."""
+    if simulator == "verilator":
+        obj = work / "obj"
+        _run(["verilator", "--binary", "--timing", *(["--trace"] if trace else []), "-Wno-fatal",
+              "-Wno-lint", "-Wno-style", "--top-module", "tb_bulk", "-CFLAGS", "-O1", "--Mdir", str(obj), "-o", "sim",
+              str(tb), str(vfile)], work)
+        return [str(obj / "sim")]
+    exe = work / "bulk.vvp"
+    _run(["iverilog", "-g2005", "-o", str(exe), str(tb), str(vfile)], work)
+    return ["vvp", "-n", str(exe)]
+
+
+def _read_log(log_f: Path, simulator: str, top: str, compile_s: float, run_s: float, vcd: Path | None) -> SimRun:
     log = log_f.read_text().splitlines()
     if not log or not log[-1].startswith("end "):
         raise RuntimeError(f"{simulator} testbench for {top} ended without its end marker (see {log_f})")
-    return SimRun(simulator, log[:-1], int(log[-1].split()[2]), round(t1 - t0, 2), round(t2 - t1, 3), vcd)
+    return SimRun(simulator, log[:-1], int(log[-1].split()[2]), compile_s, run_s, vcd)
 
 
 def _run(cmd: list[str], cwd: Path) -> None:
