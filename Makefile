@@ -67,8 +67,11 @@ data: $(VENV)/.ok data/coin_mini/COIN.json ## Build the real-footage COIN-format
 data/coin_mini/COIN.json: data/make_coin_mini.py | $(VENV)/.ok
 	$(PY) data/make_coin_mini.py
 
-test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the smoke profile)
-	$(PY) -m pytest -q -ra --durations=20
+# Two workers, each taking whole test files (module fixtures such as the tiny model are built once per file);
+# TEST_WORKERS=0 runs the suite in this process.
+TEST_WORKERS ?= 2
+test: $(VENV)/.ok data ## Run the test suite (unit tests + every notebook in the smoke profile), slowest 20 printed
+	$(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile
 
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
