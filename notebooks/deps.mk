@@ -351,6 +351,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/claims/causes.py \
   vrex_lib/claims/hwmodel.py \
   vrex_lib/claims/performance.py \
+  vrex_lib/claims/robustness.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
   vrex_lib/estimate/cacti.py \
@@ -404,10 +405,40 @@ $(EXEC_DIR)/06_performance.ipynb: \
 $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
+  vrex_lib/claims/__init__.py \
+  vrex_lib/claims/findings.py \
+  vrex_lib/claims/provenance.py \
+  vrex_lib/claims/resv.py \
   vrex_lib/config.py \
+  vrex_lib/estimate/__init__.py \
+  vrex_lib/estimate/cacti.py \
+  vrex_lib/estimate/constants.py \
+  vrex_lib/estimate/core.py \
+  vrex_lib/estimate/dram.py \
+  vrex_lib/estimate/library.py \
+  vrex_lib/estimate/offchip.py \
+  vrex_lib/estimate/scaling.py \
+  vrex_lib/hw/__init__.py \
+  vrex_lib/hw/fixedpoint.py \
+  vrex_lib/hw/timing.py \
+  vrex_lib/memtech.py \
+  vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
   vrex_lib/paper/_core.py \
+  vrex_lib/perf/__init__.py \
+  vrex_lib/perf/constants.py \
+  vrex_lib/perf/dram.py \
+  vrex_lib/perf/energy.py \
+  vrex_lib/perf/experiments.py \
+  vrex_lib/perf/link.py \
+  vrex_lib/perf/lxe.py \
+  vrex_lib/perf/methods/__init__.py \
+  vrex_lib/perf/methods/base.py \
+  vrex_lib/perf/model_ops.py \
+  vrex_lib/perf/sim.py \
+  vrex_lib/perf/systems.py \
+  vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
   vrex_lib/report/cli.py \
@@ -417,7 +448,14 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
   vrex_lib/report/stale.py \
-  vrex_lib/report/tables.py
+  vrex_lib/report/tables.py \
+  vrex_lib/resv/__init__.py \
+  vrex_lib/resv/hashing.py \
+  vrex_lib/resv/reference.py \
+  vrex_lib/resv/select.py \
+  vrex_lib/resv/table.py \
+  vrex_lib/resv/wicsum.py \
+  vrex_lib/selection.py
 
 $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/__init__.py \

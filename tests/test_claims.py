@@ -145,7 +145,8 @@ def test_resv_algorithm_rows_and_causes():
     assert tpc.verdict == "FAIL" and tpc.cause == "stand-in-workload"
     assert "25.6 at the same layer and encoder, within the tolerance" in tpc.cause_detail
     head = d.loc["HC table % of KV, frames, per-head (default)"]
-    assert head.verdict == "FAIL" and head.cause == "model" and "2.38 %" in head.cause_detail
+    # a small share is graded relatively (paper.QUANTITY_KINDS['small_share']): 2.38 % is within half of 1.67 %
+    assert head.verdict == "PASS" and 1.67 < head.reproduced < 1.5 * 1.67
     assert d.loc["HC table % of KV, frames, concat", "verdict"] == "PASS"
     assert_explained(rows)
 
@@ -233,7 +234,7 @@ def test_table2_ratio_rows_verdicts_and_causes():
         "table2.ratio.infinigen.frame.avg": "PASS", "table2.ratio.infinigen.text.avg": "FAIL",
         "table2.ratio.infinigen_p.frame.avg": "PASS", "table2.ratio.infinigen_p.text.avg": "FAIL",
         "table2.ratio.rekv.frame.avg": "FAIL", "table2.ratio.rekv.text.avg": "FAIL",
-        "table2.ratio.resv.frame.avg": "FAIL", "table2.ratio.resv.text.avg": "PASS"}
+        "table2.ratio.resv.frame.avg": "PASS", "table2.ratio.resv.text.avg": "PASS"}  # relative: 20.49 within 32.7/2
     assert df.loc["table2.ratio.resv.frame.avg", "reproduced"] == pytest.approx(20.49)
     ig = df.loc["table2.ratio.infinigen.text.avg"]
     assert ig.cause == "stand-in-workload" and "at most 51.7 %" in ig.cause_detail

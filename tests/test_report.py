@@ -35,16 +35,19 @@ def _results(out: Path) -> Path:
     Fig. 4 tables written in reverse paper order, an unknown table, figures, a detail table."""
     R = report.Row
     report.write_table("headline", [
-        R("headline.fps_min", "headline.fps_min [V-Rex: paper-stated workload]", "FPS", 3.9, 1.9, TOL, "abstract",
-          cause="paper-inconsistent", cause_detail="see implied.vrex8.max_sel_frac_pcie.40k"),
-        R("headline.fps_min.measured_workload", "headline.fps_min [V-Rex: measured workload]", "FPS", 3.9, 11.5,
-          TOL, "abstract", cause="stand-in-workload", cause_detail="SmolLM2 selects 1 %"),
+        R("fig13.edge.b1.fps_min", "fig13.edge.b1.fps_min [V-Rex: paper-stated workload]", "FPS", 3.9, 1.9, TOL,
+          "abstract", cause="paper-inconsistent", cause_detail="see implied.vrex8.max_sel_frac_pcie.40k",
+          check="implied.vrex8.max_sel_frac_pcie.40k"),
+        R("fig13.edge.b1.fps_min.measured_workload", "fig13.edge.b1.fps_min [V-Rex: measured workload]", "FPS", 3.9,
+          11.5, TOL, "abstract", cause="stand-in-workload", cause_detail="SmolLM2 selects 1 %"),
         R("headline.speedup_max", "headline.speedup_max [V-Rex: paper-stated workload]", "x", 19.7, 21.0, TOL,
           "abstract"),
         R("headline.speedup_max.measured_workload", "headline.speedup_max [V-Rex: measured workload]", "x", 19.7,
           79.0, TOL, "abstract")], profile="default", title="Headline claims (abstract)", out=out)
     report.write_table("table3", [R("table3.power_mw.total", "core power", "mW", 2609.43, 750.0, TOL, "Table III",
-                                    cause="model", cause_detail="no clock-tree constant"),
+                                    cause="model", cause_detail="no clock-tree constant",
+                                    term=report.model_term("DPE logic switching", 0.8, "DPE at 2100 mW (now 600)",
+                                                           "x3.5 is outside x0.5-x2: a 14 nm library")),
                                   R("dre.area_share_pct", "DRE area share", "%", 2.0, 2.05, TOL, "abstract")],
                        profile="default", title="Table III — area and power", out=out)
     report.write_table("table2", [R("fig19.acc_drop.resv", "accuracy drop", "pt", 0.8, None, TOL, "Fig. 19",
@@ -83,14 +86,20 @@ def _headings(md: str) -> list[str]:
 def test_report_opens_with_the_headline_claims_then_follows_the_paper(built):
     out, md = built
     heads = _headings(md)
-    assert heads[0] == "# vrex reproduction report" and heads[1].startswith("## Headline claims")
+    assert heads[0] == "# vrex reproduction report" and heads[1] == "## Contents" and heads[2] == "## Findings"
+    assert heads[3].startswith("## Headline claims")
     first_screen = md[:md.index("## What this artifact")]
     # every headline claim with both V-Rex columns, its verdicts and causes, on the first screen
     row = next(ln for ln in first_screen.splitlines() if "frame rate, low end" in ln)
     assert "| 3.9 FPS | 1.9 FPS | **FAIL** | 11.5 FPS | **FAIL** |" in row
     assert "paper-stated: **paper-inconsistent** — see implied" in row and "measured: **stand-in-workload**" in row
     assert "| 19.7× | 21× | **PASS** | 79× | **FAIL** | measured: **unexplained** |" in first_screen
-    assert "**model** — no clock-tree constant" in first_screen and "**not-run** — PROFILE=full on a GPU" in first_screen
+    # a cause cell is one short sentence; its detail and check id sit behind a footnote link
+    assert "**model** — DPE logic switching (80%) would need DPE at 2100 mW (now 600), implausible [[" in first_screen
+    assert "**not-run** — PROFILE=full on a GPU [[" in first_screen
+    details = md[md.index("## Cause details"):]
+    assert "`implied.vrex8.max_sel_frac_pcie.40k`: see implied.vrex8.max_sel_frac_pcie.40k" in details
+    assert '<a id="note-1"></a>**[1]**' in details
     # headline claims no table holds are shown as absent, not dropped
     assert "peak throughput, V-Rex8 |  | – | – | – |  |  | not in these results: no table holds" in first_screen
     order = [h for h in heads if h.startswith("## Fig.") or h.startswith("## Table")]
@@ -176,14 +185,17 @@ def test_main_prints_the_fail_counts_per_cause(tmp_path, capsys):
 class _Page(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.imgs, self.hrefs, self.heads, self._h = [], [], [], None
+        self.imgs, self.hrefs, self.heads, self._h, self.ids, self.tags = [], [], [], None, set(), []
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
+        self.tags.append((tag, a))
+        if a.get("id"):
+            self.ids.add(a["id"])
         if tag == "img":
             self.imgs.append(a.get("src", ""))
-        elif tag == "a":
-            self.hrefs.append(a.get("href", ""))
+        elif tag == "a" and "href" in a:
+            self.hrefs.append(a["href"])
         elif tag in ("h1", "h2"):
             self._h = ""
 
@@ -206,9 +218,18 @@ def test_html_page_is_self_contained_and_matches_the_markdown(built):
     for src in page.imgs:  # every image inlined, and a real PNG
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
-    for href in page.hrefs:  # every link is a file of the results folder
-        assert not re.match(r"^[a-z]+:", href) and (out / href).is_file(), href
+    for href in page.hrefs:  # every link is a file of the results folder or an anchor of the page
+        if href.startswith("#"):
+            assert href[1:] in page.ids, href
+        else:
+            assert not re.match(r"^[a-z]+:", href) and (out / href).is_file(), href
     assert page.heads == [h.lstrip("# ").strip() for h in _headings(md)]
+    # the contents link every section; every table sits in a scroll box; cause details open in place
+    toc = md[md.index("## Contents"):md.index("## Findings")]
+    assert toc.count("](#") >= 8 and "#cause-details" in toc
+    tags = [t for t, _ in page.tags]
+    assert tags.count("table") == sum(1 for i, t in enumerate(tags) if t == "table" and tags[i - 1] == "div")
+    assert "details" in tags and "summary" in tags
 
 
 def test_a_missing_figure_is_no_broken_image(built, tmp_path):

@@ -78,6 +78,11 @@ _ROWS: tuple[Choice, ...] = (
            "kvmu", ("none", "kvmu", "all"),
            "the paper draws the region but gives no reuse; none (every step fetches afresh), the KVMU only "
            "(V-Rex), or every selecting method", "retrieved_cache"),
+    Choice("D221", "frame-to-frame reuse: the share of a step's selected offloaded KV already on the device from the "
+           "previous step, as the implied-by-printed checks allow it", 0.0, (0.0, 0.3, 0.6),
+           "Table II prints a per-step retrieval ratio and no reuse: 0 is the literal reading; 0.6 is the "
+           "frame-to-frame overlap of the selection this artifact measures on its stand-in streams (notebook 02), "
+           "the most a reader can defend; the checks of claims.causes read it (no simulator keyword)", None),
 )
 
 #: id -> :class:`Choice`, in table order.

@@ -3,10 +3,15 @@
 Causes (:data:`vrex_lib.report.CAUSES`):
 
 * ``paper-inconsistent`` -- an implied-by-printed check (:func:`implied_checks`) shows the printed value lies outside
-  what the paper's own stated inputs allow (Table I's link, Table II's ratios, the printed latencies), and ours lies
-  on the allowed side of it; ``cause_detail`` names the check's INFO row;
-* ``stand-in-workload`` -- the measured-workload column FAILs: the profile measured is not the paper's model on COIN;
-* ``model`` -- ours, with a one-line reason built from the simulation (:func:`model_reason`);
+  what the paper's own stated inputs allow (Table I's link, Table II's ratios, the printed latencies) for EVERY
+  admissible value of the choices the check depends on (:data:`CHECK_CHOICES`: the KVMU capacity D6 and the
+  frame-to-frame reuse D221), and ours is within the claim's tolerance of the bound; where the contradiction
+  vanishes for part of those ranges the row is DEPENDS instead, naming the choice and the range
+  (:func:`inconsistency`); ``check`` names the check's INFO row;
+* ``stand-in-workload`` -- the measured-workload column FAILs where the paper-stated column PASSes (a real
+  counterfactual: the workload alone flips the verdict);
+* ``model`` -- ours, with the responsible term of the simulation, its share, the value it would need for a PASS and
+  whether that value is plausible (:func:`perf_term`), and a one-line reason (:func:`model_reason`);
 * ``not-run`` -- the measured-workload column without a measurement file.
 
 No paper value is read here: the printed numbers arrive as ``printed`` ({registered key: value}) from
@@ -19,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import paper
+from .. import choices, paper, report
 from ..config import RuntimeConfig
 from ..perf.model_ops import LLAMA3_8B, decoder_layer_ops, lm_head_op
 
@@ -27,11 +32,13 @@ GB = 1e9
 #: The registered paper keys :func:`implied_checks` needs (claims.performance reads them).
 PRINTED_KEYS: tuple[str, ...] = (
     *(f"fig13.edge.b1.frame.vrex8_ms.{k}k" for k in (1, 5, 10, 20, 40)), "fig13.edge.b1.frame.speedup_max",
-    "fig13.edge.b1.tpot_vrex8_max", "fig13.edge.b1.text.speedup_max", "fig14.speedup.40k", "fig14.speedup_max",
+    "fig13.edge.b1.tpot_vrex8_max", "fig13.edge.b1.text.speedup_max", "fig14.speedup.40k",
     "fig15.vrex_fps_large", "fig16.speedup.agx_resv", "fig16.speedup.vrex_kvpu", "fig16.speedup.vrex_all",
     "fig18.op_intensity", "fig18.peak_frac.vrex8", "fig18.vrex_over_flexgen", "fig13.edge.b1.fps_min",
-    "headline.fps_min", "table2.ratio.resv.frame.avg", "table2.ratio.resv.text.avg", "coin.avg_case.frames",
+    "table2.ratio.resv.frame.avg", "table2.ratio.resv.text.avg", "coin.avg_case.frames",
     "coin.avg_case.answer_tokens")
+#: The open choices the implied-by-printed checks depend on (:mod:`vrex_lib.choices`).
+CHECK_CHOICES: tuple[str, ...] = ("D6", "D221")
 
 
 @dataclass(frozen=True)
@@ -55,17 +62,29 @@ class ImpliedCheck:
         """True when ours moved from the printed value toward what the inputs allow."""
         return ours > self.printed if self.kind == "min" else ours < self.printed
 
+    def near_bound(self, ours: float, tol: paper.Tolerance) -> bool:
+        """True when ours is within ``tol`` of the bound (or beyond it on the allowed side): only then does the
+        bound explain our miss; ours far from it on the printed side is a miss of our own."""
+        if tol.check(self.bound, ours):
+            return True
+        return ours >= self.bound if self.kind == "min" else ours <= self.bound
+
+
+_ASSUME: dict = {}
+
 
 def _edge_inputs() -> dict:
+    cap = _ASSUME.get("D6", RuntimeConfig().kv_capacity)
     return dict(link=paper.spec("table1.pcie_bw_gbs.edge") * GB, dram=paper.spec("table1.dram_bw_gbs.edge") * GB,
-                cap=RuntimeConfig().kv_capacity, kvb=LLAMA3_8B.kv_bytes_per_token)
+                cap=cap, kvb=LLAMA3_8B.kv_bytes_per_token, reuse=float(_ASSUME.get("D221", 0.0)))
 
 
 def _min_link_s(kv: int, ratio: float, batch: int = 1) -> float:
-    """Seconds the Table I edge link needs to move ``ratio`` of the offloaded KV of ``batch`` streams (no reuse,
-    no granule amplification, no dense layer: the least the paper's own inputs require)."""
+    """Seconds the Table I edge link needs to move ``ratio`` of the offloaded KV of ``batch`` streams (with the
+    assumed frame-to-frame reuse D221 taken off, no granule amplification, no dense layer: the least the paper's
+    own inputs require)."""
     e = _edge_inputs()
-    return batch * max(0, kv - e["cap"]) * e["kvb"] * ratio / e["link"]
+    return batch * max(0, kv - e["cap"]) * e["kvb"] * ratio * (1.0 - e["reuse"]) / e["link"]
 
 
 def _llm_flops(kv: int, ratio: float, batch: int) -> float:
@@ -83,7 +102,7 @@ def _link_checks(pv: Mapping[str, float]) -> list[ImpliedCheck]:
                         ("fig13.edge.b1.frame.vrex8_ms.40k",), pv["fig13.edge.b1.frame.vrex8_ms.40k"], t_min * 1e3,
                         "min", "ms", f"moving Table II's {t2:.1%} of the offloaded KV over the 4 GB/s link takes "
                         f">= {t_min * 1e3:.0f} ms at 40K; the printed 254 ms lets it carry at most 21.6 %")]
-    for key in ("fig13.edge.b1.fps_min", "headline.fps_min"):
+    for key in ("fig13.edge.b1.fps_min",):
         out.append(ImpliedCheck("implied.vrex8.max_sel_frac_pcie.40k", (key,), pv[key], 1.0 / t_min, "max", "FPS",
                                 f"at 40K the link allows at most {1 / t_min:.2f} FPS with Table II's {t2:.1%}"))
     fg_ms = pv["fig13.edge.b1.frame.vrex8_ms.40k"] * pv["fig13.edge.b1.frame.speedup_max"]
@@ -111,7 +130,7 @@ def _fig14_fig18_checks(pv: Mapping[str, float]) -> list[ImpliedCheck]:
                         f"Fig. 13's 40K maxima ({sf}x per frame, {st}x per token) weight to {e2e:.1f}x over "
                         f"AGX+FlexGen for {fr:.0f} frames + {ans:.0f} answer tokens; the printed {pv[k]}x is below "
                         f"it (over the fastest AGX method, D27, the printed numbers cannot check it)")
-           for k in ("fig14.speedup.40k", "fig14.speedup_max")]
+           for k in ("fig14.speedup.40k",)]
     e, b = _edge_inputs(), 4
     t2 = pv["table2.ratio.resv.frame.avg"] / 100
     roof = pv["fig18.op_intensity"] * e["dram"]
@@ -130,12 +149,57 @@ def _fig14_fig18_checks(pv: Mapping[str, float]) -> list[ImpliedCheck]:
     return out
 
 
-def implied_checks(printed: Mapping[str, float]) -> list[ImpliedCheck]:
-    """Every implied-by-printed check (violated or not); ``printed`` holds :data:`PRINTED_KEYS`."""
+def implied_checks(printed: Mapping[str, float], **assume) -> list[ImpliedCheck]:
+    """Every implied-by-printed check (violated or not); ``printed`` holds :data:`PRINTED_KEYS`. ``assume``: values of
+    :data:`CHECK_CHOICES` ('D6' capacity in tokens, 'D221' reuse fraction) in place of the artifact's defaults."""
     missing = [k for k in PRINTED_KEYS if k not in printed]
     if missing:
         raise KeyError(f"implied_checks: printed values missing for {', '.join(missing)}")
-    return _link_checks(printed) + _fig14_fig18_checks(printed)
+    bad = [k for k in assume if k not in CHECK_CHOICES]
+    if bad:
+        raise ValueError(f"implied_checks: {', '.join(bad)} is not a choice the checks depend on ({CHECK_CHOICES})")
+    _ASSUME.clear()
+    _ASSUME.update(assume)
+    try:
+        return _link_checks(printed) + _fig14_fig18_checks(printed)
+    finally:
+        _ASSUME.clear()
+
+
+def _span(values: list) -> str:
+    return f"{values[0]:g}" if len(values) == 1 else f"{values[0]:g}-{values[-1]:g}"
+
+
+def inconsistency(key: str, ours: float | None, tol: paper.Tolerance, printed: Mapping[str, float],
+                  checks: list[ImpliedCheck] | None = None) -> tuple[str, str, str, str] | None:
+    """Whether a FAIL of ``key`` is the paper's own inconsistency: (label, detail, check id, pass range) or None.
+
+    label 'paper-inconsistent': a check on ``key`` is violated at every admissible value of each choice in
+    :data:`CHECK_CHOICES` (each swept with the others at their defaults) and ours is within ``tol`` of the bound;
+    label 'depends': ours is near the bound but the violation vanishes for part of a choice's range (pass range:
+    'D6 at 16384-32768 tokens', where the printed value is within what the inputs allow); None: no violated check,
+    or ours is not near its bound (then the miss is ours: 'model')."""
+    if ours is None:
+        return None
+    base = [c for c in (checks if checks is not None else implied_checks(printed))
+            if key in c.claims and c.violated]
+    for c in base:
+        if not c.near_bound(ours, tol):
+            continue
+        free: list[str] = []
+        for cid in CHECK_CHOICES:
+            ch = choices.get(cid)
+            ok = [v for v in ch.admissible
+                  if not next(x for x in implied_checks(printed, **{cid: v}) if x.key == c.key and key in x.claims)
+                  .violated]
+            if ok:
+                free.append(f"{cid} at {_span(ok)}{' ' + ch.unit if ch.unit else ''}")
+        if free:
+            return ("depends", f"the printed value contradicts the paper's inputs only for part of the admissible "
+                    f"range: it is within what they allow for {'; '.join(free)}. {c.detail}", c.key, "; ".join(free))
+        return ("paper-inconsistent", f"holds for every admissible {', '.join(CHECK_CHOICES)}; ours is within "
+                f"tolerance of the bound {c.bound:.4g} {c.unit}. {c.detail}", c.key, "")
+    return None
 
 
 # ---- model reasons --------------------------------------------------------------------------------------------
@@ -231,28 +295,192 @@ def _measured_source(label: str) -> str:
     return f"profile {m.group(1)}, model {m.group(2).strip()}" if m else label.split(";", 1)[0]
 
 
+# ---- model terms ----------------------------------------------------------------------------------------------
+
+#: How far one simulator term can move before it needs a device other than the one cited (the plausibility of a
+#: 'model' cause's required value).
+PLAUSIBLE_TERM = (0.5, 2.0, "a simulator term built from cited device numbers (bandwidths, efficiencies, per-op "
+                            "costs, docs/PERF_MODEL.md); beyond x0.5-x2 it would need a device other than the one cited")
+_PARTS = {"llm": "LLM ops", "vision_mlp": "vision tower + MLP", "kv_prediction": "KV prediction",
+          "retrieval_exposed": "exposed link stall (KV fetch)"}
+
+
+def target(printed: float, ours: float, tol: paper.Tolerance) -> float:
+    """The nearest edge of the tolerance band around ``printed``, on ours' side: what a PASS needs."""
+    band = tol.value * abs(printed) if tol.kind == "rel" else tol.value
+    return printed - band if ours < printed else printed + band
+
+
+def _entry(name: str, part: float, whole: float, needs: float, unit: str) -> dict:
+    lo, hi, why = PLAUSIBLE_TERM
+    factor = needs / part if part else float("inf")
+    ok = needs > 0 and lo <= factor <= hi
+    note = ((f"x{factor:.2f} is within" if ok else f"x{factor:.2f} is outside") + f" x{lo:g}-x{hi:g}: {why}"
+            if needs > 0 else "implausible: it would need a negative value")
+    return report.model_term(name, part / whole if whole else 0.0,
+                             f"{name} at {needs:.4g} {unit} (now {part:.4g} {unit})", note)
+
+
+def share_term(name: str, part: float, whole: float, target_pct: float, unit: str = "ms") -> dict:
+    """The term ``part`` of ``whole`` whose change alone moves its share to ``target_pct``: p' / (whole - p + p')
+    = t, so p' = t (whole - p) / (1 - t)."""
+    t = target_pct / 100.0
+    return _entry(name, part, whole, t * (whole - part) / (1.0 - t) if t < 1 else float("inf"), unit)
+
+
+def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
+    """The part of a sum (``parts`` add up to ``ours``) whose change alone brings the sum to the tolerance edge, with
+    the smallest change."""
+    tgt = target(printed, ours, tol)
+    return _best([_entry(n, v, ours, v + tgt - ours, unit) for n, v in parts.items() if v > 0])
+
+
+def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
+    """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
+    return _entry(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,
+                  target(printed, ours, tol), unit)
+
+
+def _best(cands: list[dict]) -> dict:
+    """The candidate needing the smallest change (a positive value first)."""
+    import math
+
+    def cost(e: dict) -> float:
+        m = re.search(r"x([\d.]+|inf)", e["plausible"])
+        f = float(m.group(1)) if m else float("inf")
+        return abs(math.log(f)) if 0 < f < float("inf") else float("inf")
+    return min(cands, key=cost)
+
+
+def _latency_terms(r, system: str, target_ms: float) -> list[dict]:
+    """Each term of one simulated step, with the value it needs for the step to take ``target_ms``."""
+    lat = float(r.latency_ms)
+    out = []
+    for k, name in _PARTS.items():
+        col = f"{k}_ms" if f"{k}_ms" in r.index else k
+        part = float(r.get(col, 0.0) or 0.0)
+        if part > 0:
+            out.append(_entry(f"{system} {name}", part, lat, part + target_ms - lat, "ms"))
+    return out
+
+
+def _point(key: str, note: str) -> tuple[str, str, int, int] | None:
+    """(platform, stage, kv, batch) of a Fig. 13 / headline claim, from its key or note."""
+    if key == "headline.speedup_max":
+        w = _where(note)
+        return (w[3], w[0], w[1], w[2]) if w else None
+    m = re.match(r"fig13\.edge\.b(\d+)\.(frame|text)\.", key)
+    if m:
+        tail = key.rsplit(".", 1)[1]
+        kv = int(tail[:-1]) * 1000 if tail.endswith("k") and tail[:-1].isdigit() else (
+            1000 if tail.endswith("min") else 40000)
+        return ("edge", m.group(2), kv, int(m.group(1)))
+    m = re.match(r"fig13\.edge\.b1\.(fps|tpot_vrex8)_(min|max)", key)
+    if m:
+        stage = "frame" if m.group(1) == "fps" else "text"
+        big = (m.group(2) == "min") == (m.group(1) == "fps")
+        return ("edge", stage, 40000 if big else 1000, 1)
+    return None
+
+
+def perf_term(key: str, ours: float | None, printed: float, tol: paper.Tolerance, res: Mapping | None,
+              note: str = "") -> dict | None:
+    """The responsible term of a performance FAIL (:func:`vrex_lib.report.model_term`): the simulated part of the
+    claim's quantity whose change alone (the others held) brings ours to the nearest edge of the tolerance band
+    with the smallest change, its share, that value and whether it is plausible (:data:`PLAUSIBLE_TERM`). Claims
+    without a recorded breakdown name the simulated quantity as a whole (share 1)."""
+    if ours is None or res is None or tol.kind == "none":
+        return None
+    tgt = target(printed, ours, tol)
+    pt = _point(key, note)
+    if pt is not None and not key.split(".")[-2:-1] == ["energy_gain"] and ".energy_gain." not in key:
+        plat, stage, kv, batch = pt
+        gpu, acc = ("agx_orin", "vrex8") if plat == "edge" else ("a100", "vrex48")
+        v, f = _grid_row(res, acc, stage, kv, batch), _grid_row(res, gpu, stage, kv, batch, "flexgen")
+        if v is not None:
+            if ".vrex8_ms." in key or "tpot" in key:
+                return _best(_latency_terms(v, acc, tgt))
+            if "fps" in key:
+                return _best(_latency_terms(v, acc, 1000.0 / tgt))
+            if "speedup" in key and f is not None:
+                return _best(_latency_terms(v, acc, float(f.latency_ms) / tgt)
+                             + _latency_terms(f, gpu + "+FlexGen", tgt * float(v.latency_ms)))
+    if key.startswith("fig16.speedup.") and "f16" in res:
+        d = res["f16"].set_index("label")
+        bar, base = d.loc[key.rsplit(".", 1)[1]], d.loc["agx_flexgen"]
+        return _best(_latency_terms(bar, key.rsplit(".", 1)[1], float(base.latency_ms) / tgt)
+                     + _latency_terms(base, "agx_flexgen", tgt * float(bar.latency_ms)))
+    return _entry(f"the simulated {key} as a whole (no finer breakdown is recorded for it)", ours, ours, tgt,
+                  paper.get(key).unit if key in paper.REGISTRY else "")
+
+
+def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, checks: list[ImpliedCheck],
+              printed: Mapping[str, float] | None, note: str = "", measured_label: str = "",
+              twin: report.Row | None = None) -> report.Row:
+    """Set ``r``'s cause, detail, check, pass range and term from its verdict (the rules of the module docstring).
+    ``twin``: for a measured-workload row, its paper-stated row (already attributed)."""
+    v = r.graded()
+    r.cause, r.cause_detail, r.check, r.pass_range, r.term = "", "", "", "", None
+    if v == report.MISSING:
+        r.cause, r.cause_detail = "not-run", measured_label or "needs the full profile"
+        return r
+    if v != report.FAIL:
+        return r
+    if measured:
+        if twin is None or twin.reproduced is None:
+            r.cause, r.cause_detail = "not-run", "no paper-stated column to compare the measured workload with"
+            return r
+        if twin.graded() == report.PASS:
+            r.cause = "stand-in-workload"
+            r.cause_detail = (f"the paper-stated workload PASSes ({twin.reproduced:.4g}) where the measured one "
+                              f"({_measured_source(measured_label)}) gives {r.reproduced:.4g}: the workload alone "
+                              "flips the verdict")
+            return r
+        r.cause, r.check, r.pass_range, r.term = twin.cause, twin.check, twin.pass_range, twin.term
+        r.cause_detail = (f"fails with the paper-stated workload too ({twin.reproduced:.4g}), so the workload does "
+                          f"not explain it: {twin.cause_detail}")
+        return r
+    if printed is not None:
+        inc = inconsistency(key, r.reproduced, r.tolerance, printed, checks)
+        if inc is not None:
+            label, detail, cid, rng = inc
+            r.check = cid
+            if label == "paper-inconsistent":
+                r.cause, r.cause_detail = label, detail
+                return r
+            r.pass_range, r.cause_detail = rng, detail
+    r.term = perf_term(key, r.reproduced, r.paper, r.tolerance, res, note)
+    if not r.cause_detail:
+        r.cause_detail = model_reason(key, res, note) if res is not None else "ours (docs/PERF_MODEL.md)"
+    r.cause = "model"
+    return r
+
+
 def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res: Mapping | None,
               checks: list[ImpliedCheck], note: str, measured_label: str = "",
-              paper_row: tuple[float | None, float | None, str, str, str] | None = None) -> tuple[str, str]:
-    """(cause, cause_detail) of one row; ('', '') unless it FAILs or is NOT RUN.
-
-    A measured-column FAIL (``measured``) takes the paper-stated column's cause when that column fails on the same
-    side of the printed value (then the workload is not what decides it); otherwise it is 'stand-in-workload'.
-    ``paper_row``: (printed, ours with the paper-stated workload, its verdict, cause, cause_detail)."""
+              paper_row: tuple[float | None, float | None, str, str, str] | None = None,
+              tol: paper.Tolerance | None = None, printed: Mapping[str, float] | None = None) -> tuple[str, str]:
+    """(cause, cause_detail) of one row (:func:`attribute` on a row built from the arguments); ('', '') unless it
+    FAILs or is NOT RUN. ``paper_row``: (printed, ours with the paper-stated workload, its verdict, cause,
+    cause_detail), for a measured-workload row."""
     if verdict == "NOT RUN":
         return "not-run", measured_label or "needs the full profile"
     if verdict != "FAIL":
         return "", ""
-    if measured:
-        if paper_row is not None and paper_row[2] == "FAIL" and ours is not None and paper_row[1] is not None:
-            printed, p_ours, _, p_cause, p_detail = paper_row
-            if (ours - printed) * (p_ours - printed) > 0:
-                return p_cause, f"as with the paper-stated workload ({p_ours:.4g}): {p_detail}"
-        detail = f"the measured workload comes from {_measured_source(measured_label)}, not VideoLLM-online 8B on COIN"
-        if paper_row and paper_row[1] is not None:
-            detail += f"; with the paper-stated workload the same claim gives {paper_row[1]:.4g} ({paper_row[2]})"
-        return "stand-in-workload", detail
-    for c in checks:
-        if key in c.claims and c.violated and ours is not None and c.ours_on_allowed_side(ours):
-            return "paper-inconsistent", f"{c.key}: {c.detail}"
-    return "model", model_reason(key, res, note) if res is not None else "ours (docs/PERF_MODEL.md)"
+    tol = tol or (paper.get(key).tol if key in paper.REGISTRY else paper.Tolerance("rel", 0.0))
+    pval = paper_row[0] if paper_row else (paper.value(key) if key in paper.REGISTRY else 0.0)
+    r = report.Row(key, key, "", pval, ours, paper.Tolerance("abs", -1.0))  # graded FAIL whatever ours is
+    twin = None
+    if measured and paper_row is not None:
+        twin = report.Row(key, key, "", paper_row[0], paper_row[1],
+                          paper.Tolerance("abs", float("inf")) if paper_row[2] == "PASS" else paper.Tolerance("abs", -1.0),
+                          cause=paper_row[3], cause_detail=paper_row[4])
+    attribute(r, key, measured=measured, res=res, checks=checks, printed=printed, note=note,
+              measured_label=measured_label, twin=twin)
+    if r.pass_range:
+        return "model", r.cause_detail
+    if not measured and printed is None:
+        for c in checks:  # constructed checks, no sweep: the side of the miss and the bound decide
+            if key in c.claims and c.violated and ours is not None and c.near_bound(ours, tol):
+                return "paper-inconsistent", f"{c.key}: {c.detail}"
+    return r.cause, r.cause_detail

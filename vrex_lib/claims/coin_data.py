@@ -46,7 +46,7 @@ def avg_case_rows(pooled: Mapping[str, float], prov: Provenance, *, tokenizer: s
     for key, col in AVG_CASE.items():
         cause, detail = workload_cause(prov, "COIN-format fixture with shorter steps and made-up labels",
                                        _counting(key, tokenizer) + skipped)
-        rows.append(report.row(f"coin.avg_case.{key}", pooled[col], tol=None if judged else paper.INFO, note=why,
+        rows.append(report.row(f"coin.avg_case.{key}", pooled[col], judged=judged, note=why,
                                cause=cause, cause_detail=detail))
     rows += [report.info_row("coin.decode.max_timestamp_offset", "max |decoded - requested| frame time at 2 fps", "s",
                              max_offset_s, note="acceptance: <= 0.25 s (half a 2 fps interval)"),

@@ -43,12 +43,14 @@ def peak_rows(core: VRexCoreConfig | None = None) -> list[report.Row]:
     core = core or VRexCoreConfig()
     per_core_tflops = core.peak_flops / 1e12
     cause, detail = _peak_cause(core)
+    same = "arithmetic on §VI.F's configuration ((DPE + VPE) MACs x 2 FLOP x 800 MHz x cores): it checks the counting, "
+    same += "not a measurement"
     rows = [report.row("core.peak_tflops", per_core_tflops, quantity="peak per core (DPE+VPE)", cause=cause,
-                       cause_detail=detail)]
+                       cause_detail=detail, consistent=same)]
     for name in SYSTEMS:
         n = paper.spec(f"table1.n_cores.{name}")
         rows.append(report.row(f"table1.peak_tflops.{name}", n * per_core_tflops, quantity=f"peak {name}",
-                               cause=cause, cause_detail=detail))
+                               cause=cause, cause_detail=detail, consistent=same))
     n8 = paper.spec("table1.n_cores.vrex8")
     rows.append(report.info_row("derived.peak_tflops.vrex8_dpe_only", "peak V-Rex8, DPE only", "TFLOPS",
                                 n8 * dpe_only_tflops(core),

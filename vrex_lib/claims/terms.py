@@ -150,6 +150,8 @@ def annotate(rows: list[report.Row], terms: dict[str, dict]) -> list[report.Row]
     """``rows`` with each FAIL row's cause_detail extended by :func:`describe` of its term."""
     for r in rows:
         if r.claim in terms:
-            r.cause_detail = f"{r.cause_detail}; {describe(terms[r.claim])}" if r.cause_detail else \
-                describe(terms[r.claim])
+            e = terms[r.claim]
+            r.cause_detail = f"{r.cause_detail}; {describe(e)}" if r.cause_detail else describe(e)
+            r.term = report.model_term(e["term"], e["share"], f"{e['needs']:.4g} {e['unit']} (now {e['value']:.4g})",
+                                       f"{'plausible' if e['plausible'] else 'implausible'}: {e['why']}")
     return rows

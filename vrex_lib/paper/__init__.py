@@ -1,6 +1,6 @@
 """The paper's printed values -- the only place in vrex where paper numbers live.
 
-Each section module registers :class:`PaperValue` s (value, unit, where printed, tolerance):
+Each section module registers :class:`PaperValue` s (value, unit, where printed, the point, its quantity kind):
 ``hardware`` (Table I, §VI.A/F inputs), ``coin`` (COIN working scenario), ``resv`` (§IV, §VI.B
 algorithm statistics), ``accuracy`` (Table II, Fig. 19, Fig. 20), ``dre`` (Fig. 10/11, DRE
 memories, early exit), ``area_power`` (Table III), ``performance`` (Fig. 4, Fig. 13–18, headline).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ._core import INFO, REGISTRY, PaperValue, Tolerance, pv, register
+from ._core import INFO, QUANTITY_KINDS, REGISTRY, PaperValue, Tolerance, pv, register
 
 # Import every section module so REGISTRY is complete whichever one a caller needs.
 for _m in pkgutil.iter_modules(__path__):
@@ -62,9 +62,17 @@ def table() -> "pandas.DataFrame":  # noqa: F821
     import pandas as pd
 
     return pd.DataFrame(
-        [dict(key=v.key, value=v.value, unit=v.unit, where=v.where, kind=v.kind, tolerance=str(v.tol),
-              note=v.note) for v in REGISTRY.values()]
+        [dict(key=v.key, value=v.value, unit=v.unit, where=v.where, point=v.at, kind=v.kind, quantity_kind=v.qkind,
+              tolerance=str(v.tol), note=v.note) for v in REGISTRY.values()]
     )
 
 
-__all__ = ["INFO", "REGISTRY", "PaperValue", "Tolerance", "get", "pv", "register", "select", "spec", "table", "value"]
+def tolerance_table() -> "pandas.DataFrame":  # noqa: F821
+    """The one tolerance table: quantity kind, tolerance, why, and how many registered claims are of that kind."""
+    import pandas as pd
+
+    n = {k: sum(1 for v in REGISTRY.values() if v.qkind == k) for k in QUANTITY_KINDS}
+    return pd.DataFrame([dict(kind=k, tolerance=str(t), why=t.why, claims=n[k]) for k, t in QUANTITY_KINDS.items()])
+
+
+__all__ = ["INFO", "QUANTITY_KINDS", "REGISTRY", "tolerance_table", "PaperValue", "Tolerance", "get", "pv", "register", "select", "spec", "table", "value"]

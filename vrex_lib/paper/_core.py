@@ -39,6 +39,47 @@ class Tolerance:
 
 INFO = Tolerance("none")
 
+#: The one tolerance table: quantity kind -> the tolerance every claim of that kind is graded with, and why.
+#: Relative where the quantity is a ratio or a small percentage (an absolute band of points around 2.5 % would
+#: accept 0 %); absolute points only for shares of a whole large enough that points are the natural unit.
+QUANTITY_KINDS: dict[str, Tolerance] = {
+    "latency": Tolerance("rel", 0.25, "a latency or frame rate from a first-principles simulator vs the paper's "
+                                      "unreleased one, built from cited device numbers"),
+    "ratio": Tolerance("rel", 0.35, "a speedup or energy-efficiency gain: the ratio of two simulated systems, each "
+                                    "within the latency band, and the GPU baselines' efficiency is not published"),
+    "utilisation": Tolerance("rel", 0.35, "an achieved fraction of a roof: the ratio of simulated FLOP/s to a peak"),
+    "op_intensity": Tolerance("rel", 0.25, "operations per DRAM byte: FLOPs are exact, the bytes come from the "
+                                           "simulator's traffic model"),
+    "share": Tolerance("abs", 15.0, "a share (>= 10 %) of a whole, read off a stacked bar: points are the unit "
+                                    "a reader of the bar resolves"),
+    "small_share": Tolerance("rel", 0.5, "a small percentage (< 10 %) of a whole: relative, since a band of points "
+                                         "would accept zero; half the value is the order-of-magnitude agreement "
+                                         "a component estimate or a stand-in model can claim"),
+    "block_share": Tolerance("rel", 0.5, "one block's share of Table III's core: a component-level estimate vs a "
+                                         "Design Compiler run, block by block"),
+    "power": Tolerance("rel", 0.30, "a total power (core or system) from our estimator vs the paper's synthesis and "
+                                    "measurement"),
+    "area": Tolerance("rel", 0.30, "a total area from our estimator vs the paper's synthesis"),
+    "block_power": Tolerance("rel", 0.5, "one block's power: a component-level estimate vs a DC synthesis, block "
+                                         "by block"),
+    "block_area": Tolerance("rel", 0.5, "one block's area: a component-level estimate vs a DC synthesis"),
+    "bandwidth": Tolerance("rel", 0.5, "a bandwidth spike read off a time plot"),
+    "accuracy": Tolerance("abs", 1.5, "COIN Top-1 points with the real checkpoint (full profile): run-to-run and "
+                                      "decoding differences of about a point are expected"),
+    "accuracy_drop": Tolerance("abs", 1.0, "a drop of COIN Top-1 points between two methods on the same run"),
+    "retrieval_ratio": Tolerance("rel", 0.5, "a retrieval ratio (% of the KV selected): relative, since 2.5 % +- 10 "
+                                             "points would accept 0-12.5 %; half the value is the magnitude a "
+                                             "different model and stream can be expected to reproduce"),
+    "statistic": Tolerance("rel", 0.5, "a statistic of the data (tokens per cluster, a COIN average, the early-exit "
+                                       "share) measured on another model, tokenizer or stream"),
+    "correlation": Tolerance("abs", 0.15, "a correlation coefficient measured on another model's keys"),
+    "arithmetic": Tolerance("rel", 0.01, "arithmetic on the paper's configuration; printed to 3-4 digits"),
+    "derived_open": Tolerance("rel", 0.25, "arithmetic whose inputs the paper leaves open (which weights count)"),
+    "exact": Tolerance("abs", 0.0, "a size, count or swept point set by construction: any difference is a bug"),
+    "shown": Tolerance("none", 0.0, "printed, shown beside ours, never graded (the note says why)"),
+    "input": Tolerance("none", 0.0, "a specification the models take as given, not a claim"),
+}
+
 
 @dataclass(frozen=True)
 class PaperValue:
@@ -49,8 +90,10 @@ class PaperValue:
     where: where it is printed: table/figure/section, e.g. "Table III", "Fig. 13(a), text §VI.B".
     kind:  'result' (a claim to reproduce), 'input' (a specification the models take as given) or
            'derived' (arithmetic on printed numbers).
-    tol:   default tolerance for comparing a reproduction against it.
+    qkind: the quantity kind (:data:`QUANTITY_KINDS`), which alone sets the tolerance (:attr:`tol`).
     note:  uncertainty or interpretation of the printed value.
+    point: the exact point where the paper prints it (figure, panel, system, batch, stage, context length); a
+           printed range is two claims, each at the point its end is printed.
     """
 
     key: str
@@ -58,8 +101,26 @@ class PaperValue:
     unit: str
     where: str
     kind: Kind = "result"
-    tol: Tolerance = INFO
+    qkind: str = "input"
     note: str = ""
+    point: str = ""
+
+    def __post_init__(self) -> None:
+        if self.qkind not in QUANTITY_KINDS:
+            raise ValueError(f"paper value {self.key!r}: quantity kind {self.qkind!r} is not one of "
+                             f"{', '.join(QUANTITY_KINDS)}")
+        if self.kind == "result" and self.qkind == "input":
+            raise ValueError(f"paper value {self.key!r}: a result needs a quantity kind other than 'input'")
+
+    @property
+    def tol(self) -> Tolerance:
+        """The tolerance of this claim's quantity kind (:data:`QUANTITY_KINDS`); never set per claim."""
+        return QUANTITY_KINDS[self.qkind]
+
+    @property
+    def at(self) -> str:
+        """The point where it is printed (``point``, else ``where``)."""
+        return self.point or self.where
 
 
 REGISTRY: dict[str, PaperValue] = {}
@@ -72,9 +133,10 @@ def register(*values: PaperValue) -> None:
         REGISTRY[v.key] = v
 
 
-def pv(key: str, value: float, unit: str, where: str, kind: Kind = "result", tol: Tolerance = INFO,
-       note: str = "") -> PaperValue:
-    """Shorthand used by the section modules: build and register one value."""
-    v = PaperValue(key, value, unit, where, kind, tol, note)
+def pv(key: str, value: float, unit: str, where: str, kind: Kind = "result", qkind: str | None = None,
+       note: str = "", point: str = "") -> PaperValue:
+    """Shorthand used by the section modules: build and register one value (``qkind`` defaults to 'input' for an
+    input, and must be given for a result)."""
+    v = PaperValue(key, value, unit, where, kind, qkind or ("input" if kind == "input" else ""), note, point)
     register(v)
     return v

@@ -2,16 +2,12 @@
 
 Areas in Table III are printed to 0.01 mm^2, so the three DRE rows (0.01 / 0.02 / 0.01) carry one
 significant digit; their percentages (0.28 / 1.23 / 0.53 %) are the precise numbers to compare.
-Tolerances: totals +-30 % and DRE shares +-1 percentage point; per-block values +-50 % (a
-component-level estimate cannot be expected to match a Design Compiler run block by block).
+Tolerances come from the quantity kind (``paper.QUANTITY_KINDS``): totals ('power', 'area'), blocks
+('block_power', 'block_area', 'block_share'), the DRE's small shares ('small_share').
 """
-from ._core import INFO, Tolerance, pv
+from ._core import pv
 
 T3 = "Table III"
-_tot = Tolerance("rel", 0.30, "totals within +-30%: a component-level estimate vs a DC synthesis")
-_blk = Tolerance("rel", 0.50, "per block: component-level estimate vs the paper's DC synthesis")
-_share = Tolerance("abs", 1.0, "DRE share within +-1 percentage point (numerator and denominator share constants)")
-_coarse = Tolerance("none", 0.0, "printed to 0.01 mm2 (one significant digit); compare the % row")
 
 _BLOCKS = {  # key: (area mm2, area %, power mW, power %)
     "dpe": (1.37, 72.79, 2311.39, 88.58),
@@ -23,22 +19,24 @@ _BLOCKS = {  # key: (area mm2, area %, power mW, power %)
 }
 for _k, (_a, _ap, _p, _pp) in _BLOCKS.items():
     _dre = _k in ("hcu", "wtu", "kvmu")
-    pv(f"table3.area_mm2.{_k}", _a, "mm2", T3, tol=_coarse if _dre else _blk)
-    pv(f"table3.area_pct.{_k}", _ap, "%", T3, tol=_blk)
-    pv(f"table3.power_mw.{_k}", _p, "mW", T3, tol=_blk)
-    pv(f"table3.power_pct.{_k}", _pp, "%", T3, tol=_blk)
-pv("table3.area_mm2.total", 1.89, "mm2", T3 + "; §VI.F", tol=_tot)
-pv("table3.power_mw.total", 2609.43, "mW", T3 + "; §VI.F ('2.61 W')", tol=_tot)
+    _at = f"Table III, {_k.upper() if _k != 'onchip_mem' else 'on-chip memory'} row"
+    pv(f"table3.area_mm2.{_k}", _a, "mm2", T3, qkind="shown" if _dre else "block_area",
+       note="printed to 0.01 mm2 (one significant digit): the % row is graded" if _dre else "", point=_at + ", area")
+    pv(f"table3.area_pct.{_k}", _ap, "%", T3, qkind="block_share", point=_at + ", area %")
+    pv(f"table3.power_mw.{_k}", _p, "mW", T3, qkind="block_power", point=_at + ", power")
+    pv(f"table3.power_pct.{_k}", _pp, "%", T3, qkind="block_share", point=_at + ", power %")
+pv("table3.area_mm2.total", 1.89, "mm2", T3 + "; §VI.F", qkind="area", point="Table III, total row, area")
+pv("table3.power_mw.total", 2609.43, "mW", T3 + "; §VI.F ('2.61 W')", qkind="power", point="Table III, total row, power")
 
-pv("dre.area_share_pct", 2.0, "%", "Abstract; §VI.F", tol=_share,
+pv("dre.area_share_pct", 2.0, "%", "Abstract; §VI.F", qkind="small_share",
    note="Table III rows sum to 2.04%")
-pv("dre.power_share_pct", 2.2, "%", "Abstract; Table III (57.04 mW / 2609.43 mW = 2.19%)", tol=_share)
-pv("dre.power_share_pct_body", 2.4, "%", "§VI.F body text", tol=INFO,
+pv("dre.power_share_pct", 2.2, "%", "Abstract; Table III (57.04 mW / 2609.43 mW = 2.19%)", qkind="small_share")
+pv("dre.power_share_pct_body", 2.4, "%", "§VI.F body text", qkind="shown",
    note="inconsistent with the paper's own Table III and abstract (2.2%); shown, not judged")
 
 _A = "§VI.F (area comparison)"
-pv("chip.area_mm2.vrex8", 15.12, "mm2", _A, tol=_tot, note="= 8 x 1.89")
-pv("chip.area_mm2.vrex48", 90.57, "mm2", _A, tol=_tot, note="48 x 1.89 = 90.72; printed 90.57")
+pv("chip.area_mm2.vrex8", 15.12, "mm2", _A, qkind="area", note="= 8 x 1.89")
+pv("chip.area_mm2.vrex48", 90.57, "mm2", _A, qkind="area", note="48 x 1.89 = 90.72; printed 90.57")
 pv("chip.area_mm2.agx_orin", 200, "mm2", _A, "input", note="the paper's figure for the AGX Orin")
 pv("chip.area_mm2.a100", 826, "mm2", _A, "input", note="the paper's figure for the A100")
 # The one registration of the paper's PCIe power model input (vrex_lib.estimate.PCIE_W_PER_LANE, vrex_lib.perf).

@@ -3,16 +3,15 @@
 Bandwidths, capacities and powers of Table I are *inputs* to the performance simulator (the paper
 gives them as the systems' specifications). Peak throughputs are *derived* claims we recompute.
 """
-from ._core import Tolerance, pv
+from ._core import pv
 
 T1 = "Table I"
-_rel1 = Tolerance("rel", 0.01, "peak throughput is arithmetic on the configuration; printed to 3-4 digits")
 
 # Peak throughput (TFLOPS): FP16 for AGX, BF16 for V-Rex and A100 (Table I footnote 1).
 pv("table1.peak_tflops.agx_orin", 54, "TFLOPS", T1, "input", note="FP16; with 2:4 sparsity (docs/DECISIONS.md D21)")
-pv("table1.peak_tflops.vrex8", 53.3, "TFLOPS", T1, tol=_rel1)
+pv("table1.peak_tflops.vrex8", 53.3, "TFLOPS", T1, qkind="arithmetic")
 pv("table1.peak_tflops.a100", 312, "TFLOPS", T1, "input", note="BF16 dense")
-pv("table1.peak_tflops.vrex48", 319.5, "TFLOPS", T1, tol=_rel1)
+pv("table1.peak_tflops.vrex48", 319.5, "TFLOPS", T1, qkind="arithmetic")
 pv("table1.n_cores.vrex8", 8, "cores", T1, "input")
 pv("table1.n_cores.vrex48", 48, "cores", T1, "input")
 # Memory.
@@ -26,10 +25,10 @@ pv("table1.pcie_lanes.edge", 4, "lanes", T1, "input")
 pv("table1.pcie_lanes.server", 16, "lanes", T1, "input")
 # System power (V-Rex, DRAM, PCIe and storage included; footnote 2).
 pv("table1.power_w.agx_orin", 40, "W", T1, "input", note="printed '~40W'; measured with tegrastats (§VI.A)")
-pv("table1.power_w.vrex8", 35, "W", T1, tol=Tolerance("rel", 0.30, "system power from our estimator"),
+pv("table1.power_w.vrex8", 35, "W", T1, qkind="power",
    note="text: '11.4% lower than 40 W' implies 35.44 W")
 pv("table1.power_w.a100", 300, "W", T1, "input", note="measured with nvidia-smi (§VI.A)")
-pv("table1.power_w.vrex48", 203.68, "W", T1, tol=Tolerance("rel", 0.30, "system power from our estimator"))
+pv("table1.power_w.vrex48", 203.68, "W", T1, qkind="power")
 
 # Core configuration and implementation (§VI.F) -- inputs.
 _F = "§VI.F"
@@ -42,4 +41,4 @@ pv("core.node_nm", 14, "nm", _F, "input")
 pv("core.lxe_sram_kb", 384, "KB", _F, "input")
 pv("core.dre_sram_kb", 20.125, "KB", "§VI.F; Fig. 10 (128 B + 4 KB + 8 KB + 8 KB)", "input")
 pv("core.peak_tflops", 6.656, "TFLOPS", "derived from §VI.F: (64·64+64)·2·0.8 GHz", "derived",
-   Tolerance("rel", 0.001, "exact arithmetic"))
+   "arithmetic")

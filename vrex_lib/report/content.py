@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..config import results_dir
 from . import layout, manifest, stale
-from .rows import CAUSES, FAIL, INFO_V, MISSING, NEEDS_CAUSE, PASS, UNEXPLAINED, VERDICTS, cause_of
+from .rows import (CAUSES, CONSISTENT, DEPENDS, FAIL, INFO_V, MISSING, NEEDS_CAUSE, NO_TERM, PASS, UNEXPLAINED,
+                   VERDICTS, cause_of)
 from .tables import collect_tables, damaged_tables, is_comparison, load_table, mixed_profiles, table_paths, table_title
 
 _TAGS = (" [V-Rex: paper-stated workload]", " [V-Rex: measured workload]")
@@ -52,19 +53,73 @@ def _text(x) -> str:
     return "" if _missing(x) else str(x).strip()
 
 
-def cause_text(verdict: str, cause: object, detail: object) -> str:
-    """'**model** — reason' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, '' otherwise."""
-    c = cause_of(verdict, _text(cause))
+#: The long texts behind the report's cause cells, in order (:func:`note`); :func:`context` resets it.
+_NOTES: list[dict] = []
+
+
+def slug(text: str) -> str:
+    """The anchor GitHub gives a heading (lower case, punctuation dropped, spaces as hyphens); report.html's
+    headings get the same ids (:mod:`.render`)."""
+    import re
+
+    t = re.sub(r"<[^>]+>", "", str(text)).strip().lower()
+    return re.sub(r"[^\w\- ]", "", t).replace(" ", "-")
+
+
+def note(text: str, check: str = "") -> str:
+    """A footnote link ``[n]`` to ``text`` (and the check id behind it), listed under *Cause details*; in
+    report.html the link opens as a details element."""
+    text = _text(text)
+    if not text and not check:
+        return ""
+    for n in _NOTES:
+        if n["text"] == text and n["check"] == check:
+            return f"[[{n['n']}]](#note-{n['n']})"
+    n = len(_NOTES) + 1
+    _NOTES.append(dict(n=n, text=cell(text), check=cell(check)))
+    return f"[[{n}]](#note-{n})"
+
+
+def _short(text: str, limit: int = 90) -> str:
+    """The first clause of ``text``, at most ``limit`` characters."""
+    t = _text(text).split("; ")[0].split(". ")[0]
+    return cell(t if len(t) <= limit else t[: limit - 1].rsplit(" ", 1)[0] + "…")
+
+
+def _get(r: pd.Series, col: str) -> str:
+    return _text(r[col]) if col in r.index else ""
+
+
+def cause_text(verdict: str, cause: object, detail: object, r: pd.Series | None = None) -> str:
+    """One short sentence for a row's cause cell (the detail and check id behind a footnote link): '**model** —
+    LLM ops would need 140 ms [3]' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, the pass
+    range of a DEPENDS row, what a CONSISTENT row checks; '' otherwise."""
+    term = _get(r, "term") if r is not None else "x"
+    check = _get(r, "check") if r is not None else ""
+    if verdict == DEPENDS:
+        return f"**depends** — PASS for {_short(_text(detail).removeprefix('PASS for '), 120)} " + note(detail, check)
+    if verdict == CONSISTENT:
+        return "by construction " + note(detail)
+    c = cause_of(verdict, _text(cause), term)
     if not c:
         return ""
     if c == UNEXPLAINED:
         return f"**{c}**" + (f" (`{cell(_text(cause))}` is not one of the causes)" if _text(cause) else "")
-    return f"**{c}**" + (f" — {cell(_text(detail))}" if _text(detail) else "")
+    if c == "model" and r is not None:
+        share = r["term_share"] if "term_share" in r.index and not _missing(r["term_share"]) else None
+        plaus = _get(r, "term_plausible")
+        ok = "implausible" if ("outside" in plaus or "implausible" in plaus or "negative" in plaus) else "plausible"
+        long = "; ".join(x for x in (_text(detail), f"term: {term}", f"needs {_get(r, 'term_needs')}", plaus) if x)
+        return (f"**model** — {cell(term)}{f' ({share:.0%})' if share is not None else ''} would need "
+                f"{cell(_get(r, 'term_needs'))}, {ok} " + note(long, check))
+    if c == NO_TERM:
+        return f"**{c}** — {_short(detail)} " + note(detail, check)
+    return f"**{c}** — {_short(detail)} " + note(detail, check) if _text(detail) else f"**{c}**"
 
 
 def _pair_cause(a: pd.Series, b: pd.Series | None) -> str:
-    ta = cause_text(a["verdict"], a["cause"], a["cause_detail"])
-    tb = "" if b is None else cause_text(b["verdict"], b["cause"], b["cause_detail"])
+    ta = cause_text(a["verdict"], a["cause"], a["cause_detail"], a)
+    tb = "" if b is None else cause_text(b["verdict"], b["cause"], b["cause_detail"], b)
     if not tb or tb == ta:
         return ta
     if not ta:
@@ -105,10 +160,20 @@ def _is_detail_info(r: pd.Series) -> bool:
     return r["verdict"] == INFO_V and _missing(r["paper"])
 
 
+def _verdict_cell(r: pd.Series) -> str:
+    """'**PASS** · robust' / '**FAIL** · depends on D6, D244' (the robustness column, ids only)."""
+    import re
+
+    rob = _get(r, "robustness")
+    tail = "" if not rob else (" · robust" if rob == "robust" else
+                               " · depends on " + ", ".join(dict.fromkeys(re.findall(r"D\d+", rob))))
+    return f"**{r['verdict']}**{tail}"
+
+
 def _cells(a: pd.Series, b: pd.Series | None) -> dict:
     """The cells a row and its measured-workload twin share in every table: paper, ours, verdicts, cause."""
     return dict(paper=value(a["paper"], a["unit"]), ours=value(a["reproduced"], a["unit"]),
-                verdict=f"**{a['verdict']}**", measured="" if b is None else value(b["reproduced"], b["unit"]),
+                verdict=_verdict_cell(a), measured="" if b is None else value(b["reproduced"], b["unit"]),
                 measured_verdict="" if b is None else f"**{b['verdict']}**", cause=_pair_cause(a, b))
 
 
@@ -188,6 +253,14 @@ def _headline_row(label: str, claim: str, a: pd.Series | None, b: pd.Series | No
                 where=cell(_text(a["where"])))
 
 
+def _terms(tables: pd.DataFrame) -> list:
+    return list(tables["term"]) if "term" in tables.columns else ["x"] * len(tables)
+
+
+def _causes(tables: pd.DataFrame) -> list[str]:
+    return [cause_of(v, c, t) for v, c, t in zip(tables["verdict"], tables["cause"], _terms(tables))]
+
+
 def unexplained(tables: pd.DataFrame) -> pd.DataFrame:
     """The FAIL and NOT RUN rows that name no cause (the report lists them; a test requires none)."""
     if not len(tables):
@@ -196,31 +269,74 @@ def unexplained(tables: pd.DataFrame) -> pd.DataFrame:
     return tables[mask]
 
 
+def without_term(tables: pd.DataFrame) -> pd.DataFrame:
+    """The 'model' FAIL rows that name no responsible term (the report lists them; counted as
+    :data:`~vrex_lib.report.rows.NO_TERM`)."""
+    if not len(tables):
+        return tables
+    return tables[[c == NO_TERM for c in _causes(tables)]]
+
+
+def _is_twin(claims: pd.Series) -> pd.Series:
+    return claims.astype(str).str.endswith(layout.MEASURED_SUFFIX)
+
+
+def distinct_claims(tables: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim id over every comparison table: a claim shown in several tables (the headline table
+    repeats others' rows) counts once, from the first table that grades it against a printed value (the headline
+    table last); the measured-workload twins are the same claims' counterfactual column and are left out."""
+    if not len(tables):
+        return tables
+    t = tables[~_is_twin(tables["claim"])]
+    order = t.assign(_nopaper=t["paper"].isna().astype(int), _hl=(t["table"] == layout.HEADLINE_TABLE).astype(int))
+    order = order.sort_values(["_nopaper", "_hl", "table"], kind="stable").drop_duplicates("claim")
+    return order.drop(columns=["_nopaper", "_hl"]).sort_index()
+
+
+def conflicts(tables: pd.DataFrame) -> dict[str, list[tuple[str, str]]]:
+    """claim -> [(table, verdict)] for every claim graded in more than one table with different verdicts (one claim
+    must have one verdict; the report lists these)."""
+    if not len(tables):
+        return {}
+    t = tables[~_is_twin(tables["claim"]) & tables["paper"].notna()]
+    out = {}
+    for claim, g in t.groupby("claim", sort=True):
+        if g["verdict"].nunique() > 1:
+            out[str(claim)] = list(zip(g["table"], g["verdict"]))
+    return out
+
+
+SUMMARY_COLUMNS = ["verdict", "cause", "claims", "rows", "tables"]
+
+
 def summary_frame(tables: pd.DataFrame) -> pd.DataFrame:
-    """Rows per (verdict, cause) over every comparison table: what ``results/tables/summary.csv`` holds (columns
-    verdict, cause, rows, tables; one row for PASS and INFO, one per cause and 'unexplained' for FAIL and NOT RUN,
-    zeros included, so its shape never changes)."""
+    """Counts per (verdict, cause) over every comparison table: what ``results/tables/summary.csv`` holds (columns
+    verdict, cause, claims -- distinct claims, :func:`distinct_claims` --, rows -- every row, measured-workload
+    twins and repeats included --, tables; one line for PASS, CONSISTENT, DEPENDS and INFO, one per cause,
+    'model-without-term' and 'unexplained' for FAIL and NOT RUN, zeros included, so its shape never changes)."""
     recs = []
-    causes = [cause_of(v, c) for v, c in zip(tables["verdict"], tables["cause"])] if len(tables) else []
-    t = tables.assign(_cause=causes) if len(tables) else tables.assign(_cause=[])
+    t = tables.assign(_cause=_causes(tables)) if len(tables) else tables.assign(_cause=[])
+    d = distinct_claims(tables)
+    d = d.assign(_cause=_causes(d)) if len(d) else d.assign(_cause=[])
     for v in VERDICTS:
-        sub = t[t["verdict"] == v]
-        keys = [*CAUSES, UNEXPLAINED] if v in NEEDS_CAUSE else [""]
+        sub, dsub = t[t["verdict"] == v], d[d["verdict"] == v]
+        keys = [*CAUSES, NO_TERM, UNEXPLAINED] if v in NEEDS_CAUSE else [""]
         for c in keys:
             part = sub[sub["_cause"] == c]
-            recs.append(dict(verdict=v, cause=c, rows=len(part), tables=int(part["table"].nunique())))
+            recs.append(dict(verdict=v, cause=c, claims=int((dsub["_cause"] == c).sum()), rows=len(part),
+                             tables=int(part["table"].nunique())))
     profile = ", ".join(sorted({str(p) for p in tables["profile"].dropna()})) if len(tables) else ""
-    return pd.DataFrame.from_records(recs, columns=["verdict", "cause", "rows", "tables"]).assign(profile=profile)
+    return pd.DataFrame.from_records(recs, columns=SUMMARY_COLUMNS).assign(profile=profile)
 
 
-def totals_line(summary: pd.DataFrame) -> str:
-    """The verdict totals with the FAIL / NOT RUN causes, e.g. '5 PASS · 2 FAIL (model 1, unexplained 1) ·
-    1 NOT RUN (not-run 1) · 4 INFO'."""
+def totals_line(summary: pd.DataFrame, col: str = "claims") -> str:
+    """The verdict totals over distinct claims (``col``) with the FAIL / NOT RUN causes, e.g. '5 PASS · 3 CONSISTENT
+    · 1 DEPENDS · 2 FAIL (model 1, unexplained 1) · 1 NOT RUN (not-run 1) · 4 INFO'."""
     parts = []
-    for v in (PASS, FAIL, MISSING, INFO_V):
+    for v in (PASS, CONSISTENT, DEPENDS, FAIL, MISSING, INFO_V):
         sub = summary[summary["verdict"] == v]
-        n = int(sub["rows"].sum())
-        by = ", ".join(f"{c} {int(k)}" for c, k in zip(sub["cause"], sub["rows"]) if c and k)
+        n = int(sub[col].sum())
+        by = ", ".join(f"{c} {int(k)}" for c, k in zip(sub["cause"], sub[col]) if c and k)
         parts.append(f"{n} {v}" + (f" ({by})" if by else ""))
     return " · ".join(parts)
 
@@ -259,8 +375,8 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
     counts = manifest.recorded_rows(base)
     for path in table_paths(base):
         df = load_table(path, counts.get(path.stem))
-        if isinstance(df, str) or path.stem == layout.HEADLINE_TABLE:
-            continue  # damaged tables are listed as incomplete
+        if isinstance(df, str) or path.stem == layout.HEADLINE_TABLE or path.stem.startswith(FINDINGS_PREFIX):
+            continue  # damaged tables are listed as incomplete; findings open the report
         wide = not is_comparison(df)
         key = layout.place("table", path.stem, title=table_title(path), wide=wide, writer=who.get(path.stem, ""))
         places[path.stem] = key
@@ -280,6 +396,66 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
                                                  x["id"]))
     return {k: v for k, v in sorted(got.items(), key=lambda kv: order[kv[0]])
             if v["figures"] or v["tables"] or v["wide"]}
+
+
+FINDINGS_PREFIX = "findings_"
+FINDINGS_COLUMNS = ("finding", "kind", "statement", "evidence")
+FINDING_KINDS = {"confirmed": "Confirmed robustly", "refuted": "Refuted robustly",
+                 "uncheckable": "Uncheckable here"}
+
+
+def findings(tables: pd.DataFrame, base: Path) -> dict:
+    """The report's opening: {kind heading: [bullet, ...]} from the verdicts (robust PASSes of the headline claims,
+    robust FAILs whose term a PASS needs is implausible, DEPENDS and NOT RUN claims) and every ``findings_*`` table
+    under ``results/tables`` (columns :data:`FINDINGS_COLUMNS`), plus the tables read."""
+    out: dict[str, list[str]] = {h: [] for h in FINDING_KINDS.values()}
+    read, bad = [], []
+    for path in sorted((base / "tables").glob(f"{FINDINGS_PREFIX}*.csv")):
+        try:
+            df = pd.read_csv(path)
+        except (OSError, ValueError) as err:
+            bad.append(f"`tables/{path.name}` unreadable ({type(err).__name__})")
+            continue
+        miss = [c for c in FINDINGS_COLUMNS if c not in df.columns]
+        if miss:
+            bad.append(f"`tables/{path.name}` lacks the columns {', '.join(miss)}")
+            continue
+        read.append(f"[tables/{path.name}](tables/{path.name})")
+        for r in df.itertuples():
+            head = FINDING_KINDS.get(str(r.kind).strip(), FINDING_KINDS["uncheckable"])
+            out[head].append(f"{cell(_text(r.statement))} `{cell(_text(r.finding))}` " + note(_text(r.evidence)))
+    d = distinct_claims(tables)
+    if len(d):
+        listed = {claim for _, _, claim, _ in layout.HEADLINE}
+        rob = d[_col(d, "robustness") == "robust"]
+        ok = rob[(rob["verdict"] == PASS) & rob["claim"].isin(listed)]
+        for r in ok.itertuples():
+            out[FINDING_KINDS["confirmed"]].append(
+                f"`{cell(r.claim)}`: ours {value(r.reproduced, r.unit)} vs printed {value(r.paper, r.unit)}, PASS "
+                "at every admissible value of every open choice")
+        far = rob[(rob["verdict"] == FAIL) & (rob["cause"] == "model")
+                  & _col(rob, "term_plausible").str.contains("outside|negative|implausible")]
+        for r in far.itertuples():
+            out[FINDING_KINDS["refuted"]].append(
+                f"`{cell(r.claim)}` not reproduced: ours {value(r.reproduced, r.unit)} vs printed "
+                f"{value(r.paper, r.unit)} at every admissible value of every open choice; a PASS needs "
+                f"{cell(_text(r.term_needs))}, " + cell(_short(_text(r.term_plausible), 60)) + " "
+                + note(_text(r.cause_detail), _text(getattr(r, "check", ""))))
+        dep = d[d["verdict"] == DEPENDS]
+        if len(dep):
+            out[FINDING_KINDS["uncheckable"]].append(
+                f"{len(dep)} claims DEPEND on a choice the paper leaves open (they PASS for part of its admissible "
+                "range): " + ", ".join(f"`{cell(c)}`" for c in dep["claim"]))
+        nr = d[d["verdict"] == MISSING]
+        if len(nr):
+            out[FINDING_KINDS["uncheckable"]].append(
+                f"{len(nr)} claims are NOT RUN here (they need the full profile, a GPU or a tool this machine "
+                "lacks; each names what would run it)")
+    return dict(groups=[dict(name=k, items=v) for k, v in out.items() if v], tables=read, bad=bad)
+
+
+def _col(d: pd.DataFrame, col: str) -> pd.Series:
+    return d[col].astype(object).fillna("").astype(str) if col in d.columns else pd.Series("", index=d.index)
 
 
 def per_table_counts(tables: pd.DataFrame) -> list[dict]:
@@ -312,28 +488,39 @@ def profile_models(base: Path, profiles: list[str]) -> str:
 def context(out: str | os.PathLike | None = None, notebook_dir: str | os.PathLike | None = None) -> dict:
     """Everything the report templates need, from ``results/``."""
     base = results_dir(out)
+    _NOTES.clear()
     tables = collect_tables(base)
     summary = summary_frame(tables)
     why = unexplained(tables)
+    found = findings(tables, base)
+    hl = headline(tables)
+    secs = sections(base, notebook_dir)
+    twice = conflicts(tables)
+    noterm = without_term(tables)
     profiles = sorted({str(p) for p in tables["profile"].dropna().unique()}) if len(tables) else []
     hl_path = base / "tables" / f"{layout.HEADLINE_TABLE}.csv"
     return dict(
         profiles=", ".join(profiles) or "none", models=profile_models(base, profiles), profile_set=profiles,
         n_tables=int(tables["table"].nunique()),
-        totals=totals_line(summary), incomplete=incomplete(base, notebook_dir), headline=headline(tables),
+        totals=totals_line(summary), totals_rows=totals_line(summary, "rows"),
+        incomplete=incomplete(base, notebook_dir), headline=hl, findings=found,
+        conflicts=[dict(claim=cell(c), where=", ".join(f"{t}: {v}" for t, v in tv)) for c, tv in twice.items()],
+        without_term=[dict(table=r["table"], label=_label(r, False)) for _, r in noterm.iterrows()],
         headline_csv=f"tables/{hl_path.name}" if hl_path.is_file() else "",
         causes=[dict(name=c, meaning=cell(m), fail=_n(summary, FAIL, c), not_run=_n(summary, MISSING, c))
                 for c, m in CAUSES.items()]
+        + [dict(name=NO_TERM, meaning="a 'model' FAIL that names no responsible term: its builder must name it",
+                fail=_n(summary, FAIL, NO_TERM), not_run=0)]
         + [dict(name=UNEXPLAINED, meaning="the row names no cause: its builder must set one",
                 fail=_n(summary, FAIL, UNEXPLAINED), not_run=_n(summary, MISSING, UNEXPLAINED))],
         n_unexplained=len(why),
         unexplained=[dict(table=r["table"], label=_label(r, False), verdict=f"**{r['verdict']}**")
                      for _, r in why.iterrows()],
-        per_table=per_table_counts(tables), sections=sections(base, notebook_dir),
+        per_table=per_table_counts(tables), sections=secs, notes=list(_NOTES),
         paper_keys=[s.key for s in layout.PAPER_SECTIONS], summary=summary,
         stale=stale.stale_notebooks(base, notebook_dir))
 
 
 def _n(summary: pd.DataFrame, verdict: str, cause: str) -> int:
     sub = summary[(summary["verdict"] == verdict) & (summary["cause"] == cause)]
-    return int(sub["rows"].sum())
+    return int(sub["claims"].sum())

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import html as _html
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +29,7 @@ STALE_MARK = "> **Stale.**"
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                           autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",)),
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_ENV.filters["slug"] = content.slug
 
 
 class _InliningRenderer(HTMLRenderer):
@@ -35,6 +38,10 @@ class _InliningRenderer(HTMLRenderer):
     def __init__(self, base: Path):
         super().__init__(escape=True)
         self._base = base.resolve()
+
+    def heading(self, text: str, level: int, **attrs) -> str:
+        """Every heading with the id GitHub gives it (:func:`content.slug`), so the contents' links work here too."""
+        return f'<h{level} id="{content.slug(_html.unescape(text))}">{text}</h{level}>\n'
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
         path = (self._base / url).resolve()
@@ -48,10 +55,27 @@ def render_markdown(ctx: dict) -> str:
     return _ENV.get_template("report.md.j2").render(**ctx)
 
 
-def render_html(markdown: str, base: str | os.PathLike) -> str:
-    """A self-contained HTML page of ``markdown`` (REPORT.md's text); images are read from under ``base``."""
+_NOTE_ANCHOR = re.compile(r"&lt;a id=&quot;(note-\d+)&quot;&gt;&lt;/a&gt;")
+_NOTE_LINK = re.compile(r'<a href="#note-(\d+)">\[(\d+)\]</a>')
+
+
+def render_html(markdown: str, base: str | os.PathLike, notes: list[dict] | None = None) -> str:
+    """A self-contained HTML page of ``markdown`` (REPORT.md's text); images are read from under ``base``. Every
+    table sits in its own horizontal scroll box; with ``notes`` (:func:`content.context`'s), each ``[n]`` link of a
+    cause cell opens its text and check id in place (a details element)."""
     md = mistune.create_markdown(renderer=_InliningRenderer(Path(base)), plugins=["table"])
-    return _ENV.get_template("report.html.j2").render(title=TITLE, body=md(markdown))
+    body = _NOTE_ANCHOR.sub(r'<a id="\1"></a>', md(markdown))
+    body = body.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
+    by = {int(n["n"]): n for n in notes or ()}
+
+    def details(m: re.Match) -> str:
+        n = by.get(int(m.group(1)))
+        if n is None:
+            return m.group(0)
+        check = f"<code>{_html.escape(n['check'])}</code>: " if n["check"] else ""
+        return (f'<details><summary>[{m.group(2)}]</summary>{check}'
+                f'{_html.escape(n["text"].replace(chr(92) + "|", "|"))}</details>')
+    return _ENV.get_template("report.html.j2").render(title=TITLE, body=_NOTE_LINK.sub(details, body))
 
 
 def _starts_with(*heads: str) -> Callable[[Path], tuple[bool | None, str]]:
@@ -70,7 +94,8 @@ def _starts_with(*heads: str) -> Callable[[Path], tuple[bool | None, str]]:
 OUTPUTS = {REPORT_MD: _io.OutputKind("vrex report", "report", _starts_with(f"# {TITLE}", STALE_MARK)),
            REPORT_HTML: _io.OutputKind("vrex report page", "report", _starts_with(f"<title>{TITLE}</title>")),
            f"tables/{SUMMARY_ID}.csv": _io.OutputKind("vrex verdict count", "counts",
-                                                      _starts_with("verdict,cause,rows,tables"))}
+                                                      _starts_with("verdict,cause,claims,rows,tables",
+                                                                   "verdict,cause,rows,tables"))}
 
 
 def check_outputs(out: str | os.PathLike | None = None, *, force: bool = False) -> None:
@@ -100,7 +125,7 @@ def build_report(out: str | os.PathLike | None = None, *,
         text = _banner(f"The results of {', '.join(ctx['stale'])} are older than their inputs or were made with "
                        "other parameters (listed under *Incomplete*)", rebuilding=False) + "\n\n" + text
     _io.write_bytes(base / "tables" / f"{SUMMARY_ID}.csv", ctx["summary"].to_csv(index=False).encode())
-    _io.write_text(base / REPORT_HTML, render_html(text, base))
+    _io.write_text(base / REPORT_HTML, render_html(text, base, ctx["notes"]))
     return _io.write_text(base / REPORT_MD, text)
 
 
