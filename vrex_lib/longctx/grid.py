@@ -2,7 +2,7 @@
 
     methods = method_specs(("full", "resv", "resv@r0.7", "resv@text"))
     grid = study_grid("default")            # the default profile's share of make reproduce
-    grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 3 seeds x both tasks
+    grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 4 seeds x both tasks (40 per cell)
 
 Method names: a registry policy (``full``, ``flexgen``, ``infinigen``, ``infinigen_p``, ``rekv``, ``resv``), or a
 variant ``<policy>@<tag>``: ``rekv@frame`` (ReKV deciding at every step, the paper's Table II row), ``resv@r0.5``
@@ -183,11 +183,18 @@ class StudyGrid:
 
 
 _DEPTHS_FULL = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: ReSV along Th_r-wics at the question and answer (cheap: one shared prefill), and the D7 alternative WiCSum total.
-_TEXT_SWEEP = ("resv@text-r0.7", "resv@text-r0.9", "resv_candwics@text", "exact@k0.01")
+#: ReSV along Th_r-wics at the question and answer (cheap: one shared prefill), the D7 alternative WiCSum total, the
+#: paper's own Fig. 19 ablation (ReSV w/o clustering) and the exact reference.
+_TEXT_SWEEP = ("resv@text-r0.7", "resv@text-r0.9", "resv_candwics@text", "resv_noclust@text", "exact@k0.01")
+#: Every other reading of ReSV (docs/DECISIONS.md D260): the D1-D4 alternatives, the candidates-only total at a
+#: higher Th_r-wics, and the beyond-the-paper re-scoring along its shortlist ranking and size (D262).
+READINGS = ("resv@text-raw", "resv@text-layer", "resv@text-concat", "resv@text-mean", "resv_candwics@text-r0.5",
+            "resv_rescore@text-bound-s0.02", "resv_rescore@text-centroid-s0.02", "resv_rescore@text-mass-s0.1")
 #: The full grid adds ReSV streaming (frame-stage retrieval too) along the sweep.
 _SWEEP = ("resv@r0.1", "resv@r0.5", "resv@r0.7", "resv@r0.9", "resv@text-r0.1", "resv@text-r0.5",
-          "exact@k0.05") + _TEXT_SWEEP
+          "exact@k0.05") + _TEXT_SWEEP + READINGS
+#: 5 depths x 4 seeds x 2 tasks = 40 trials per (method, context length) cell (D260).
+_SEEDS_FULL = (0, 1, 2, 3)
 GRIDS: dict[tuple[str, str], StudyGrid] = {
     # the tiny random model: seconds, exercises every code path (offload, shared prefill, recall, the workload file)
     ("smoke", "profile"): StudyGrid("smoke", "smoke", (Block("passkey", (384, 512), (0.25, 0.75)),
@@ -199,7 +206,7 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
                                                              Block("needle", (1000,), (0.5,))),
                                       ALL_METHODS + _TEXT_SWEEP),
     ("default", "full"): StudyGrid("default-full", "default",
-                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, (0, 1, 2)) for t in TASKS),
+                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS),
                                    ALL_METHODS + _SWEEP),
 }
 
