@@ -141,7 +141,7 @@ def test_recall_is_computed_from_the_selection_the_policy_returned(tiny):
     off = longctx.system_tokens(tiny, GRID.system_prompt)
     value = {off + p for p in tr.value_positions}
     half = set(sorted(value)[: len(value) // 2])
-    spec = longctx.MethodSpec("pick", "pick")
+    spec = longctx.StudyMethod("pick", "pick")
     rec = {name: longctx.run_policy(tiny, GRID, tr, spec, _Pick(keep), CFG)
            for name, keep in (("none", lambda p: p not in value), ("only", lambda p: p in value),
                               ("half", lambda p: p in half))}
@@ -153,7 +153,7 @@ def test_recall_is_computed_from_the_selection_the_policy_returned(tiny):
 
 def test_a_policy_that_selects_everything_scores_as_full(tiny):
     tr = _trial(tiny, 0.75)
-    every = longctx.run_policy(tiny, GRID, tr, longctx.MethodSpec("every", "pick"), _Pick(lambda p: True), CFG)
+    every = longctx.run_policy(tiny, GRID, tr, longctx.StudyMethod("every", "pick"), _Pick(lambda p: True), CFG)
     full = longctx.run_policy(tiny, GRID, tr, longctx.method_spec("full"), None, CFG)
     flexgen = longctx.run_policy(tiny, GRID, tr, longctx.method_spec("flexgen"),
                                  longctx.method_spec("flexgen").build(ReSVConfig()), CFG)

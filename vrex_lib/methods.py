@@ -101,6 +101,8 @@ _ROWS: tuple[Method, ...] = (
            ("frame", "text"), sim="resv_noclust", runs_in=frozenset({"study", "fig19"})),
     Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
            "docs/DECISIONS.md D7", ("frame", "text")),
+    Method("resv_rescore", "resv_policy.ReSVRescore", "ReSV, clusters as shortlist + exact re-score", "alternative",
+           "docs/DECISIONS.md D262 (beyond the paper)", ("frame", "text")),
     Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",
            "Xiao et al., ICLR 2024 (sinks + recent window; docs/DECISIONS.md D300)", (), sim="streamingllm",
            runs_in=frozenset({"study", "longctx", "fig13"})),

@@ -11,13 +11,13 @@ and the needle's recall computed from it (:mod:`.policy`). CLI: ``python -m vrex
 default [--grid full]``. Definitions: docs/DECISIONS.md D160-D166.
 """
 from .export import WORKLOAD_NOTE, accuracy_table, load_results, recall_per_layer, write_workload
-from .grid import ALL_METHODS, GRIDS, Block, MethodSpec, StudyGrid, method_spec, method_specs, study_grid
+from .grid import ALL_METHODS, GRIDS, Block, StudyMethod, StudyGrid, method_spec, method_specs, study_grid
 from .policy import ExactTopK, StudyPolicy, TextStageOnly, fork, target_recall
 from .run import (SCHEMA, answer_question, check_grid, default_out, encodes_densely, prefill_document, read_results,
                   run, run_policy, run_trial, system_tokens)
 from .task import TASKS, Trial, answer_digits, book_sentences, exact_match, make_trial
 
-__all__ = ["ALL_METHODS", "Block", "ExactTopK", "GRIDS", "MethodSpec", "SCHEMA", "StudyGrid", "StudyPolicy", "TASKS",
+__all__ = ["ALL_METHODS", "Block", "ExactTopK", "GRIDS", "StudyMethod", "SCHEMA", "StudyGrid", "StudyPolicy", "TASKS",
            "TextStageOnly", "Trial", "WORKLOAD_NOTE", "accuracy_table", "answer_digits", "answer_question",
            "book_sentences", "check_grid", "default_out", "encodes_densely", "exact_match", "fork", "load_results",
            "make_trial", "method_spec", "method_specs", "prefill_document", "read_results", "recall_per_layer",

@@ -2,7 +2,7 @@
 
     methods = method_specs(("full", "resv", "resv@r0.7", "resv@text"))
     grid = study_grid("default")            # the default profile's share of make reproduce
-    grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 3 seeds x both tasks
+    grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 4 seeds x both tasks (40 per cell)
 
 Method names: a registry policy (``full``, ``flexgen``, ``infinigen``, ``infinigen_p``, ``rekv``, ``resv``), or a
 variant ``<policy>@<tag>``: ``rekv@frame`` (ReKV deciding at every step, the paper's Table II row), ``resv@r0.5``
@@ -37,7 +37,7 @@ LOCAL_POLICIES = {"exact": ExactTopK}
 
 
 @dataclass(frozen=True)
-class MethodSpec:
+class StudyMethod:
     """One compared method: the registry policy, its kwargs (sorted pairs) and whether frame steps are dense."""
 
     name: str
@@ -57,10 +57,11 @@ class MethodSpec:
         return TextStageOnly(p) if self.text_only else p
 
 
-def method_spec(name: str) -> MethodSpec:
+def method_spec(name: str) -> StudyMethod:
     """Parse a method name (see the module docstring); an unknown one is an error listing the forms."""
     m = _TAG.match(name)
     forms = ("a policy (" + ", ".join(POLICIES) + "), rekv@frame, resv@r<ratio>, resv@text, resv@text-r<ratio> "
+             "(parts: text, r<ratio>, " + ", ".join(READING_TAGS) + ", s<shortlist> for resv_rescore) "
              "or the reference exact@k<frac>")
     if not m or m["policy"] not in {**POLICIES, **LOCAL_POLICIES}:
         raise ValueError(f"long-context study: unknown method {name!r}; use {forms}")
@@ -70,21 +71,53 @@ def method_spec(name: str) -> MethodSpec:
         if k is None or not 0.0 < float(k["f"]) <= 1.0:
             raise ValueError(f"long-context study: {name!r}: the exact reference needs a budget exact@k<frac>, "
                              "frac in (0, 1], e.g. exact@k0.01")
-        return MethodSpec(name, pol, (("frac", float(k["f"])),))
+        return StudyMethod(name, pol, (("frac", float(k["f"])),))
     if tag is None:
-        return MethodSpec(name, pol)
+        return StudyMethod(name, pol)
     if pol == "rekv" and tag == "frame":
-        return MethodSpec(name, pol, (("mode", "frame"),))
-    t = re.fullmatch(r"(text)?-?(r(?P<r>\d*\.?\d+))?", tag) if takes_resv_config(pol) else None
-    if t is None or not tag:
+        return StudyMethod(name, pol, (("mode", "frame"),))
+    return _resv_variant(name, pol, tag, forms)
+
+
+#: ReSV variant tag parts -> the ReSVConfig field they set: the D1-D4 alternatives (the literal Eq. 1-3 on raw
+#: scores, granularity per layer, the concatenated layer key hashed, the cluster code re-hashed from the mean).
+READING_TAGS: dict[str, tuple[str, object]] = {"raw": ("score", "raw"), "layer": ("granularity", "layer"),
+                                               "concat": ("hash_mode", "concat"), "mean": ("code_rule", "mean")}
+
+
+#: resv_rescore's shortlist ranking as a tag part (vrex_lib.resv.rescore.RANKS).
+RESCORE_RANKS: tuple[str, ...] = ("bound", "centroid", "mass")
+
+
+def _resv_variant(name: str, pol: str, tag: str, forms: str) -> StudyMethod:
+    """``<resv policy>@<part>-<part>...``: parts ``text``, ``r<Th_r-wics>``, :data:`READING_TAGS` keys, and
+    ``s<shortlist>`` for ``resv_rescore``."""
+    if not takes_resv_config(pol):
         raise ValueError(f"long-context study: unknown variant {name!r}; use {forms}")
-    kw = (("ratio", float(t["r"])),) if t["r"] else ()
-    if kw and not 0.0 < kw[0][1] <= 1.0:
-        raise ValueError(f"long-context study: {name!r}: Th_r-wics must be in (0, 1]")
-    return MethodSpec(name, pol, kw, text_only=bool(t.group(1)))
+    kw: dict[str, object] = {}
+    text = False
+    for part in tag.split("-"):
+        num = re.fullmatch(r"(?P<k>[rs])(?P<v>\d*\.?\d+)", part)
+        if part == "text" and not text:
+            text = True
+        elif part in RESCORE_RANKS and pol == "resv_rescore" and "rank" not in kw:
+            kw["rank"] = part
+        elif part in READING_TAGS and READING_TAGS[part][0] not in kw:
+            kw[READING_TAGS[part][0]] = READING_TAGS[part][1]
+        elif num and num["k"] == "r" and "ratio" not in kw:
+            kw["ratio"] = float(num["v"])
+            if not 0.0 < kw["ratio"] <= 1.0:
+                raise ValueError(f"long-context study: {name!r}: Th_r-wics must be in (0, 1]")
+        elif num and num["k"] == "s" and pol == "resv_rescore" and "shortlist" not in kw:
+            kw["shortlist"] = float(num["v"])
+            if not 0.0 < kw["shortlist"] <= 1.0:
+                raise ValueError(f"long-context study: {name!r}: the shortlist must be in (0, 1]")
+        else:
+            raise ValueError(f"long-context study: unknown variant {name!r} (part {part!r}); use {forms}")
+    return StudyMethod(name, pol, tuple(sorted(kw.items())), text_only=text)
 
 
-def method_specs(names) -> tuple[MethodSpec, ...]:
+def method_specs(names) -> tuple[StudyMethod, ...]:
     specs = tuple(method_spec(n) for n in names)
     dup = sorted({s.name for s in specs if [x.name for x in specs].count(s.name) > 1})
     if dup:
@@ -150,11 +183,18 @@ class StudyGrid:
 
 
 _DEPTHS_FULL = (0.0, 0.25, 0.5, 0.75, 1.0)
-#: ReSV along Th_r-wics at the question and answer (cheap: one shared prefill), and the D7 alternative WiCSum total.
-_TEXT_SWEEP = ("resv@text-r0.7", "resv@text-r0.9", "resv_candwics@text", "exact@k0.01")
+#: ReSV along Th_r-wics at the question and answer (cheap: one shared prefill), the D7 alternative WiCSum total, the
+#: paper's own Fig. 19 ablation (ReSV w/o clustering) and the exact reference.
+_TEXT_SWEEP = ("resv@text-r0.7", "resv@text-r0.9", "resv_candwics@text", "resv_noclust@text", "exact@k0.01")
+#: Every other reading of ReSV (docs/DECISIONS.md D260): the D1-D4 alternatives, the candidates-only total at a
+#: higher Th_r-wics, and the beyond-the-paper re-scoring along its shortlist ranking and size (D262).
+READINGS = ("resv@text-raw", "resv@text-layer", "resv@text-concat", "resv@text-mean", "resv_candwics@text-r0.5",
+            "resv_rescore@text-bound-s0.02", "resv_rescore@text-centroid-s0.02", "resv_rescore@text-mass-s0.1")
 #: The full grid adds ReSV streaming (frame-stage retrieval too) along the sweep.
 _SWEEP = ("resv@r0.1", "resv@r0.5", "resv@r0.7", "resv@r0.9", "resv@text-r0.1", "resv@text-r0.5",
-          "exact@k0.05") + _TEXT_SWEEP
+          "exact@k0.05") + _TEXT_SWEEP + READINGS
+#: 5 depths x 4 seeds x 2 tasks = 40 trials per (method, context length) cell (D260).
+_SEEDS_FULL = (0, 1, 2, 3)
 GRIDS: dict[tuple[str, str], StudyGrid] = {
     # the tiny random model: seconds, exercises every code path (offload, shared prefill, recall, the workload file)
     ("smoke", "profile"): StudyGrid("smoke", "smoke", (Block("passkey", (384, 512), (0.25, 0.75)),
@@ -166,7 +206,7 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
                                                              Block("needle", (1000,), (0.5,))),
                                       ALL_METHODS + _TEXT_SWEEP),
     ("default", "full"): StudyGrid("default-full", "default",
-                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, (0, 1, 2)) for t in TASKS),
+                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS),
                                    ALL_METHODS + _SWEEP),
 }
 

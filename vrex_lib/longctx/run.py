@@ -35,7 +35,7 @@ from .. import _io
 from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
 from ..runtime import StreamingSession, check_context
 from ..workload.measure import summarize
-from .grid import MethodSpec, StudyGrid, method_specs, study_grid
+from .grid import StudyMethod, StudyGrid, method_specs, study_grid
 from .policy import StudyPolicy, fork
 from .task import BOOK_TEXT, TASKS, Trial, answer_digits, exact_match, make_trial
 
@@ -149,13 +149,17 @@ def _mean(arrs) -> float | None:
 
 
 def answer_question(sess: StreamingSession, sp: StudyPolicy, model, trial: Trial, grid: StudyGrid,
-                    cfg: RuntimeConfig, spec: MethodSpec) -> dict:
+                    cfg: RuntimeConfig, spec: StudyMethod) -> dict:
     """Ask the trial's question under ``sp``'s routed method; the record of (trial, method)."""
     offset = sess.n_tokens - trial.n_tokens
     ns, ne = trial.needle_span
     sp.targets = {"value": torch.tensor([offset + p for p in trial.value_positions], dtype=torch.long),
                   "needle": torch.arange(offset + ns, offset + ne)}
     kv_len = sess.n_tokens
+    pol = sp.members.get(spec.name)
+    counters = getattr(getattr(pol, "inner", pol), "counters", None)  # resv_rescore: keys re-scored (D262)
+    if counters is not None:
+        counters.update({k: 0 for k in counters})
     sp.records, sp.recall, sp.recording = [], [], True
     t0 = time.perf_counter()
     ans = sess.ask(trial.question, max_new_tokens=grid.max_new_tokens, stop_strings=STOP_STRINGS)
@@ -175,17 +179,18 @@ def answer_question(sess: StreamingSession, sp: StudyPolicy, model, trial: Trial
                 recall_value=_mean(value), recall_needle=_mean([r["needle"] for r in rec_all]),
                 recall_value_question=_mean(value[:1]), recall_value_per_layer=per_layer,
                 text=summarize(recs, model, cfg, sess.n_sink) if recs else None,
-                sums=_pooled(recs, model.n_kv_heads) if recs else None, answer_s=time.perf_counter() - t0)
+                sums=_pooled(recs, model.n_kv_heads) if recs else None, answer_s=time.perf_counter() - t0,
+                rescored_keys=dict(counters) if counters is not None else None)
 
 
-def encodes_densely(spec: MethodSpec, policy) -> bool:
+def encodes_densely(spec: StudyMethod, policy) -> bool:
     """True if the method attends to the whole document at its frame steps, so its encoded document is full
     attention's: no policy (``full``), a policy that does not retrieve at frames (InfiniGen, ReKV's reference,
     ``@text`` variants), or FlexGen, which fetches every candidate (D162)."""
     return policy is None or not policy.retrieves_at_frame or spec.policy == "flexgen"
 
 
-def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: Sequence[MethodSpec], *,
+def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: Sequence[StudyMethod], *,
               resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None]) -> None:
     """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method.
     Methods that encode the document densely share one prefill (forked per method); the others stream it alone."""
@@ -209,7 +214,7 @@ def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: 
             on_record(dict(run_policy(model, grid, trial, s, pols[s.name], cfg), **extra))
 
 
-def run_policy(model, grid: StudyGrid, trial: Trial, spec: MethodSpec, policy, cfg: RuntimeConfig) -> dict:
+def run_policy(model, grid: StudyGrid, trial: Trial, spec: StudyMethod, policy, cfg: RuntimeConfig) -> dict:
     """One method alone on one trial: ``policy`` (None = full attention) streams the document and answers; the
     record of (trial, method) without the grid's bookkeeping fields."""
     sp = StudyPolicy({spec.name: policy}, cfg.dense_layers)
@@ -290,7 +295,7 @@ def _key_parts(model, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConf
 
 
 def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | None = None,
-                resv: ReSVConfig | None = None) -> tuple[StudyGrid, tuple[MethodSpec, ...], ReSVConfig, RuntimeConfig]:
+                resv: ReSVConfig | None = None) -> tuple[StudyGrid, tuple[StudyMethod, ...], ReSVConfig, RuntimeConfig]:
     """(grid, method specs, ReSV config, runtime config) of a study request, as :func:`run` runs it."""
     g = study_grid(profile, grid) if isinstance(grid, str) else grid
     if methods:

@@ -41,7 +41,7 @@ from .full import FullAttention
 from .infinigen import InfiniGen, InfiniGenP
 from .ratio import ReSVCandidatesWiCSum, retrieval_ratio
 from .rekv import ReKV
-from .resv_policy import ReSV, ReSVNoClustering
+from .resv_policy import ReSV, ReSVNoClustering, ReSVRescore
 
 
 
@@ -92,5 +92,5 @@ def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") 
 
 
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
-           "ReSVCandidatesWiCSum", "ReSVNoClustering", "RetrievalPolicy", "Selection", "Stage", "check_policy_kwargs",
+           "ReSVCandidatesWiCSum", "ReSVNoClustering", "ReSVRescore", "RetrievalPolicy", "Selection", "Stage", "check_policy_kwargs",
            "make_policy", "retrieval_ratio", "takes_resv_config"]

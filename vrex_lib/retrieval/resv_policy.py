@@ -10,6 +10,8 @@ Text-stage tokens (question, answer) are clustered as they arrive, like frames.
 ``resv_noclust`` is "ReSV w/o clustering" of Fig. 19: the same WiCSum rule applied to individual
 keys (every token its own cluster of count 1), so it must score the full key cache -- the cost that
 clustering removes.
+
+``resv_rescore`` is beyond the paper: the clusters as a shortlist, the shortlisted members re-scored exactly.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import torch
 
 from ..config import ReSVConfig, check_int
 from ..resv import HashClusterTable, cluster_weights, select_tokens, wicsum_select
+from ..resv.rescore import RANKS, rescore_select
 from ._common import Stopwatch, kv_rows
 from .base import Selection, Stage
 
@@ -133,3 +136,45 @@ class ReSVNoClustering:
         stats = dict(rows=hkv * r, scored=hkv * s, score_dims=d, score_macs=hkv * r * s * d,
                      clusters=hkv * s, clusters_selected=n_sel, select_s=sw.seconds)
         return Selection(indices, int(candidates.numel()), stats)
+
+
+class ReSVRescore(ReSV):
+    """Beyond the paper (docs/DECISIONS.md D262): ReSV's HC table as a shortlist -- clusters ranked by the bound
+    ``q·c̄ + ||q||·r_c`` until their members reach ``shortlist`` of the candidates -- and the shortlisted members
+    re-scored exactly before WiCSum (:func:`vrex_lib.resv.rescore.rescore_select`). ``counters`` sums the keys
+    re-scored (``shortlist_keys``) and the candidates seen, so a study can charge the key reads."""
+
+    name = "resv_rescore"
+
+    def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, shortlist: float = 0.02,
+                 rank: str = "bound", **overrides):
+        super().__init__(cfg, quant_bits, **overrides)
+        if not 0.0 < float(shortlist) <= 1.0:
+            raise ValueError(f"resv_rescore: shortlist must be in (0, 1] (a fraction of the candidates), got "
+                             f"{shortlist}")
+        self.shortlist = float(shortlist)
+        if rank not in RANKS:
+            raise ValueError(f"resv_rescore: rank={rank!r}: use one of {', '.join(RANKS)}")
+        self.rank = rank
+        self.counters = dict(shortlist_keys=0, candidates=0)
+
+    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
+               stage: Stage) -> Selection | None:
+        if candidates.numel() == 0:
+            return None
+        t = self.table(layer)
+        with Stopwatch() as sw:
+            idx, st = rescore_select(query.detach(), keys.detach(), t, candidates, self.cfg.ratio, self.shortlist,
+                                     self.rank)
+        hkv = keys.shape[0]
+        self.counters["shortlist_keys"] += st["shortlist_keys"]
+        self.counters["candidates"] += int(candidates.numel()) * hkv
+        grp_rows = st["rows"] // hkv
+        stats = dict(rows=st["rows"], scored=sum(st["clusters"]) + st["shortlist_keys"], score_dims=self.head_dim,
+                     score_macs=grp_rows * (sum(st["clusters"]) + st["shortlist_keys"]) * self.head_dim,
+                     clusters=sum(st["clusters"]), clusters_selected=sum(st["clusters_shortlisted"]),
+                     clusters_per_head=st["clusters"], clusters_selected_per_head=st["clusters_shortlisted"],
+                     shortlist_keys=st["shortlist_keys"], hash_macs=self._hash_macs[layer], table_tokens=t.n_tokens,
+                     select_s=sw.seconds)
+        self._hash_macs[layer] = 0
+        return Selection([i.to(candidates.device) for i in idx], int(candidates.numel()), stats)
