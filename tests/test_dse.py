@@ -117,7 +117,7 @@ def test_design_space_table_and_report(tmp_path):
     assert set(report.collect_tables(tmp_path)["table"]) == {"t1"}  # the exploration table has no verdicts
     md = report.build_report(tmp_path).read_text()
     assert "## Appendix C — beyond the paper: the design space" in md and "tables/design_space.csv" in md
-    assert "Verdicts: 0 PASS · 0 FAIL · 0 NOT RUN · 1 INFO." in md
+    assert "0 PASS · 0 CONSISTENT · 0 DEPENDS · 0 FAIL · 0 NOT RUN · 1 INFO." in md
 
 
 def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
