@@ -105,6 +105,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/resv/analysis.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/reference.py \
+  vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
   vrex_lib/resv/wicsum.py \
@@ -179,6 +180,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/reference.py \
+  vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
   vrex_lib/resv/wicsum.py \
@@ -515,6 +517,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/resv/analysis.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/reference.py \
+  vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
   vrex_lib/resv/wicsum.py \
@@ -550,7 +553,16 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
   vrex_lib/claims/__init__.py \
+  vrex_lib/claims/findings.py \
+  vrex_lib/claims/provenance.py \
+  vrex_lib/claims/resv.py \
   vrex_lib/claims/retrieval_demand.py \
+  vrex_lib/coin/__init__.py \
+  vrex_lib/coin/annotations.py \
+  vrex_lib/coin/files.py \
+  vrex_lib/coin/metric.py \
+  vrex_lib/coin/tasks.py \
+  vrex_lib/coin/tokens.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
   vrex_lib/estimate/cacti.py \
@@ -560,6 +572,14 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/estimate/library.py \
   vrex_lib/estimate/offchip.py \
   vrex_lib/estimate/scaling.py \
+  vrex_lib/eval/__init__.py \
+  vrex_lib/eval/budget.py \
+  vrex_lib/eval/cli.py \
+  vrex_lib/eval/plan.py \
+  vrex_lib/eval/results.py \
+  vrex_lib/eval/run.py \
+  vrex_lib/eval/sample.py \
+  vrex_lib/eval/stats.py \
   vrex_lib/hw/__init__.py \
   vrex_lib/hw/fixedpoint.py \
   vrex_lib/hw/timing.py \
@@ -568,9 +588,11 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/__init__.py \
   vrex_lib/longctx/export.py \
   vrex_lib/longctx/grid.py \
+  vrex_lib/longctx/mechanism.py \
   vrex_lib/longctx/policy.py \
   vrex_lib/longctx/run.py \
   vrex_lib/longctx/task.py \
+  vrex_lib/longctx/variants.py \
   vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
@@ -601,7 +623,9 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/mechanism.py \
   vrex_lib/resv/reference.py \
+  vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
   vrex_lib/resv/wicsum.py \
@@ -646,6 +670,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/reference.py \
+  vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
   vrex_lib/resv/wicsum.py \
