@@ -136,7 +136,7 @@ def test_composing_by_count_is_what_the_whole_synthesises(tmp_path, small):
 @pytest.mark.lxe10k
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed: `make setup`")
 def test_ten_thousand_vectors_each_in_verilator(tmp_path):
-    s = lxe.run(tmp_path, size="default")
+    s = lxe.run(tmp_path, size="10k")
     for e in s["blocks"].values():
         assert e["bulk"]["simulator"] == "verilator" and e["bulk"]["vectors"] >= 10_000
     assert lxe.mismatches_total(s) == 0

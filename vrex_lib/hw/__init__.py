@@ -11,7 +11,7 @@ timing.py      analytic cycle models (== the simulations), used by the performan
 vectors.py     real traces (data/traces/dre_traces.npz) and seeded random vectors
 harness.py     Verilog conversion, the one stimulus-file testbench, Icarus / Verilator runs, the replay
 blocks.py      one record per block (params, ports, instance, vectors, checks) that the loops below read
-bulk.py        >= 10k vectors per block on the converted Verilog (Verilator; Icarus fallback), checked vs reference
+bulk.py        thousands of vectors per block on the converted Verilog (Verilator or Icarus), checked vs reference
 verify.py      reference checks, Verilog replay, bulk vectors, yosys synthesis -> summary.json
 activity.py    toggle counts of the converted Verilog (VCD) for the energy estimator
 analysis.py    notebook 04's tables and the measured WTU walk of the design-space sweep
