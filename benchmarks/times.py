@@ -34,6 +34,22 @@ def notebook_times_s(results: Path) -> dict[str, float]:
     return out
 
 
+def workload_time_s(results: Path) -> dict[str, float]:
+    """``{'workload measure (<profile>)': seconds}`` from each workload file's own ``elapsed_s`` (the measurement
+    the notebooks 02, 03, 06, 08 and 09 wait for)."""
+    out: dict[str, float] = {}
+    for f in sorted((results / "data").glob("workload_*.json")):
+        if f.name.startswith("workload_retrieval_") or f.name.endswith(".partial.json"):
+            continue
+        try:
+            d = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(d, dict) and isinstance(d.get("elapsed_s"), (int, float)):
+            out[f"workload measure ({d.get('profile', f.stem)})"] = float(d["elapsed_s"])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(REPO / "results"), help="the results folder of a `make reproduce` run")
@@ -44,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"times: {results}/executed does not exist; run `make reproduce` first (--results names the folder)",
               file=sys.stderr)
         return 2
-    times = notebook_times_s(results)
+    times = notebook_times_s(results) | workload_time_s(results)
     cal = machine_calibration()
-    print(f"notebook times ({results}, papermill durations, longest first):")
+    print(f"notebook times ({results}, papermill durations and the workload file's elapsed_s, longest first):")
     for name, s in sorted(times.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<28} {s:7.1f} s")
     print(f"  {'sum (one at a time)':<28} {sum(times.values()):7.1f} s")

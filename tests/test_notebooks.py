@@ -61,13 +61,16 @@ def test_notebook_runs_in_the_smoke_chain(nb: Path, chain):
     why = report.unexplained(mine)
     ids = list(why["table"] + ":" + why["claim"])
     assert not ids, f"{nb.name}: {len(ids)} FAIL / NOT RUN rows without a cause, e.g. {ids[:8]}"
+    # a 'model' FAIL names its responsible term and the value a PASS would need (docs/DECISIONS.md D224)
+    bare = report.without_term(mine)
+    assert not len(bare), f"{nb.name}: 'model' FAILs without a term: {list(bare['table'] + ':' + bare['claim'])[:8]}"
     # every comparison table the notebook's code writes is there, complete, from this profile, with verdicts
     for tid in report.expected_tables(nb.parent)[nb.name]:
         df = report.read_table(tid, res)
         assert len(df) > 0 and tid in man["tables"], f"{nb.name}: table {tid} is empty or not its own"
         assert list(df.columns) == report.COLUMNS, f"{nb.name}: table {tid} has columns {list(df.columns)}"
         assert set(df["profile"]) == {"smoke"}, f"{nb.name}: table {tid} was not written by this run"
-        assert set(df["verdict"]) <= {report.PASS, report.FAIL, report.INFO_V, report.MISSING}
+        assert set(df["verdict"]) <= set(report.VERDICTS), f"{nb.name}: table {tid}: {set(df['verdict'])}"
         assert (res / "tables" / f"{tid}.title").read_text().strip(), f"{nb.name}: table {tid} has no title"
     if nb.name.startswith("08_"):  # the exploration notebook writes a wide table, not claims
         df = report.read_table("design_space", res)

@@ -335,6 +335,11 @@ def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper
     return _best([_entry(n, v, ours, v + tgt - ours, unit) for n, v in parts.items() if v > 0])
 
 
+def part_term(name: str, part: float, whole: float, needs: float, unit: str = "ms") -> dict:
+    """The term ``part`` of ``whole`` that would have to be ``needs`` (same unit) for a PASS."""
+    return _entry(name, part, whole, needs, unit)
+
+
 def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
     """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
     return _entry(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,

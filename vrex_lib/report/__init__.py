@@ -20,7 +20,7 @@ than their inputs), :mod:`.cli` (``python -m vrex_lib.report``).
 from __future__ import annotations
 
 from .cli import main
-from .content import headline, incomplete, summary_frame, unexplained
+from .content import headline, incomplete, summary_frame, unexplained, without_term
 from .layout import HEADLINE, PAPER_SECTIONS, Section, paper_refs, place
 from .manifest import (MANIFEST_ENV, expected_outputs, expected_tables, missing_figures, missing_tables,
                        start as start_manifest)
@@ -37,6 +37,6 @@ __all__ = [
     "build_report", "cause_of", "collect_tables", "damaged_tables", "expected_outputs", "expected_tables",
     "headline", "incomplete", "info_row", "is_comparison", "main", "mark_stale", "markdown_section",
     "missing_figures", "missing_tables", "mixed_profiles", "paper_refs", "place", "read_table", "render_html", "row",
-    "stale_notebooks", "start_manifest", "summary_frame", "to_frame", "unexplained", "write_figure", "write_frame",
+    "stale_notebooks", "start_manifest", "summary_frame", "to_frame", "unexplained", "without_term", "write_figure", "write_frame",
     "write_table", "write_wide_table",
 ]
