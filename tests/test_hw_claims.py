@@ -65,15 +65,18 @@ def test_dre_rows_order_verdicts_and_causes():
                           flop_toggles=100, source="icarus VCD", real_vectors=5, simulator="icarus")]
     rows = dre.dre_rows(_summary(), _ee([2, 4, 6], [1, 1, 1]), _per_frame(), KVM, activity=acts)
     claims = [r.claim for r in rows]
-    assert claims[:2] == ["resv.wicsum_row_prefix_pct", "dre.early_exit_pct.text"]
+    assert claims[:2] == ["dre.early_exit_pct.frame", "dre.early_exit_pct.text"]
     assert claims[2:7] == [f"dre.mem_bytes.{k}" for k in ("hcu_cur_hash", "hcu_key_hash", "wtu_score", "wtu_count",
                                                            "total")]
     assert claims[-2:] == ["dre.toggle_rate.wtu", "dre.flop_toggle_rate.wtu"]
     by = {r.claim: r for r in rows}
-    exit_row = by["resv.wicsum_row_prefix_pct"]
-    assert exit_row.reproduced == pytest.approx(100 * (1 / 2 + 1 / 4 + 1 / 6) / 3)  # 30.6 % vs 16 % +-10: FAIL
-    assert exit_row.verdict() == report.FAIL and exit_row.cause == "stand-in-workload"
-    assert all(by[f"dre.mem_bytes.{k}"].verdict() == report.PASS for k in ("total", "wtu_score"))
+    # the WTU's share is shown, not graded: the 16 % claim is graded once, on the ReSV rule (D223)
+    exit_row = by["dre.early_exit_pct.frame"]
+    assert exit_row.reproduced == pytest.approx(100 * (1 / 2 + 1 / 4 + 1 / 6) / 3)
+    assert exit_row.verdict() == report.INFO_V and "resv.wicsum_row_prefix_pct" in exit_row.note
+    assert "stand-in-workload" in exit_row.note
+    # memories sized from Fig. 10 hold by construction
+    assert all(by[f"dre.mem_bytes.{k}"].verdict() == report.CONSISTENT for k in ("total", "wtu_score"))
     assert by["dre.kvmu_txn_ratio"].reproduced == 3.5  # 14 / 4
     assert by["dre.wtu_scans_per_row"].reproduced == pytest.approx(4 / 3)  # scans 1, 2, 1
     assert by["dre.hcu_us_per_frame"].reproduced == pytest.approx(0.02)
