@@ -16,8 +16,10 @@ import pandas as pd
 
 from .. import methods as method_table
 from .. import report
+from ..eval.stats import wilson
 from ..longctx import accuracy_table
 from ..perf import simulate
+from .findings import COLUMNS
 
 TABLE_ID = "table2_retrieval_demand"
 SIM_TABLE_ID = "retrieval_demand_sim"
@@ -123,8 +125,6 @@ DILUTED = 2.0
 
 def _em(df: pd.DataFrame, m: str) -> tuple[int, int, float, float] | None:
     """(correct, trials, Wilson 95 % low, high) of method ``m``; None when the grid did not run it."""
-    from ..eval.stats import wilson
-
     g = df[df.method == m]
     if g.empty:
         return None
@@ -157,8 +157,6 @@ def findings(df: pd.DataFrame, mech: pd.DataFrame | None = None, ratio: float = 
     against ``full`` and the baselines, its own ablation without clustering, the mechanism read on one trial
     (``mech``: :func:`vrex_lib.longctx.mechanism.probe`, one row per (layer, KV head)) and the beyond-the-paper
     re-score. ``df``: :func:`vrex_lib.longctx.load_results`; ``ratio``: Th_r-wics of the probe."""
-    from .findings import COLUMNS
-
     rows = []
     kind, ev = _lower(df, RESV, "full")
     others = [m for m in method_table.GPU_BASELINES if m in set(df.method)]
