@@ -265,7 +265,9 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
 $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
+  vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
+  vrex_lib/claims/causes.py \
   vrex_lib/claims/table3.py \
   vrex_lib/claims/terms.py \
   vrex_lib/config.py \

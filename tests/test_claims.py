@@ -480,3 +480,16 @@ def test_rtl_energy_rows_and_their_not_run_form():
     g = T3.rtl_gap(_breakdown({"fp32_add": 1500.0, "bf16_mul": 300.0}, 200.0))
     assert g["core_mW"] == 2000.0 and g["dpe_factor_to_paper"] == pytest.approx((1800 + 609.43) / 1800)
     assert not g["within_tolerance"] or abs(g["rel_gap"]) <= 0.3
+
+
+def test_system_power_fail_names_the_part_a_pass_needs(tmp_path):
+    from vrex_lib.claims import table3
+
+    # a hot core (the RTL estimate's 1.61 W) puts V-Rex8 outside 35 W +-30 %; the cool one inside
+    rows = table3.system_power_rows({"component": 0.75, "rtl": 1.613}, cache_dir=tmp_path)
+    df = report.to_frame(rows, "default")
+    v8 = df[df.claim == "table1.power_w.vrex8"].set_index("verdict")
+    assert set(v8.index) == {"PASS", "FAIL"}
+    fail = v8.loc["FAIL"]
+    assert fail.term and "now" in fail.term_needs and fail.term_plausible
+    assert report.without_term(df.assign(table="t")).empty

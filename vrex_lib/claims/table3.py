@@ -23,6 +23,7 @@ import os
 import pandas as pd
 
 from .. import memtech, paper, report
+from . import causes
 from . import terms as T
 from ..config import VRexCoreConfig
 from ..estimate import offchip, synth
@@ -195,11 +196,15 @@ def system_power_rows(core_w: dict[str, float], *, cache_dir: str | os.PathLike 
             mem = get_system(s).memory
             if mem.cacti_io is None:  # said, not skipped: this technology keeps its cited DRAM rows
                 note += f"; {mem.name} DRAM energy from its cited rows: {mem.cacti_io_none}"
-            rows.append(report.row(f"table1.power_w.{s}", p["total"], quantity=f"{s} system power, "
-                                   f"{MODELS[model]} core, CACTI-IO DRAM", note=note, cause="model",
-                                   cause_detail=f"core {p['core']:.1f} W of {p['total']:.1f} W: see table3 core "
-                                                "power; DRAM energy per bit from CACTI-IO and the IDD model "
-                                                "(table dram_energy)"))
+            r = report.row(f"table1.power_w.{s}", p["total"], quantity=f"{s} system power, "
+                           f"{MODELS[model]} core, CACTI-IO DRAM", note=note, cause="model",
+                           cause_detail=f"core {p['core']:.1f} W of {p['total']:.1f} W: see table3 core "
+                                        "power; DRAM energy per bit from CACTI-IO and the IDD model "
+                                        "(table dram_energy)")
+            if r.verdict() == report.FAIL:  # the one part whose change alone reaches the tolerance edge
+                r.term = causes.sum_term({k: v for k, v in p.items() if k != "total"}, p["total"],
+                                         r.paper, r.tolerance, "W")
+            rows.append(r)
     return rows
 
 
