@@ -1,6 +1,6 @@
 """``python -m vrex_lib.hw verify --out results/hdl [--blocks hcu wtu kvmu] [--size smoke|default|full]
 [--no-synth] [--no-verilog] [--simulator verilator|icarus]`` (the DRE) and
-``python -m vrex_lib.hw lxe --out results/hdl/lxe [--size smoke|default|full] [--seed 0] [--simulator ...]
+``python -m vrex_lib.hw lxe --out results/hdl/lxe [--size smoke|default|10k|full] [--seed 0] [--simulator ...]
 [--force]`` (the DPE and VPE)."""
 from __future__ import annotations
 
