@@ -68,7 +68,7 @@ def pytest_collection_modifyitems(config, items):
     if config.getoption("--lxe-10k"):
         return
     skip = pytest.mark.skip(reason="the 10,000-vector LXE run takes minutes: run it with `pytest --lxe-10k` "
-                                   "(notebook 05 in the default profile runs it as well)")
+                                   "(notebook 05 runs 3,000 Icarus vectors per block instead, D286)")
     for item in items:
         if "lxe10k" in item.keywords:
             item.add_marker(skip)
