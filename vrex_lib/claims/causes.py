@@ -19,6 +19,7 @@ No paper value is read here: the printed numbers arrive as ``printed`` ({registe
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -311,48 +312,43 @@ def target(printed: float, ours: float, tol: paper.Tolerance) -> float:
     return printed - band if ours < printed else printed + band
 
 
-def _entry(name: str, part: float, whole: float, needs: float, unit: str) -> dict:
+def part_term(name: str, part: float, whole: float, needs: float, unit: str = "ms") -> dict:
+    """The term ``part`` of ``whole`` that would have to be ``needs`` (same unit) for a PASS, with the factor that
+    takes and whether it is plausible (:data:`PLAUSIBLE_TERM`)."""
     lo, hi, why = PLAUSIBLE_TERM
     factor = needs / part if part else float("inf")
     ok = needs > 0 and lo <= factor <= hi
     note = ((f"x{factor:.2f} is within" if ok else f"x{factor:.2f} is outside") + f" x{lo:g}-x{hi:g}: {why}"
             if needs > 0 else "implausible: it would need a negative value")
-    return report.model_term(name, part / whole if whole else 0.0,
-                             f"{name} at {needs:.4g} {unit} (now {part:.4g} {unit})", note)
+    return dict(report.model_term(name, part / whole if whole else 0.0,
+                                  f"{name} at {needs:.4g} {unit} (now {part:.4g} {unit})", note),
+                factor=factor if needs > 0 else float("inf"))
 
 
 def share_term(name: str, part: float, whole: float, target_pct: float, unit: str = "ms") -> dict:
     """The term ``part`` of ``whole`` whose change alone moves its share to ``target_pct``: p' / (whole - p + p')
     = t, so p' = t (whole - p) / (1 - t)."""
     t = target_pct / 100.0
-    return _entry(name, part, whole, t * (whole - part) / (1.0 - t) if t < 1 else float("inf"), unit)
+    return part_term(name, part, whole, t * (whole - part) / (1.0 - t) if t < 1 else float("inf"), unit)
 
 
 def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
     """The part of a sum (``parts`` add up to ``ours``) whose change alone brings the sum to the tolerance edge, with
     the smallest change."""
     tgt = target(printed, ours, tol)
-    return _best([_entry(n, v, ours, v + tgt - ours, unit) for n, v in parts.items() if v > 0])
-
-
-def part_term(name: str, part: float, whole: float, needs: float, unit: str = "ms") -> dict:
-    """The term ``part`` of ``whole`` that would have to be ``needs`` (same unit) for a PASS."""
-    return _entry(name, part, whole, needs, unit)
+    return _best([part_term(n, v, ours, v + tgt - ours, unit) for n, v in parts.items() if v > 0])
 
 
 def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
     """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
-    return _entry(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,
+    return part_term(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,
                   target(printed, ours, tol), unit)
 
 
 def _best(cands: list[dict]) -> dict:
     """The candidate needing the smallest change (a positive value first)."""
-    import math
-
     def cost(e: dict) -> float:
-        m = re.search(r"x([\d.]+|inf)", e["plausible"])
-        f = float(m.group(1)) if m else float("inf")
+        f = e["factor"]
         return abs(math.log(f)) if 0 < f < float("inf") else float("inf")
     return min(cands, key=cost)
 
@@ -365,7 +361,7 @@ def _latency_terms(r, system: str, target_ms: float) -> list[dict]:
         col = f"{k}_ms" if f"{k}_ms" in r.index else k
         part = float(r.get(col, 0.0) or 0.0)
         if part > 0:
-            out.append(_entry(f"{system} {name}", part, lat, part + target_ms - lat, "ms"))
+            out.append(part_term(f"{system} {name}", part, lat, part + target_ms - lat, "ms"))
     return out
 
 
@@ -415,8 +411,7 @@ def perf_term(key: str, ours: float | None, printed: float, tol: paper.Tolerance
         bar, base = d.loc[key.rsplit(".", 1)[1]], d.loc["agx_flexgen"]
         return _best(_latency_terms(bar, key.rsplit(".", 1)[1], float(base.latency_ms) / tgt)
                      + _latency_terms(base, "agx_flexgen", tgt * float(bar.latency_ms)))
-    return _entry(f"the simulated {key} as a whole (no finer breakdown is recorded for it)", ours, ours, tgt,
-                  paper.get(key).unit if key in paper.REGISTRY else "")
+    return whole_term(f"the simulated {key}", ours, printed, tol, paper.get(key).unit if key in paper.REGISTRY else "")
 
 
 def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, checks: list[ImpliedCheck],
