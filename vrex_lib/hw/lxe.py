@@ -54,8 +54,8 @@ SUMMARY = "summary.json"
 #: (``bulk_real`` real ones per source at most, then random), ``activity`` real vectors per source of the
 #: activity run, ``simulator`` of the bulk run (None: Verilator, Icarus with a warning where it is absent).
 #: ``default`` runs 3,000 vectors per block in Icarus (about 40 s) rather than 10,000 in Verilator, whose two
-#: compiles alone take about two CPU-minutes and would put `make reproduce` over its 10 minutes; ``10k`` is that
-#: Verilator run (`pytest --lxe-10k`, docs/DECISIONS.md D286). The random part (>= the activity vectors) feeds the
+#: compiles alone take about two CPU-minutes (about 90 CPU-seconds saved, docs/DECISIONS.md D286); ``10k`` is that
+#: Verilator run (`pytest --lxe-10k`). The random part (>= the activity vectors) feeds the
 #: random-operand activity.
 SIZES = {"smoke": dict(myhdl=4, bulk=dict(dpe=120, vpe=60), bulk_real=10, activity=dict(dpe=27, vpe=20),
                        simulator="icarus"),
