@@ -159,8 +159,6 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/eval/run.py \
   vrex_lib/eval/sample.py \
   vrex_lib/eval/stats.py \
-  vrex_lib/hw/__init__.py \
-  vrex_lib/hw/timing.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
   vrex_lib/methods.py \
@@ -204,13 +202,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/runtime/trace.py \
   vrex_lib/runtime/vision.py \
   vrex_lib/selection.py \
-  vrex_lib/streams.py \
-  vrex_lib/video.py \
-  vrex_lib/workload/__init__.py \
-  vrex_lib/workload/curves.py \
-  vrex_lib/workload/files.py \
-  vrex_lib/workload/measure.py \
-  vrex_lib/workload/shadow.py
+  vrex_lib/video.py
 
 $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/__init__.py \

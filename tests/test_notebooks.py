@@ -1,5 +1,5 @@
 """Every notebook executes end to end in the smoke profile as a user runs them -- `make reproduce PROFILE=smoke`:
-one results folder, the Makefile's order (02/03/06/08/09 after the workload file, 05 after 04's yosys summary, 07
+one results folder, the Makefile's order (02/06/08/09 after the workload file, 05 after 04's yosys summary, 07
 last) -- stores its figures as images and no absolute path of this machine, and every FAIL / NOT RUN row it writes
 names its cause."""
 from __future__ import annotations

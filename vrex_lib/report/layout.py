@@ -56,7 +56,7 @@ PAPER_SECTIONS: tuple[Section, ...] = (
     Section("fig18", "Fig. 18 — roofline at 40K tokens, batch 4 (§VI.D)", ("Fig. 18", "§VI.D"), ("fig18",),
             ("fig18",)),
     Section("table2", "Table II — retrieval ratio and COIN accuracy (§VI.E)", ("Table II", "§VI.E"), ("table2",),
-            ("table2_ratios", "context_curves_03"), ("03", "09")),
+            ("table2_ratios",), ("03", "09")),
     Section("fig19", "Fig. 19 — ReSV ablation: clustering (§VI.E)", ("Fig. 19",), ("fig19",), ("fig19",)),
     Section("fig20", "Fig. 20 — retrieval ratio per layer and head (§VI.E)", ("Fig. 20",), ("fig20",), ("fig20",)),
     Section("table3", "Table III — area and power of one V-Rex core (§VI.F)", ("Table III", "§VI.F"),
