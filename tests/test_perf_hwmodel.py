@@ -13,7 +13,7 @@ from vrex_lib.perf import constants as PC
 from vrex_lib.perf import Workload, simulate
 from vrex_lib.perf.model_ops import STACK_COUNTS
 from vrex_lib.perf.sim import RESOURCES
-from vrex_lib.perf.systems import get_system
+from vrex_lib.perf.systems import agx_orin, get_system
 from vrex_lib.perf.validation import validation_frame
 
 POINTS = [("vrex8", "resv", "frame", 40000), ("vrex8", "resv", "text", 1000), ("agx_orin", "flexgen", "frame", 40000),
@@ -78,9 +78,11 @@ def test_flexgens_host_relay_copy_takes_host_memory_time_on_the_server():
 
 # ---- GPU baselines beside published measurements ----------------------------------------------------------
 
-#: Rows outside 10 % of their measurement, with the term that misses and what it would need (reported INFO rows).
-EXPLAINED_MISSES = {"decode.a100.graphs.Llama-2-7B", "decode.a100.graphs.Llama-3.1-8B",
-                    "decode.agx_orin.hf_eager.Llama-2-7B"}
+#: Rows outside 10 % of their measurement (reported INFO rows), each held to the band docs/PERF_MODEL.md states: the
+#: two gpt-fast A100 rows at 1.10 (D109); the Orin Hugging Face row at 1.50 since its host cost is HF's measured
+#: share of gpt-fast's (0.64 per layer, D247); equal cost per call would give 1.37.
+EXPLAINED_MISSES = {"decode.a100.graphs.Llama-2-7B": (1.08, 1.12), "decode.a100.graphs.Llama-3.1-8B": (1.08, 1.12),
+                    "decode.agx_orin.hf_eager.Llama-2-7B": (1.45, 1.55)}
 
 
 def test_validation_rows_stay_where_they_are():
@@ -89,8 +91,29 @@ def test_validation_rows_stay_where_they_are():
     value = holds[holds.kind != "lower-bound"]
     assert value.ratio.between(0.9, 1.1).all(), value.ratio.to_dict()
     assert (holds[holds.kind == "lower-bound"].ratio >= 1.0).all()
-    # the explained misses stay on the side and within the margin the report states
-    assert df.ratio[list(EXPLAINED_MISSES)].between(1.0, 1.45).all(), df.ratio[list(EXPLAINED_MISSES)].to_dict()
+    for key, (lo, hi) in EXPLAINED_MISSES.items():  # the explained misses stay where the report puts them
+        assert lo <= df.ratio[key] <= hi, (key, df.ratio[key])
+
+
+def test_hf_eager_host_cost_is_the_measured_share_of_gpt_fasts():
+    from vrex_lib.perf.model_ops import decoder_layer_ops, lm_head_op
+    from vrex_lib.perf.sim import OpCosts
+    from vrex_lib.perf.validation import LLAMA2_7B
+
+    call, slow = PC.const("stack.eager_host_op_s"), PC.const("stack.orin_host_slowdown")
+    gf_layer, gf_fixed = 102 * call * slow, 25 * call * slow  # gpt-fast's eager step on the Orin's host
+    hf, gf = agx_orin(stack="hf_eager"), agx_orin()
+    costs = {name: OpCosts(s) for name, s in (("hf", hf), ("gf", gf))}
+    ops = decoder_layer_ops(LLAMA2_7B, 1, 1, 69)
+    layer = {k: sum(c.gpu_parts(o)[1]["host"] for o in ops) for k, c in costs.items()}
+    head = {k: c.gpu_parts(lm_head_op(LLAMA2_7B, 1, 25))[1]["host"] for k, c in costs.items()}
+    assert layer["gf"] == pytest.approx(gf_layer) and head["gf"] == pytest.approx(gf_fixed)
+    # Hugging Face: the measured ratios (scripts/measure_host_overhead.py), not the per-call cost times its calls
+    assert PC.const("stack.hf_eager_host_layer_x") == pytest.approx(0.640)
+    assert PC.const("stack.hf_eager_host_fixed_x") == pytest.approx(1.23)
+    assert layer["hf"] == pytest.approx(0.640 * gf_layer) and head["hf"] == pytest.approx(1.23 * gf_fixed)
+    assert hf.host_fixed_s == pytest.approx(1.23 * gf_fixed)
+    assert not math.isclose(layer["hf"], 89 * call * slow, rel_tol=0.05)  # equal cost per call: 0.87 of gpt-fast's
 
 
 def test_stack_counts_are_the_traced_totals():
@@ -107,9 +130,9 @@ def test_stack_counts_are_the_traced_totals():
 
 def test_kernel_startup_is_charged_per_kernel():
     a = get_system("a100")
-    r0 = simulate(a.replace(kernel_dram_s=0.0, kernel_small_s=0.0, host_op_s=0.0), "full", "text", 1000,
-                  workload="paper")
-    r1 = simulate(a.replace(host_op_s=0.0), "full", "text", 1000, workload="paper")
+    no_host = dict(host_op_s=0.0, host_fixed_s=0.0)
+    r0 = simulate(a.replace(kernel_dram_s=0.0, kernel_small_s=0.0, **no_host), "full", "text", 1000, workload="paper")
+    r1 = simulate(a.replace(**no_host), "full", "text", 1000, workload="paper")
     assert r1.latency_ms > r0.latency_ms and not math.isclose(r1.latency_ms, r0.latency_ms)
 
 

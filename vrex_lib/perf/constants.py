@@ -44,6 +44,9 @@ _PCIE_DERIVED = 0.985 * 256.0 / (256.0 + _TLP_OVERHEAD_B)
 _DRAMSIM3_HBM = ("umd-memsys/DRAMsim3 configs/HBM2_8Gb_x128.ini (the DRAM simulator the paper names for HBM2e, "
                  "§VI.A), timing in cycles at its tCK = 1 ns")
 _GPTFAST = "pytorch-labs/gpt-fast @32971d3"
+_HOST_SCRIPT = ("scripts/measure_host_overhead.py (torch 2.13.0 CPU, transformers 4.35.2, gpt-fast @32971d3, "
+                "Python 3.11; one thread of an Intel Xeon KVM guest (family 6 model 167, AVX-512/AMX), 2026-12-02; "
+                "tiny fp16/bf16 models: the step time is the framework's own)")
 
 
 def _tech_rows(tech: memtech.MemoryTech, system: str) -> tuple[DeviceConstant, ...]:
@@ -181,16 +184,32 @@ _GPU_ROWS: tuple[DeviceConstant, ...] = (
                    "bmm 2 each, div, softmax, silu", ""),
     DeviceConstant("stack.hf_eager_ops_fixed", 13, "aten calls", "decode step outside the layers, Hugging Face eager",
                    "-", "measured", "as stack.hf_eager_ops_per_layer (the 1-layer model less one layer)",
-                   "embedding, final norm, LM head; generate()'s own bookkeeping is not dispatched through aten"),
+                   "embedding, final norm, LM head of the model's forward; the whole generate() step dispatches 48 "
+                   "(scripts/measure_host_overhead.py); its host time enters as stack.hf_eager_host_fixed_x"),
     DeviceConstant("stack.eager_host_op_s", (1 / 25.5) / (32 * 102 + 25), "s", "x86 host of an A100-80GB "
                    "(eager PyTorch)", "-", "derived", "pytorch.org/blog/accelerating-generative-ai-2 (2023): the "
                    "eager gpt-fast starting point decodes Llama-7B at 25.5 tok/s on an A100-80GB and its trace is "
                    "'heavily CPU overhead bound'", "39.2 ms per token / (32 x 102 + 25) aten calls = 11.9 us per "
                    "call (assumes the whole step is host-bound)"),
+    DeviceConstant("stack.hf_eager_host_layer_x", 0.640, "x", "Hugging Face eager decoder layer / gpt-fast eager "
+                   "TransformerBlock, host time per decode step", "-", "measured", f"{_HOST_SCRIPT}: least squares "
+                   "over 1-4 layers of each layer count's median step (21 interleaved repeats): 290 us per HF layer "
+                   "vs 453 us per gpt-fast layer", "a property of the two code bases, taken to hold on the A100's "
+                   "host (docs/DECISIONS.md D247); cross-checks 0.643 (median of per-repeat fits), 0.610 (fastest "
+                   "runs)"),
+    DeviceConstant("stack.hf_eager_host_fixed_x", 1.23, "x", "Hugging Face generate() step outside the layers / "
+                   "gpt-fast decode_n_tokens step outside the layers, host time", "-", "measured",
+                   f"{_HOST_SCRIPT}: the same fits' intercepts, 334 us (HF: generate()'s logits processors, stopping "
+                   "criteria, attention-mask and input-id concatenation, the 4D mask, embedding, norm, LM head) vs "
+                   "272 us (gpt-fast: embedding, norm, LM head, top-k sampling, the loop's clones)",
+                   "cross-checks 1.19 (per-repeat fits), 1.42 (fastest runs): the intercept is the less certain of "
+                   "the two; it is 1.5 % of a 32-layer step's host time"),
     DeviceConstant("stack.orin_host_slowdown", 3.4 / 2.2, "x", "Jetson AGX Orin Cortex-A78AE host", "Samsung 8 nm",
                    "derived", "clock ratio: AMD EPYC 7742 boost 3.4 GHz (DGX A100 host; AMD specification) / "
                    "Cortex-A78AE 2.2 GHz (Jetson AGX Orin module data sheet)",
-                   "equal work per cycle assumed; no published per-op PyTorch overhead on the Orin found", True),
+                   "equal work per cycle assumed: no published single-thread comparison of the Cortex-A78AE with "
+                   "the EPYC 7742 (or another x86 server core) and no per-op PyTorch overhead on the Orin found "
+                   "(docs/DECISIONS.md D247)", True),
     DeviceConstant("stack.flexgen_staging_copies", 2, "copies", "FlexGen disk/CPU tier -> GPU", "-", "derived",
                    "FMInference/FlexLLMGen @004ffef flexllmgen/pytorch_backend.py: the CPU KV cache is not pinned "
                    "(init_cache_one_gpu_batch, 'disable pin_memory due to high memory overhead'); general_copy "

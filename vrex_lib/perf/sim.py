@@ -16,7 +16,8 @@ Model (docs/PERF_MODEL.md; modelling choices are docs/DECISIONS.md D20-D28 and D
   the technology's bank-level model, :mod:`vrex_lib.perf.dram`). On V-Rex an op takes ``max(DRAM, DPE, VPE)`` from
   the per-core LXE model (:mod:`vrex_lib.perf.lxe`); on a GPU ``max(max(FLOPs / achieved FLOP/s, DRAM + kernel
   start-ups), host calls x host time per call)`` -- each of the op's kernels (its stack's count) pays a measured
-  start-up, and the eager host stack issues each framework call while the GPU runs the previous (D240).
+  start-up, and the eager host stack issues each framework call while the GPU runs the previous (D240); the step
+  outside the layers costs the host its measured time (``System.host_fixed_s``, D247).
 * Every second and joule of the step is booked on the resource it occupies (:data:`RESOURCES`, ``SimResult.ledger``).
 * Per decoder layer ℓ the main engine runs QKV → KV prediction for layer ℓ+1 → attention → out-proj → FFN.
   The PCIe engine fetches layer ℓ+1's selected offloaded KV as soon as its prediction is known (on V-Rex:
@@ -264,7 +265,10 @@ class OpCosts:
         dram_s = self.dram_s(op) if dram_s is None else dram_s
         calls, kernels, dram_k = stack_counts(sys.stack, op)
         fixed_s = dram_k * sys.kernel_dram_s + (kernels - dram_k) * sys.kernel_small_s
-        parts = dict(compute=op.flops / sys.flops, dram=dram_s, kernel=fixed_s, host=calls * sys.host_op_s)
+        # The step outside the layers is charged its measured host time as a whole, not per framework call: much
+        # of it (generate()'s logits processors and stopping criteria) is Python (docs/DECISIONS.md D247).
+        host_s = sys.host_fixed_s if op.name == "lm_head" else calls * sys.host_op_s
+        parts = dict(compute=op.flops / sys.flops, dram=dram_s, kernel=fixed_s, host=host_s)
         device_s = max(parts["compute"], dram_s + fixed_s)
         if parts["host"] >= device_s:
             return (parts["host"], "host"), parts

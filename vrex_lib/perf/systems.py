@@ -12,7 +12,9 @@ every figure moves.
                       cycles);
 * ``mem_side_eff``    a GPU-side DRAM loss on top of the DRAM model (``gpu.mem_side_eff``; 1.0 for V-Rex);
 * ``pcie_eff``        achieved / nominal PCIe bandwidth for large copies;
-* ``host_op_s``       host time per framework call of an eager stack (0 for V-Rex's static instruction stream);
+* ``host_op_s``       host time per framework call of an eager stack inside the decoder layers (0 for V-Rex's
+                      static instruction stream); ``host_fixed_s``: the eager host's time per step outside them
+                      (embedding, final norm, LM head, sampling, the decode loop's own work);
 * ``staging_copies``  extra host-memory copies per fetched byte (FlexGen's pinned relay; 0 for V-Rex's KVMU);
 * ``stack``           the GPU software stack whose kernel and call counts an op has (``model_ops.STACK_COUNTS``:
                       'compiled' = gpt-fast's torch.compile graph in CUDA graphs, 'eager' = eager PyTorch,
@@ -64,6 +66,7 @@ class System:
     pcie_eff: float
     mem_side_eff: float = 1.0
     host_op_s: float = 0.0
+    host_fixed_s: float = 0.0
     staging_copies: int = 0
     unified_memory: bool = False
     power_w: float | None = None  # GPU board power (Table I); V-Rex power is computed by the energy model
@@ -91,8 +94,9 @@ class System:
         for f in ("peak_flops", "dram_bw", "dram_capacity", "pcie_bw"):
             if not getattr(self, f) > 0:
                 raise ValueError(f"System {self.name}: {f} must be > 0")
-        if self.host_op_s < 0 or self.staging_copies < 0 or self.nvme_queue_depth < 1:
-            raise ValueError(f"System {self.name}: host_op_s and staging_copies must be >= 0, nvme_queue_depth >= 1")
+        if min(self.host_op_s, self.host_fixed_s, self.staging_copies) < 0 or self.nvme_queue_depth < 1:
+            raise ValueError(f"System {self.name}: host_op_s, host_fixed_s and staging_copies must be >= 0, "
+                             "nvme_queue_depth >= 1")
         if self.kind == "vrex" and (self.core is None or self.n_cores < 1 or self.core_port_bytes_per_cycle <= 0):
             raise ValueError(f"System {self.name}: a V-Rex system needs its core configuration, n_cores >= 1 and a "
                              "core port > 0 B/cycle")
@@ -159,12 +163,32 @@ def vrex(n_cores: int, side: Literal["edge", "server"], core: VRexCoreConfig | N
         core_power=CorePowerModel.of(core), core_port_bytes_per_cycle=const("vrex.core_port_bytes_per_cycle"))
 
 
+def eager_host_s(stack: str, host_slowdown: float = 1.0) -> tuple[float, float]:
+    """(host time per framework call inside the decoder layers, host time per step outside them) of GPU software
+    ``stack`` on a host ``host_slowdown`` times slower than the A100's.
+
+    'eager' (gpt-fast uncompiled) is the measured starting point: ``stack.eager_host_op_s`` per call, and
+    ``stack.eager_ops_fixed`` calls outside the layers. 'hf_eager' is that host time scaled by what Hugging Face's
+    code costs the host beside gpt-fast's, measured on one CPU (``stack.hf_eager_host_layer_x`` per layer, spread
+    over HF's own ``stack.hf_eager_ops_per_layer`` calls; ``stack.hf_eager_host_fixed_x`` outside them,
+    docs/DECISIONS.md D247). 'compiled' issues no host calls."""
+    if stack == "compiled":
+        return 0.0, 0.0
+    call = const("stack.eager_host_op_s") * host_slowdown
+    fixed = call * const("stack.eager_ops_fixed")
+    if stack == "hf_eager":
+        layer = call * const("stack.eager_ops_per_layer") * const("stack.hf_eager_host_layer_x")
+        return layer / const("stack.hf_eager_ops_per_layer"), fixed * const("stack.hf_eager_host_fixed_x")
+    return call, fixed
+
+
 def _gpu_stack(host_slowdown: float = 1.0, stack: str = "eager") -> dict:
-    """A GPU software stack: eager PyTorch (host calls, stream-launched kernels) or gpt-fast's compiled graph in
-    CUDA graphs (``stack='compiled'``: no host calls, graph-launched kernels), with FlexGen's staging copies;
-    ``host_slowdown`` scales the host's speed."""
+    """A GPU software stack: eager PyTorch (host calls, stream-launched kernels; gpt-fast's or Hugging Face's,
+    :func:`eager_host_s`) or gpt-fast's compiled graph in CUDA graphs (``stack='compiled'``: no host calls,
+    graph-launched kernels), with FlexGen's staging copies; ``host_slowdown`` scales the host's speed."""
     graph = stack == "compiled"
-    return dict(host_op_s=0.0 if graph else const("stack.eager_host_op_s") * host_slowdown,
+    host_op_s, host_fixed_s = eager_host_s(stack, host_slowdown)
+    return dict(host_op_s=host_op_s, host_fixed_s=host_fixed_s,
                 staging_copies=int(const("stack.flexgen_staging_copies")), stack=stack,
                 kernel_dram_s=const("gpu.kernel_dram_graph_s" if graph else "gpu.kernel_dram_stream_s"),
                 kernel_small_s=const("gpu.kernel_small_graph_s" if graph else "gpu.kernel_small_stream_s"),

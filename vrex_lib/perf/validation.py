@@ -6,7 +6,8 @@
 * **decode**: simulated batch-1 decode of Llama-2-7B / Llama-3.1-8B (method ``full``, nothing offloaded) on the
   A100 and the AGX Orin with the software stack the measurement used -- gpt-fast's compiled graph in CUDA graphs
   (kernel counts from its Inductor trace, each kernel's fixed start-up from gpu-benches), eager PyTorch, Hugging Face
-  eager (its own call and kernel counts) -- beside published end-to-end tokens/s;
+  eager (its own call and kernel counts, its host time measured beside eager gpt-fast's) -- beside published
+  end-to-end tokens/s;
 * **attainable bandwidth**: what a tuned int4 decode on the Orin implies about its sustained LPDDR5 bandwidth.
 
 Each :data:`MEASUREMENTS` row names the source, the table or section, the framework and the precision; rows marked
@@ -168,8 +169,8 @@ def validation_frame() -> pd.DataFrame:
     m = measurement("agx_orin.hf.llama2_7b_tok_s")
     rows.append(_row("decode.agx_orin.hf_eager.Llama-2-7B", "Llama-2-7B decode on AGX Orin, Hugging Face eager",
                      "tok/s", m.value, decode_tok_s("agx_orin", LLAMA2_7B, stack="hf_eager", kv_len=HF_MEAN_KV), m,
-                     "held out: HF 4.35 call/kernel counts x the eager host cost x Orin host slowdown, shared LPDDR5 "
-                     "model"))
+                     "held out: HF 4.35 kernel counts; host time = HF's measured share of gpt-fast's eager host time "
+                     "(D247) x Orin host slowdown; shared LPDDR5 model"))
     m = measurement("agx_orin.mlc.llama2_7b_tok_s")
     implied = m.value * LLAMA2_7B.params * 0.5 / 204.8e9  # int4 weights alone: a lower bound
     lp5 = _dram.timing("lpddr5", 204.8e9, int(const("lpddr5.bus_bits")))
