@@ -99,6 +99,7 @@ def _fake_fid(spec) -> dict:
     return dict(points=dse.resv_points(spec), results=res, model="fake")
 
 
+@pytest.mark.long
 def test_design_space_table_and_report(tmp_path):
     spec = dataclasses.replace(dse.sweep_spec("smoke"), ratio=(0.1, 0.9), wtu_rows=2)
     df = dse.design_space(spec, _fake_fid(spec))

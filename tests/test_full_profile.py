@@ -163,6 +163,7 @@ def test_workload_measure_two_checkpoints_names_the_tiny_model(tiny_videollm, tm
         "(`data/workload_smoke.json` is missing or unreadable)")
 
 
+@pytest.mark.long
 def test_readme_torchrun_two_ranks_then_merge_then_the_report(tmp_path, repo):
     """The README's torchrun command (two CPU ranks, as tests/test_readme_full.py adapts it) and its merge, then a
     second method sharded the same way, then notebook 03's reader of merged results (EVAL_DIR) and the report's

@@ -26,6 +26,7 @@ needs_tools = pytest.mark.skipif(bool(_missing), reason=f"{_missing} not install
 
 
 @needs_tools
+@pytest.mark.long
 def test_verify_smoke_all_blocks(tmp_path):
     # the bulk vectors on Icarus here (no compile step); the Verilator path is exercised by the mutant test below
     s = verify.run(tmp_path, size="smoke", synth=False, return_results=True, simulator="icarus")
@@ -51,6 +52,7 @@ def test_verify_smoke_all_blocks(tmp_path):
 
 
 @needs_tools
+@pytest.mark.long
 def test_synthesis_gives_cell_counts(tmp_path):
     s = verify.run(tmp_path, blocks=["hcu", "kvmu"], size="smoke", synth=True, use_traces=False, simulator="icarus")
     for b in ("hcu", "kvmu"):
@@ -163,6 +165,7 @@ def test_cli_without_iverilog_is_an_error_not_a_silent_pass(tmp_path, monkeypatc
     assert not (tmp_path / "o" / "summary.json").exists()
 
 
+@pytest.mark.long
 def test_cli_no_verilog_flag_is_recorded(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))  # no tools at all
     assert main(["verify", "--out", str(tmp_path / "o"), "--size", "smoke", "--no-synth", "--no-verilog",
@@ -199,6 +202,7 @@ def _unchanged(out) -> bool:
         (out / f).read_text() == f"previous {f}\n" for f in ("kvmu.v", "summary.json"))
 
 
+@pytest.mark.long
 def test_cli_full_disk_names_the_file_and_tears_nothing(tmp_path, monkeypatch, capsys):
     out = tmp_path / "o"
     _old_outputs(out)

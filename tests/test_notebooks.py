@@ -17,7 +17,7 @@ from vrex_lib import report
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.long,
               pytest.mark.skipif(not make_ready(), reason="needs make and an up-to-date .venv and data/coin_mini "
                                                           "(make setup)")]
 

@@ -113,6 +113,7 @@ def _check_make(cmd: str, tmp: Path, repo: Path, env: dict, run_workload: bool) 
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_every_full_profile_command_of_the_readme_runs(layout, repo, capsys):
     tmp, env = layout
     cmds = readme_commands(repo / "README.md")

@@ -377,6 +377,7 @@ def test_headless_notebook_stores_images_and_no_frozen_progress_bar(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not make_ready(), reason="needs make and an up-to-date .venv and data/coin_mini (make setup)")
+@pytest.mark.long
 def test_make_reproduce_manifest_and_stale_report(tmp_path):
     """End to end through make + papermill: a table id computed at run time, deleted, makes `make report` fail;
     a failed `make reproduce` leaves the previous REPORT.md marked stale."""
