@@ -1,5 +1,5 @@
 """Tables and plots of a workload file's context-length curves (selected fraction, reuse, tokens per cluster, ...
-against kv length, one line per method). Used by notebooks 02, 03 and 06."""
+against kv length, one line per method). Used by notebook 02."""
 from __future__ import annotations
 
 import os
