@@ -259,8 +259,9 @@ _PROFILES: dict[str, Profile] = {
         DataSection("mini", "data/coin_mini", "COIN.json", "the COIN fixture is built by `make data` (python "
                     "data/make_coin_mini.py, < 1 min)"),
         EvalSection(6, max_new_tokens=24),
-        # The Th_r-wics sweep has 1 point, which pays for the before/after variants (1 sample per task).
-        StudySection(None, n=2, max_frames=20, max_new_tokens=12, sweep=(0.7,), sweep_tasks=("step", "next"),
+        # The Th_r-wics sweep has 1 point; it and the before/after variants run on one task (1 sample each): the
+        # default profile's 10-minute budget (D368).
+        StudySection(None, n=2, max_frames=20, max_new_tokens=12, sweep=(0.7,), sweep_tasks=("step",),
                      n_variants=1),
         # No steered fidelity runs (D367): notebook 03 steers every method on the COIN samples; the full profile
         # steers them here at 1K/5K/10K, the smoke profile at 200 tokens.
