@@ -105,12 +105,12 @@ NB_ORDER := 03 09 04 08 05 02 06 01 00
 EXEC_ORDERED := $(foreach n,$(NB_ORDER),$(filter $(RESULTS)/executed/$(n)_%,$(EXECUTED)))
 EXEC_ORDERED += $(filter-out $(EXEC_ORDERED),$(EXECUTED))
 _reproduce: $(WORKLOAD_FILE) $(EXEC_ORDERED)
-ifeq ($(SCHEDULE),1)
-$(filter-out %/03_accuracy.ipynb,$(EXECUTED)): | $(WORKLOAD_FILE)
-endif
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
 	@-$(PY) benchmarks/times.py --results $(RESULTS) --json $(RESULTS)/times.json
 	@echo "reproduce: done -- see $(RESULTS)/REPORT.md and $(RESULTS)/report.html"
+ifeq ($(SCHEDULE),1)
+$(filter-out %/03_accuracy.ipynb,$(EXECUTED)): | $(WORKLOAD_FILE)
+endif
 
 # Validated before anything is written or deleted: a typo never discards the results of a valid profile, and a
 # VREX_THREADS the notebooks cannot use fails here rather than inside every notebook.
