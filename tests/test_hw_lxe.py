@@ -49,6 +49,16 @@ def test_small_run_verifies_synthesises_and_caches(small):
     assert again == s
 
 
+def test_a_summary_whose_netlists_are_gone_is_not_reused(tmp_path):
+    """The estimates read the netlists back, so a summary naming one that is missing is recomputed, not reused."""
+    summary = dict(schema=lxe.SCHEMA, inputs_key="k", blocks={"dpe": {"units": {"bf16_mul": {"netlist": "m.json"}}}})
+    (tmp_path / lxe.SUMMARY).write_text(json.dumps(summary))
+    assert lxe.cached(tmp_path, "k") is None
+    (tmp_path / "netlists").mkdir()
+    (tmp_path / "netlists" / "m.json").write_text("{}")
+    assert lxe.cached(tmp_path, "k") == summary and lxe.cached(tmp_path, "other") is None
+
+
 @needs_tools
 def test_inputs_key_follows_the_inputs():
     tv = lxe.tools()

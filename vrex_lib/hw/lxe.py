@@ -100,12 +100,16 @@ def inputs_key(size: str, seed: int, cfg: VRexCoreConfig, simulator: str, tool_v
 
 
 def cached(out: Path, key: str) -> dict | None:
-    """The summary in ``out`` when it was made with inputs ``key``, else None."""
+    """The summary in ``out`` when it was made with inputs ``key`` and every netlist it names is still there (the
+    estimates read them back), else None."""
     try:
         d = json.loads((Path(out) / SUMMARY).read_text())
     except (OSError, ValueError):
         return None
-    return d if isinstance(d, dict) and d.get("schema") == SCHEMA and d.get("inputs_key") == key else None
+    if not (isinstance(d, dict) and d.get("schema") == SCHEMA and d.get("inputs_key") == key):
+        return None
+    names = [u.get("netlist") for b in d.get("blocks", {}).values() for u in b.get("units", {}).values()]
+    return d if all(n and (Path(out) / "netlists" / n).is_file() for n in names) else None
 
 
 # -------------------------------------------------------------------------------------------- synthesis
