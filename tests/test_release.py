@@ -69,3 +69,30 @@ def test_one_version_everywhere():
     assert first.startswith(f"## {v} ")
     z = json.loads((REPO_ROOT / ".zenodo.json").read_text())
     assert z["upload_type"] == "software" and z["license"] == "MIT" and z["creators"]
+
+
+
+def _headline_rows(readme: str) -> list[str]:
+    """The data rows of the README's headline table (after its header and separator)."""
+    lines = readme[readme.index("**Headline claims**"):].splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    rows = []
+    for ln in lines[first + 2:]:
+        if not ln.startswith("|"):
+            break
+        rows.append(ln)
+    return rows
+
+
+def _bare_model_rows(rows: list[str]) -> list[str]:
+    return [r[:60] for r in rows if "**model**" in r and "would need" not in r]
+
+
+def test_every_model_fail_in_the_readme_headline_table_names_its_term_and_need():
+    """The README's headline table follows the report's rule: a `model` FAIL names the responsible term and the
+    value a PASS would need (a row that says only **model** is a copy gone stale)."""
+    rows = _headline_rows((REPO_ROOT / "README.md").read_text())
+    assert len(rows) >= 10
+    assert not _bare_model_rows(rows), _bare_model_rows(rows)
+    stale = _headline_rows("**Headline claims**\n\n| claim | cause |\n|---|---|\n| power | **model** |\n\nafter\n")
+    assert _bare_model_rows(stale) == ["| power | **model** |"]  # the check can fail
