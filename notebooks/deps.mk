@@ -104,6 +104,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
@@ -177,6 +178,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
@@ -248,6 +250,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
@@ -333,6 +336,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
@@ -392,6 +396,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
@@ -447,6 +452,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
@@ -510,6 +516,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
@@ -617,6 +624,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/mechanism.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/rescore.py \
@@ -663,6 +671,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/profiles.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/hashing.py \
+  vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \

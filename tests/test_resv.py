@@ -249,7 +249,7 @@ def test_non_monotonic_positions_still_sorted():
     assert tab.tokens_of_heads(torch.tensor([[True]]))[0].tolist() == [2, 5, 9]
 
 
-# ------------------------------------------------------------------- the fast path at scale (D50, D51)
+# ------------------------------------------------------------------- the fast path at scale (D50, D51, D369)
 def _rows_ref(w, counts, ratio, n_valid, quant_bits=None):
     """Reference WiCSum row by row on the unpadded part of each row."""
     out = np.zeros(w.shape, bool)
@@ -263,10 +263,12 @@ def _rows_ref(w, counts, ratio, n_valid, quant_bits=None):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), C=st.integers(33, 400), rows=st.integers(1, 12),
        ratio=st.sampled_from([0.0, 0.05, 0.3, 0.5, 0.9, 1.0]),
-       kind=st.sampled_from(["softmax", "quant", "int_ties", "float_ties", "dyadic"]))
-def test_wicsum_rows_equals_reference(seed, C, rows, ratio, kind):
-    """The batched WiCSum (bucketed top-of-row pre-selection + whole-row fallback) selects exactly the
-    reference's clusters: float and integer weights, ties, padding, rows that cross the threshold exactly."""
+       kind=st.sampled_from(["softmax", "quant", "int_ties", "float_ties", "dyadic", "raw"]),
+       early_exit=st.sampled_from([0, 1, 2]))
+def test_wicsum_rows_equals_reference(seed, C, rows, ratio, kind, early_exit):
+    """The compiled WiCSum (early exit on the top of σ, or the whole of σ) selects exactly the reference's
+    clusters: float and integer weights, ties, negative raw scores, padding, rows that cross the threshold
+    exactly."""
     from vrex_lib.resv.wicsum import wicsum_rows
 
     rng = np.random.default_rng(seed)
@@ -284,31 +286,42 @@ def test_wicsum_rows_equals_reference(seed, C, rows, ratio, kind):
         w = rng.integers(0, 4, (rows, C))
     elif kind == "float_ties":
         w = rng.choice([1.0, 0.5, 0.25, 0.1, 1e-3], (rows, C))
+    elif kind == "raw":  # raw scores (score='raw'): negative weights take the whole of σ
+        w = rng.normal(0.2, 1.0, (rows, C))
     else:  # dyadic weights and unit counts: sums are exact, so Acc hits Th_r-wics·Sum exactly
         w = rng.integers(1, 5, (rows, C)) / 4.0
         counts = valid.astype(np.int64)
     w = np.where(valid, w, 0)
-    mask, n_sel = wicsum_rows(w, counts, ratio, valid, n_valid)
+    mask, n_sel = wicsum_rows(w, counts, ratio, n_valid, early_exit=early_exit)
     ref = _rows_ref(w, counts, ratio, n_valid)
     assert np.array_equal(mask, ref)
     assert n_sel.tolist() == ref.sum(1).tolist()
+
+
+def test_wicsum_rows_names_a_bad_stage_or_padding():
+    from vrex_lib.resv.wicsum import wicsum_rows
+
+    w, c = np.ones((2, 3)), np.ones(3, np.int64)
+    with pytest.raises(ValueError, match="early_exit must be 0, 1 or 2"):
+        wicsum_rows(w, c, 0.3, early_exit=3)
+    with pytest.raises(ValueError, match=r"n_valid must lie in \[0, 3\]"):
+        wicsum_rows(w, c, 0.3, n_valid=np.array([1, 4]))
 
 
 def test_wicsum_rows_threshold_boundary():
     """Acc(t) == Th_r-wics·Sum exactly is not an exit (strict >), in float and integer arithmetic."""
     from vrex_lib.resv.wicsum import wicsum_rows
 
-    for C in (40, 100):  # whole-row rule and bucketed pre-selection
-        valid = np.ones((2, C), bool)
+    for C in (40, 100):
         counts = np.ones((2, C), np.int64)
         for w in (np.full((2, C), 0.5), np.full((2, C), 1024, np.int64)):
-            mask, n_sel = wicsum_rows(w, counts, 0.5, valid, np.full(2, C))
+            mask, n_sel = wicsum_rows(w, counts, 0.5)
             h = C // 2 + 1  # Acc(C/2 - 1) == Sum/2 is not > Sum/2
             assert n_sel.tolist() == [h, h] and mask[:, :h].all() and not mask[:, h:].any()
             assert np.array_equal(mask, _rows_ref(w, counts, 0.5, np.full(2, C)))
-    w = np.arange(100, dtype=np.int64)[None, :] - 50  # negative integer weights: whole-row rule
+    w = np.arange(100, dtype=np.int64)[None, :] - 50  # negative integer weights: Sum and Acc are still exact
     c = np.ones((1, 100), np.int64)
-    got = wicsum_rows(w, c, 0.3, np.ones((1, 100), bool), np.array([100]))[0]
+    got = wicsum_rows(w, c, 0.3)[0]
     assert np.array_equal(got, wicsum_select_ref(w, c[0], 0.3))
 
 

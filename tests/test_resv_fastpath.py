@@ -2,8 +2,8 @@
 
 Oracle: :mod:`vrex_lib.resv.reference` (loops, written to be obviously correct). Streams: ``bench_resv``'s
 (``drifting_keys`` at Llama-3-8B layer shapes, its query rule) and ``bench_runtime``'s (its synthetic frame
-embeddings through the streaming runtime, on the smoke model). Every WiCSum stage is forced in turn
-(docs/DECISIONS.md D361): the walk over the first σ positions, the top levels of the weight, the whole-row rule.
+embeddings through the streaming runtime, on the smoke model). Every stage of the compiled float WiCSum is
+forced in turn (docs/DECISIONS.md D369): σ(0) alone, the top binary orders of the weight, the whole of σ.
 """
 import sys
 from pathlib import Path
@@ -14,6 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import vrex_lib.resv.select as S
 import vrex_lib.resv.wicsum as W
 from vrex_lib.config import ReSVConfig, RuntimeConfig
 from vrex_lib.resv import HashClusterTable, HashClusterTableRef, select_tokens, select_tokens_ref
@@ -23,17 +24,13 @@ from vrex_lib.retrieval.resv_policy import ReSV
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
-# (walk steps, levels from this many clusters, ... and this many rows x clusters): which stages run
-STAGES = {"default": None, "levels": (1, 0, 0), "whole_row": (1, 10**9, 10**9)}
+# the float WiCSum's stages (vrex_lib.resv.kernels._row_float): all, without the σ(0) shortcut, the whole of σ
+STAGES = {"default": 1, "levels": 2, "whole_sigma": 0}
 
 
 @pytest.fixture(params=list(STAGES))
 def stage(request, monkeypatch):
-    s = STAGES[request.param]
-    if s is not None:
-        monkeypatch.setattr(W, "_WALK_STEPS", s[0])
-        monkeypatch.setattr(W, "_PARTIAL_MIN_CLUSTERS", s[1])
-        monkeypatch.setattr(W, "_LEVELS_MIN_ENTRIES", s[2])
+    monkeypatch.setattr(S, "_EARLY_EXIT", STAGES[request.param])
     return request.param
 
 
@@ -115,9 +112,9 @@ def _rows_ref(w, counts, ratio, n_valid):
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), C=st.integers(1, 300), rows=st.integers(1, 40),
        ratio=st.sampled_from([0.0, 0.3, 0.7, 0.99]), kind=st.sampled_from(["softmax", "flat", "quant", "ties"]),
-       stages=st.sampled_from([(1, 0, 0), (3, 0, 0), (6, 10**9, 10**9), (2, 50, 100)]))
-def test_every_wicsum_stage_equals_the_reference(seed, C, rows, ratio, kind, stages):
-    """Each stage alone and in combination, on peaked, flat, quantised and tied weights, with padding."""
+       early_exit=st.sampled_from([0, 1, 2]))
+def test_every_wicsum_stage_equals_the_reference(seed, C, rows, ratio, kind, early_exit):
+    """Each stage of the compiled WiCSum, on peaked, flat, quantised and tied weights, with padding."""
     rng = np.random.default_rng(seed)
     n_valid = rng.integers(1, C + 1, rows)
     n_valid[0] = C
@@ -129,29 +126,25 @@ def test_every_wicsum_stage_equals_the_reference(seed, C, rows, ratio, kind, sta
         w = W.quantize_weights(w)
     elif kind == "ties":
         w = np.round(w * 4) / 4
-    old = W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES
-    try:
-        W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES = stages
-        mask, n_sel = W.wicsum_rows(w, counts, ratio, valid, n_valid)
-    finally:
-        W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES = old
+    mask, n_sel = W.wicsum_rows(w, counts, ratio, n_valid, early_exit=early_exit)
     ref = _rows_ref(w, counts, ratio, n_valid)
     assert np.array_equal(mask, ref)
     assert n_sel.tolist() == ref.sum(1).tolist()
 
 
-def test_a_threshold_the_pairwise_sum_cannot_place_goes_to_the_whole_row():
-    """Sum in σ order loses the 1024 tiny weights (1.0 + 2^-54 rounds to 1.0), the pairwise sum keeps them: the
-    reference stops at σ(0) (0.5 + 2^-50 > 0.5·1.0), which only the certain-exceed test leaves to the whole row."""
-    w = np.concatenate([[0.5 + 2.0 ** -50, 0.5 - 2.0 ** -50], np.full(1024, 2.0 ** -54)])[None, :]
+def test_a_threshold_the_index_order_sum_cannot_place_goes_to_the_whole_of_sigma():
+    """Added in column order, the 1024 tiny weights come first and survive (Sum = 1 + 2^-44); in σ order they come
+    last and round away (Sum = 1.0), so the reference stops at σ(0) (0.5 + 2^-50 > 0.5·1.0) while a rule trusting
+    the column-order Sum would take two clusters. Only the bounds of D51 send the row to the whole of σ."""
+    w = np.concatenate([np.full(1024, 2.0 ** -54), [0.5 + 2.0 ** -50, 0.5 - 2.0 ** -50]])[None, :]
     counts = np.ones_like(w, dtype=np.int64)
     ref = wicsum_select_ref(w, counts[0], 0.5)
-    assert ref.sum() == 1
-    for stages in [(6, 10**9, 10**9), (1, 0, 0)]:  # the walk, and the levels
-        old = W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES
-        try:
-            W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES = stages
-            mask, n_sel = W.wicsum_rows(w, counts, 0.5, np.ones_like(w, bool), np.array([w.shape[1]]))
-        finally:
-            W._WALK_STEPS, W._PARTIAL_MIN_CLUSTERS, W._LEVELS_MIN_ENTRIES = old
+    assert ref.sum() == 1 and ref[0, 1024]
+    column_sum = 0.0
+    for x in w[0]:
+        column_sum += float(x)
+    naive = np.cumsum(np.sort(w[0])[::-1]) > 0.5 * column_sum  # σ-order Acc against the column-order Sum
+    assert int(naive.argmax()) + 1 == 2  # the trap is real: trusting that Sum selects a different set
+    for early_exit in (0, 1, 2):
+        mask, n_sel = W.wicsum_rows(w, counts, 0.5, early_exit=early_exit)
         assert np.array_equal(mask, ref) and n_sel.tolist() == [1]

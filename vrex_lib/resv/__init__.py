@@ -1,8 +1,9 @@
 """ReSV (paper §IV): hash-bit key clustering + WiCSum thresholding -- the one definition used by the runtime
 policy, the MyHDL DRE model (bit-exact check) and the performance simulator.
 
-Fast path (this package: vectorised NumPy on host arrays for the runtime's per-layer steps, torch for the
-standalone ``hash_bits`` / ``hamming`` / ``wicsum_select``; docs/DECISIONS.md D50-D51) and a plain loop/NumPy
+Fast path (this package: host arrays and compiled Numba kernels for the runtime's per-layer steps,
+:mod:`vrex_lib.resv.kernels`; torch for the standalone ``hash_bits`` / ``hamming`` / ``wicsum_select``;
+docs/DECISIONS.md D50, D51, D369) and a plain loop/NumPy
 reference (:mod:`vrex_lib.resv.reference`, functions suffixed ``_ref``) with identical semantics; tests check
 they agree exactly (assignments, codes, counts, bit-exact running means, selected tokens).
 

@@ -1,11 +1,11 @@
 """ReSV's KV prediction end to end: Q·Key_cluster^T -> weights -> WiCSum per row -> union -> token positions.
 
-The work runs on host NumPy arrays (see :mod:`vrex_lib.resv.table`): per layer and step it is a handful of
-small array ops, where NumPy's per-op cost (~1 µs) is far below torch's, so every stage runs on all rows of
-all KV heads at once (docs/DECISIONS.md D360). Scores are computed per KV head with the same float64 expression
-as the reference (``(rows @ Key_cluster^T) · scaling``, on the table's float64 copy of its means), so the two
-paths see bit-identical weights; WiCSum runs on all rows at once (:func:`vrex_lib.resv.wicsum.wicsum_sorted_rows`,
-docs D361) and the union's positions are read from the table's token order in one gather (D362).
+The work runs on host NumPy arrays (see :mod:`vrex_lib.resv.table`). Scores are computed per KV head with the
+same float64 expression as the reference (``(rows @ Key_cluster^T) · scaling``, on the table's float64 copy of its
+means), so the two paths see bit-identical weights; everything after the scores -- scaling and centring, WiCSum
+on every row of every KV head, the union, the union's token positions -- is one compiled call each
+(:mod:`vrex_lib.resv.kernels`, docs/DECISIONS.md D369), because at 1K tokens a step is ~100 tiny array ops per
+layer whose cost is the per-op overhead, not the arithmetic (D360).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import torch
 from ..config import ReSVConfig
 from ..selection import Selection
 from .table import HashClusterTable, single_thread, to_numpy
-from .wicsum import quantize_weights, wicsum_sorted_rows
+from . import kernels
+from .wicsum import RATIO_FRAC_BITS, quantize_weights, ratio_q
 
 # ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
 # clusters_selected per KV head, prefix_frac, sum_nonpos_rows for raw scores, ratio).
@@ -67,31 +68,54 @@ def _check_args(query, table, cfg) -> None:
         raise ValueError(f"score={cfg.score!r}: use 'softmax' or 'raw' (ReSVConfig.score)")
 
 
-def _weights(q: np.ndarray, table: HashClusterTable, n_c: np.ndarray, scaling: float, softmax: bool,
-             quant_bits: int | None):
-    """Weights of every row of every KV head, padded to the largest cluster count C: ``w, wc = w·TC, key``
-    ``[Hkv, R, C]`` and the key's padding value (``key`` ascending = σ; see :func:`wicsum_sorted_rows`).
+_EARLY_EXIT = 1  # the float WiCSum's stages (kernels._row_float); tests force the others: the same selections
 
-    Scores are the reference's own expression per head, ``(rows @ Key_cluster^T) · scaling`` in float64 on
-    the same operands (the table's float64 copy of its means), so the weights are bit-identical to it.
+
+def _weights(q: np.ndarray, table: HashClusterTable, n_c: np.ndarray, scaling: float, softmax: bool,
+             quant_bits: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """WiCSum weights of every KV head's rows ``q [Hkv, R, D]`` over its own ``n_c[h]`` clusters, held back to
+    back: flat ``[Σ_h R·n_c[h]]`` (head h's ``[R, n_c[h]]`` row-major from ``off[h]``), softmax numerators (or
+    raw scores) in float64, or int64 when quantised to ``quant_bits``; returns (weights, off).
+
+    Scores are the reference's own expression, ``(rows @ Key_cluster^T) · scaling`` in float64 on the same
+    operands (the table's float64 copy of its means; each product into a C-contiguous ``[R, n]``, as the
+    reference's), and the softmax numerators ``exp(s − max s)``: the same float64 operations, ``np.exp`` included,
+    so the weights are bit-identical to it.
     """
     Hkv, R, _ = q.shape
-    C = int(n_c.max())
-    s = np.full((Hkv, R, C), -np.inf if softmax else 0.0)  # padding: weight 0 either way
+    size = R * n_c
+    off = np.zeros(Hkv, np.int64)
+    np.cumsum(size[:-1], out=off[1:])
+    s = np.empty(int(size.sum()))
     for h in range(Hkv):
-        s[h, :, :int(n_c[h])] = (q[h] @ table.head_centroids64_np(h).T) * scaling
-    w = np.exp(s - s.max(2, keepdims=True)) if softmax else s  # every head has >= 1 cluster once C > 0
-    counts = table._counts[:, :C] if not table.concat else np.broadcast_to(table._counts[:1, :C], (Hkv, C))
+        if n_c[h]:
+            np.matmul(q[h], table.head_centroids64_np(h).T, out=s[off[h]:off[h] + size[h]].reshape(R, -1))
+    kernels.scale_center(s, off, np.full(Hkv, R, np.int64), n_c, scaling, softmax)
+    w = np.exp(s) if softmax else s
+    return (w if quant_bits is None else quantize_weights(w, quant_bits)), off
+
+
+def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
+    """WiCSum of every row of every KV head, in one compiled call over all heads
+    (:func:`vrex_lib.resv.kernels.wicsum_blocks_float`) -> (selected bool ``[Hkv, R, C]`` padded to the largest
+    cluster count, their union over each head's rows ``[Hkv, C]``, clusters selected per row ``[Hkv, R]``, rows
+    whose Σ w·TC <= 0 (raw scores only; 0 for softmax))."""
+    Hkv, R, _ = q.shape
+    C = int(n_c.max())
+    w, off = _weights(q, table, n_c, scaling, softmax, quant_bits)
+    mask, union, n_sel = np.zeros((Hkv * R, C), bool), np.zeros((Hkv, C), bool), np.zeros(Hkv * R, np.int64)
+    groups = np.zeros(Hkv, np.int64) if table.concat else np.arange(Hkv, dtype=np.int64)
+    blocks = (w, off, np.full(Hkv, R, np.int64), n_c, groups, table._counts, np.arange(Hkv, dtype=np.int64) * R)
     if quant_bits is not None:
-        w = quantize_weights(w, quant_bits)
-        key, pad_key = ~w, np.iinfo(np.int64).max  # ~x = -x-1: ascending = descending weight, exactly
+        kernels.wicsum_blocks_int(*blocks, ratio_q(ratio), RATIO_FRAC_BITS, mask, n_sel, union)
     else:
-        counts = counts.astype(np.float64)  # exact, so w·TC is the same product; converted once, not per row
-        key, pad_key = -w, np.inf
-    wc = w * counts[:, None, :]
-    for h in np.flatnonzero(n_c < C).tolist():
-        key[h, :, int(n_c[h]):] = pad_key
-    return w, wc, key, pad_key
+        kernels.wicsum_blocks_float(*blocks, float(ratio), _EARLY_EXIT, mask, n_sel, union)
+    nonpos = 0
+    if not softmax:
+        for h in range(Hkv):
+            wh = w[off[h]:off[h] + R * n_c[h]].reshape(R, -1)
+            nonpos += int(((wh * table.head_counts_np(h).astype(np.float64)).sum(-1) <= 0).sum())
+    return mask.reshape(Hkv, R, C), union, n_sel.reshape(Hkv, R), nonpos
 
 
 def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
@@ -107,18 +131,12 @@ def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) ->
     C = int(n_c.max()) if Hkv else 0
     nonpos = 0
     if C:
-        softmax = cfg.score == "softmax"
-        w, wc, key, pad_key = _weights(q, table, n_c, scaling, softmax, quant_bits)
-        if not softmax:
-            nonpos = int((wc.sum(-1) <= 0).sum())
-        mask, n_sel = wicsum_sorted_rows(w.reshape(Hkv * R, C), wc.reshape(Hkv * R, C), key.reshape(Hkv * R, C),
-                                         pad_key, ratio, np.repeat(n_c, R), nonneg=True if softmax else None)
-        mask = mask.reshape(Hkv, R, C)
-        prefix = float((n_sel.reshape(Hkv, R) / np.maximum(n_c, 1)[:, None]).mean())
+        mask, head_mask, n_sel, nonpos = _wicsum_heads(q, table, n_c, scaling, cfg.score == "softmax", quant_bits,
+                                                       ratio)
+        prefix = float((n_sel / np.maximum(n_c, 1)[:, None]).mean())
     else:
-        mask = np.zeros((Hkv, R, 0), bool)
+        mask, head_mask = np.zeros((Hkv, R, 0), bool), np.zeros((Hkv, 0), bool)
         prefix = 0.0
-    head_mask = mask.any(1)  # [Hkv, C]: union over the group's rows
     if cfg.granularity == "q_head":
         idx = _positions(table, mask.reshape(Hkv * grp, Nq, C).any(1), np.arange(Hkv * grp) // grp, candidates)
     else:
@@ -148,19 +166,13 @@ def _positions(table: HashClusterTable, cluster_mask: np.ndarray, head: np.ndarr
             in_cand = (pos >= cand_range[0]) & (pos < cand_range[1])
         else:
             in_cand = np.isin(pos, cand_arr)
-    assign = table._assign[:, a:b]
-    if table.concat or len(head) != assign.shape[0]:  # sets of several heads read the same group's assignment
-        assign = assign[np.zeros_like(head) if table.concat else head]
-    M, C = cluster_mask.shape
-    tok = cluster_mask.ravel()[assign + (np.arange(M) * C)[:, None]]  # [M, b - a]: token in a marked cluster
-    if in_cand is not None:
-        tok &= in_cand
+    groups = np.zeros(len(head), np.int64) if table.concat else np.asarray(head, np.int64)  # concat: one group
+    flat, sizes = kernels.member_positions(cluster_mask, groups, table._assign, table._pos,
+                                           a, b, np.zeros(0, bool) if in_cand is None else in_cand,
+                                           in_cand is not None, union)
     if union:
-        tok = tok.any(0, keepdims=True)
-    pos = table._pos[a:b]
-    out = [pos[np.flatnonzero(m)] for m in tok]  # ~10x faster than boolean indexing on long rows
-    if not table._monotonic:
-        out = [np.unique(p) if union else np.sort(p) for p in out]
-    if union:
-        return [torch.from_numpy(out[0].copy()) for _ in range(len(head))]
-    return [torch.from_numpy(p) for p in out]
+        p = flat if table._monotonic else np.unique(flat)
+        return [torch.from_numpy(p.copy()) for _ in range(len(head))]
+    ends = np.cumsum(sizes).tolist()
+    out = [flat[e - n:e] for e, n in zip(ends, sizes.tolist())]
+    return [torch.from_numpy(p if table._monotonic else np.sort(p)) for p in out]

@@ -11,19 +11,12 @@ cluster (code = its own code, Key_cluster = its key, count 1). Candidates are al
 including the ones opened earlier in the same frame (temporal + spatial clustering). The cluster code
 stays the founder's (``code_rule='founder'``) or is re-hashed from the running mean (``'mean'``).
 
-How the founder rule is computed without a per-token pass over the table (docs/DECISIONS.md D50, D363): the
-distances of a frame's N new codes to the clusters that existed before the frame do not depend on the order
-(founder codes never change), so they are one vectorised popcount ``[G, N, C0]`` (empty slots of a group with
-fewer clusters carry a distance penalty) reduced to (min, first argmin) per token. The only sequential dependency
-is on clusters opened earlier *in the same frame*: their indices are above every old one, so token t's nearest
-cluster is the old minimum unless an in-frame cluster is strictly nearer (ties keep the lower, i.e. older,
-index). A frame in which every token has an old cluster within th has no such dependency at all. Otherwise
-only the tokens with no old cluster within th can open one, and only those with an earlier such token within
-th need an ordered decision (a short loop); every token then takes the nearest opened in-frame cluster when
-it is strictly nearer than its old one. Running-mean updates are applied in rounds (round r = the r-th joiner
-of each cluster in this frame), so each cluster sees its members in arrival order with exactly the
-reference's float32 arithmetic ``c + (k − c)/TC``; a float64 copy of the means (the operand of the scores) is
-refreshed for the clusters a frame touches.
+The founder rule runs as one compiled loop per frame (:func:`vrex_lib.resv.kernels.cluster_founder`,
+docs/DECISIONS.md D369): tokens in arrival order, each against every cluster of its group (the ones opened
+earlier in the frame included), running means with exactly the reference's float32 arithmetic
+``c + (k − c)/TC``; a float64 copy of the means (the operand of the scores) is refreshed for the clusters a
+frame touches. The hash bits stay a NumPy float64 matmul, the reference's own. ``code_rule='mean'`` keeps a plain
+per-token loop.
 
 State is kept on the host in NumPy buffers grown by doubling (the HC table is small, and the per-layer ops are
 latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing attributes (``codes``,
@@ -32,47 +25,19 @@ latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing at
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 
 import numpy as np
 import torch
 
 from ..config import ReSVConfig
+from . import kernels
 from .hashing import layer_seed, make_hyperplanes
-
-_FAR = 255  # a distance no code has (uint8 popcounts are <= 64): never < th (th is capped at 65)
-_EMPTY = 128  # added to the distance of an empty table slot: >= 128 > any th, and 64 + 128 fits in uint8
-
 
 def _popcount(x: np.ndarray) -> np.ndarray:
     """Set bits of each int64 (all 64, two's complement) -> uint8. ``np.bitwise_count`` counts the bits of the
     absolute value of a signed integer, hence the unsigned view."""
     return np.bitwise_count(x.view(np.uint64))
-
-
-@functools.lru_cache(maxsize=64)
-def _strictly_lower(n: int) -> np.ndarray:
-    """bool ``[n, n]``, True where column s < row t (read-only, cached per frame length)."""
-    m = np.tri(n, n, -1, dtype=bool)
-    m.flags.writeable = False
-    return m
-
-
-def _opened(cand: np.ndarray, close: np.ndarray, earlier: np.ndarray) -> np.ndarray:
-    """Which tokens open a cluster, ``[G, N]`` bool: the candidates (best old distance >= th) with no earlier
-    *opening* token within th. ``close [G, N, N]``: in-frame distance < th; ``earlier [N, N]``: s < t.
-
-    Only candidates with an earlier close candidate depend on the order; they are resolved one by one in arrival
-    order (every earlier decision is final by then)."""
-    conflict = close & cand[:, None, :] & earlier
-    conflict &= cand[:, :, None]
-    opened = cand.copy()
-    g_c, t_c = np.nonzero(conflict.any(2))
-    for g, t in zip(g_c.tolist(), t_c.tolist()):
-        if (conflict[g, t] & opened[g]).any():
-            opened[g, t] = False
-    return opened
 
 
 def _find_openblas_threads():
@@ -167,13 +132,11 @@ class HashClusterTable:
         self.hyperplanes = torch.as_tensor(hyperplanes).detach().to("cpu", torch.float32)
         # float64 projection, as hashing.projection_signs and the reference: signs agree near zero.
         self._hp64_t = np.ascontiguousarray(self.hyperplanes.numpy().astype(np.float64).T)  # [Dg, n_hp]
-        self._bit_values = np.left_shift(np.uint64(1), np.arange(self.cfg.n_hp, dtype=np.uint64))
         self._th = min(int(self.cfg.th_hp), 65)  # a distance is <= 64: any th > 64 joins everything alike
         G, cap, tcap = self.n_groups, 64, 256
         self._codes = np.zeros((G, cap), np.int64)
         self._cent = np.zeros((G, cap, self.group_dim), np.float32)
         self._cent64 = np.zeros((G, cap, self.group_dim), np.float64)  # float64 copy of _cent, for the scores
-        self._pen = np.full((G, cap), _EMPTY, np.uint8)  # added to distances: 0 for a used slot, _EMPTY if empty
         self._counts = np.zeros((G, cap), np.int64)
         self._ncl = np.zeros(G, np.int64)
         self._pos = np.zeros(tcap, np.int64)
@@ -217,9 +180,6 @@ class HashClusterTable:
             new = max(need_clusters, 2 * cap)
             G = self.n_groups
             codes, counts = np.zeros((G, new), np.int64), np.zeros((G, new), np.int64)
-            pen = np.full((G, new), _EMPTY, np.uint8)
-            pen[:, :cap] = self._pen
-            self._pen = pen
             cent = np.zeros((G, new, self.group_dim), np.float32)
             cent64 = np.zeros((G, new, self.group_dim), np.float64)
             codes[:, :cap], counts[:, :cap], cent[:, :cap] = self._codes, self._counts, self._cent
@@ -248,8 +208,8 @@ class HashClusterTable:
 
     def _hash(self, x: np.ndarray) -> np.ndarray:
         """float32 ``[..., Dg]`` -> int64 codes ``[...]`` (bit i = [x·h_i > 0] in float64, bit 63 = sign bit)."""
-        bits = (x.astype(np.float64) @ self._hp64_t) > 0
-        return (bits * self._bit_values).sum(-1, dtype=np.uint64).view(np.int64)
+        proj = x.astype(np.float64) @ self._hp64_t
+        return kernels.pack_codes(proj.reshape(-1, *proj.shape[-2:])).reshape(proj.shape[:-1])
 
     def add_frame(self, keys: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Hash and cluster one frame's post-RoPE keys ``[Hkv, N, D]`` at cache ``positions [N]``.
@@ -287,79 +247,11 @@ class HashClusterTable:
         return out.expand(self.n_kv_heads, N).clone() if self.concat else out
 
     def _cluster_founder(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
-        th = self._th
-        best_c, best_d = self._nearest_old(new_codes)
-        cand = best_d >= th  # tokens that open a cluster unless an earlier one of this frame is within th
-        if cand.any():
-            assign = self._open_in_frame(new_codes, best_c, best_d, cand)
-        else:  # every token joins an old cluster: no in-frame dependency
-            assign = best_c
-        self._update_means(x, assign)
+        assign = np.empty(new_codes.shape, np.int64)
+        x = np.ascontiguousarray(x)  # one layout, so one compiled specialisation (a frame's keys: a small copy)
+        kernels.cluster_founder(new_codes, x, self._th, self._codes, self._counts, self._cent, self._cent64,
+                                self._ncl, assign)
         return assign
-
-    def _open_in_frame(self, new_codes: np.ndarray, best_c: np.ndarray, best_d: np.ndarray,
-                       cand: np.ndarray) -> np.ndarray:
-        """Assignment of a frame in which some tokens open clusters: the in-frame part of the D4 rule."""
-        G, N = new_codes.shape
-        th = self._th
-        n0 = self._ncl.copy()
-        d_new = _popcount(new_codes[:, :, None] ^ new_codes[:, None, :])  # [G, N, N] in-frame distances
-        earlier = _strictly_lower(N)  # [N, N]: s < t
-        opened = _opened(cand, d_new < th, earlier)
-        own = n0[:, None] + np.cumsum(opened, 1) - 1  # cluster index of each opening token
-        # Nearest *opened* earlier token of each token (first minimum = lowest cluster index); it wins only when
-        # strictly nearer than the best old cluster (an old cluster has the lower index) and nearer than th.
-        d_in = np.where(opened[:, None, :] & earlier, d_new, _FAR)
-        s_star = d_in.argmin(2)
-        d_star = d_in.min(2)
-        use_in = (d_star < best_d) & (d_star < th)
-        assign = np.where(opened, own, np.where(use_in, np.take_along_axis(own, s_star, 1), best_c))
-        g_o, t_o = np.nonzero(opened)
-        c_o = own[g_o, t_o]
-        self._codes[g_o, c_o] = new_codes[g_o, t_o]
-        self._pen[g_o, c_o] = 0
-        self._ncl += opened.sum(1)
-        return assign
-
-    def _nearest_old(self, new_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per new code, the nearest cluster that existed before the frame (first minimum) and its distance."""
-        G, N = new_codes.shape
-        C0 = int(self._ncl.max())
-        if C0 == 0:
-            return np.zeros((G, N), np.int64), np.full((G, N), _FAR, np.uint8)
-        d_old = _popcount(new_codes[:, :, None] ^ self._codes[:, None, :C0])  # uint8 [G, N, C0]
-        d_old += self._pen[:, None, :C0]  # empty slots of the groups with fewer clusters: never nearest
-        return d_old.argmin(2), d_old.min(2)
-
-    def _update_means(self, x: np.ndarray, assign: np.ndarray) -> None:
-        """Counts and running means of the frame's clusters, each cluster's members in arrival order.
-
-        Round r takes the r-th joiner of every cluster in this frame (so no cluster appears twice in a round) and
-        applies the reference's float32 step ``c + (k − c)/TC``: bit-identical means.
-        """
-        G, N = assign.shape
-        cap = self._codes.shape[1]
-        flat = (assign + (np.arange(G) * cap)[:, None]).ravel()  # into [G * cap]
-        same = assign[:, :, None] == assign[:, None, :]
-        rank = (same & _strictly_lower(N)).sum(2).ravel()  # earlier joiners of the same cluster in this frame
-        counts, cent = self._counts.reshape(-1), self._cent.reshape(-1, self.group_dim)  # views
-        n_after = counts[flat] + rank + 1  # TC after each token joins
-        np.add.at(counts, flat, 1)
-        n_after = n_after.astype(np.float32)
-        xf = x.reshape(G * N, -1)
-        n_rounds = int(rank.max()) + 1 if rank.size else 0
-        if n_rounds == 1:
-            c_old = cent[flat]
-            cent[flat] = c_old + (xf - c_old) / n_after[:, None]
-        elif n_rounds > 1:
-            by_round = np.argsort(rank, kind="stable")
-            bounds = np.searchsorted(rank[by_round], np.arange(n_rounds + 1))
-            f_r, x_r, n_r = flat[by_round], xf[by_round], n_after[by_round, None]
-            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-                f = f_r[a:b]
-                c_old = cent[f]
-                cent[f] = c_old + (x_r[a:b] - c_old) / n_r[a:b]
-        self._cent64.reshape(-1, self.group_dim)[flat] = cent[flat]
 
     def _cluster_mean(self, x: np.ndarray, new_codes: np.ndarray) -> np.ndarray:
         """``code_rule='mean'``: the cluster code follows the running mean, so every token sees the codes as
@@ -378,7 +270,6 @@ class HashClusterTable:
                     j = 0
                 if j == n:
                     self._ncl[g] = n + 1
-                    self._pen[g, j] = 0
                 self._counts[g, j] += 1
                 c = self._cent[g, j]
                 self._cent[g, j] = c + (x[g, t] - c) / np.float32(self._counts[g, j])

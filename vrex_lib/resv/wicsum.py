@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from . import kernels
+
 RATIO_FRAC_BITS = 16  # Th_r-wics is held in Q0.16 by the integer rule
 
 
@@ -128,213 +130,34 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
     return (out, n_sel) if return_prefix else out
 
 
-_WALK_STEPS = 6  # σ positions taken one by one before any sort (most rows of real keys exit by then)
-_PARTIAL_MIN_CLUSTERS = 128  # below this a whole-row sort is as cheap (measured on the 2-core machine)
-_LEVELS_MIN_ENTRIES = 8192  # rows x clusters left after the walk from which the levels beat a whole-row sort
-_LEVELS = (4, 6, 8, 12)  # S = {w >= max_w · 2^-l} for these l in turn (docs/DECISIONS.md D361); then the whole row
-
-
-def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, valid: np.ndarray,
-                n_valid: np.ndarray, nonneg: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """WiCSum on host arrays, all rows at once: ``w [rows, C]`` (float64 weights, or int64 quantised weights),
-    ``counts [rows, C]`` int64, ``valid [rows, C]`` (False = padding: weight and count 0), ``n_valid [rows]``.
+def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, n_valid: np.ndarray | None = None,
+                early_exit: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """WiCSum on host arrays, all rows at once, compiled (:mod:`vrex_lib.resv.kernels`): ``w [rows, C]`` (float64
+    weights, or int64 quantised weights: the integer rule), ``counts [C]`` or ``[rows, C]``, ``n_valid [rows]``
+    (the row's real clusters are its first n_valid columns; the rest is padding and is never read; default C).
 
     Returns (selected bool ``[rows, C]``, clusters selected per row ``[rows]``), exactly those of
-    :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index,
-    Acc and Sum accumulated in σ order, first t with Acc(t) > Th (docs/DECISIONS.md D51 and D361 for how the
-    sort is limited to the top of each row without changing any result). ``nonneg``: the caller knows every
-    weight is >= 0 (softmax numerators); None = check.
+    :func:`wicsum_select` and ``reference.wicsum_select_ref``: σ = descending weight, ties -> lower index, Acc and
+    Sum accumulated in σ order, first t with Acc(t) > Th. ``early_exit`` picks the float rule's stages (1: all,
+    2: without the σ(0) shortcut, 0: the whole of σ in every row, the reference's procedure; see
+    :func:`vrex_lib.resv.kernels._row_float`); the tests compare them.
     """
+    if early_exit not in (0, 1, 2):
+        raise ValueError(f"wicsum_rows: early_exit must be 0, 1 or 2 (the float rule's stages), got {early_exit!r}")
+    w = np.asarray(w)
+    rows, C = w.shape
     integer = w.dtype.kind in "iu"
-    wc = w * counts
+    flat = np.ascontiguousarray(w, np.int64 if integer else np.float64).reshape(-1)
+    counts = np.broadcast_to(np.asarray(counts, np.int64), (rows, C)).copy()  # writable C order: one compiled kernel
+    n_valid = np.full(rows, C, np.int64) if n_valid is None else np.asarray(n_valid, np.int64).reshape(rows)
+    if n_valid.size and (int(n_valid.min()) < 0 or int(n_valid.max()) > C):
+        raise ValueError(f"wicsum_rows: n_valid must lie in [0, {C}] (the row's real clusters)")
+    mask, n_sel = np.zeros((rows, C), bool), np.zeros(rows, np.int64)
+    r = np.arange(rows, dtype=np.int64)
+    blocks = (flat, r * C, np.ones(rows, np.int64), n_valid, r, counts, r)  # one block per row
+    union = np.zeros((rows, C), bool)  # one block per row: its union is the row itself
     if integer:
-        key, pad_key = ~w, np.iinfo(np.int64).max  # ~x = -x-1: ascending key = descending weight, exactly
+        kernels.wicsum_blocks_int(*blocks, ratio_q(ratio), RATIO_FRAC_BITS, mask, n_sel, union)
     else:
-        key, pad_key = -w, np.inf
-    if not valid.all():
-        key = np.where(valid, key, pad_key)  # padding sorts after every real cluster
-    return wicsum_sorted_rows(w, wc, key, pad_key, ratio, n_valid, nonneg)
-
-
-def wicsum_sorted_rows(w: np.ndarray, wc: np.ndarray, key: np.ndarray, pad_key, ratio: float,
-                       n_valid: np.ndarray, nonneg: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`wicsum_rows` given ``wc = w·TC [rows, C]`` and the sort ``key [rows, C]`` (ascending = σ: −w for
-    float weights, ~w for integer ones) holding ``pad_key`` (+inf / int64 max) exactly at the padding, whose
-    ``wc`` is 0. The runtime's selection builds these for all heads at once (:mod:`vrex_lib.resv.select`).
-
-    Rows are resolved in stages, each exact for the rows it accepts (docs/DECISIONS.md D361): the first
-    ``_WALK_STEPS`` clusters of σ one by one (most rows stop there), then -- with many clusters -- the top
-    levels of the weight, then the whole-row rule for the rest.
-    """
-    rows, C = key.shape
-    integer = key.dtype.kind in "iu"
-    if nonneg is None:
-        nonneg = bool((w >= 0).all())
-    if not (ratio < 1.0 and nonneg and rows and C):
-        return _wicsum_full(key, wc, ratio, pad_key, n_valid, integer)
-    mask = np.zeros((rows, C), bool)
-    n_sel = np.zeros(rows, np.int64)
-    total = wc.sum(1)
-    if integer:
-        lo = hi = ratio_q(ratio) * total  # compared with Acc·2^16: exact
-    else:
-        lo, hi = _float_bounds(total, ratio, C)
-    todo = np.flatnonzero(~_wicsum_walk(key, wc, lo, hi, pad_key, n_valid, integer, mask, n_sel))
-    if todo.size and C >= _PARTIAL_MIN_CLUSTERS and todo.size * C >= _LEVELS_MIN_ENTRIES:
-        todo = todo[~_wicsum_levels(key[todo], wc[todo], lo[todo], hi[todo], integer, mask, n_sel, todo)]
-    if todo.size:
-        mask[todo], n_sel[todo] = _wicsum_full(key[todo], wc[todo], ratio, pad_key, n_valid[todo], integer)
+        kernels.wicsum_blocks_float(*blocks, float(ratio), int(early_exit), mask, n_sel, union)
     return mask, n_sel
-
-
-def _first_certain_exceed(acc: np.ndarray, lo: np.ndarray, hi: np.ndarray, integer: bool):
-    """Prefix sums ``acc [rows, K]`` (the reference's Acc(0..K-1)) against Th in [lo, hi] -> (t, ok): the first
-    t with Acc(t) > Th, where ``ok`` says it is certain (Acc(t) > hi and no earlier Acc above lo)."""
-    if integer:
-        ex = acc * (1 << RATIO_FRAC_BITS) > hi[:, None]
-        t = ex.argmax(1)
-        return t, ex[np.arange(acc.shape[0]), t]
-    ex_hi = acc > hi[:, None]
-    t = ex_hi.argmax(1)
-    return t, ex_hi[np.arange(acc.shape[0]), t] & ((acc > lo[:, None]).argmax(1) == t)
-
-
-def _wicsum_walk(key, wc, lo, hi, pad_key, n_valid, integer, mask, n_sel) -> np.ndarray:
-    """The WTU's early exit in software: σ(0), σ(1), ... by repeated argmin (first minimum = lower index on
-    ties, exactly the stable order), ``_WALK_STEPS`` of them; Acc over them is the reference's. Writes the rows
-    whose exit is certain within those steps and within the row's ``n_valid`` real clusters (a row walked past
-    them picks a taken column again); returns bool [rows] done."""
-    rows, C = key.shape
-    steps = min(_WALK_STEPS, C)
-    off = np.arange(rows) * C
-    k = key.copy()
-    kf = k.ravel()
-    picked = np.empty((rows, steps), np.int64)
-    for t in range(steps):
-        j = k.argmin(1)
-        picked[:, t] = j
-        if t + 1 < steps:
-            kf[off + j] = pad_key
-    flat = picked + off[:, None]
-    acc = _cumsum_rows(np.ascontiguousarray(wc).ravel()[flat])
-    t, ok = _first_certain_exceed(acc, lo, hi, integer)
-    ok &= t < n_valid
-    n_sel[ok] = t[ok] + 1
-    mask.ravel()[flat[np.arange(steps)[None, :] < np.where(ok, t + 1, 0)[:, None]]] = True
-    return ok
-
-
-def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``np.take_along_axis(a, idx, 1)`` for 2-D arrays, without its per-call index bookkeeping."""
-    return a[np.arange(a.shape[0])[:, None], idx]
-
-
-def sigma_order(key: np.ndarray, pad_key=None) -> np.ndarray:
-    """Per row, the column order of ascending ``key`` with ties -> lower index first: exactly a stable sort.
-
-    NumPy's SIMD quicksort is several times faster than its stable sort and ties are rare in real weights, so:
-    quicksort, then redo with a stable sort only the rows where equal keys meet (``pad_key`` entries, the
-    padding, may meet in any order: they sort last and are never selected)."""
-    order = np.argsort(key, axis=1)
-    if key.shape[1] < 2:
-        return order
-    vals = _take(key, order)
-    tied = vals[:, 1:] == vals[:, :-1]
-    if pad_key is not None:
-        tied &= vals[:, 1:] != pad_key
-    tied = tied.any(1)
-    if tied.any():
-        order[tied] = np.argsort(key[tied], axis=1, kind="stable")
-    return order
-
-
-def _exceed(acc: np.ndarray, ratio: float, total: np.ndarray, integer: bool) -> np.ndarray:
-    """The exit test ``Acc(t) > Th_r-wics·Sum`` of every prefix (``total [rows, 1]``)."""
-    if integer:
-        return acc * (1 << RATIO_FRAC_BITS) > ratio_q(ratio) * total
-    return acc > float(ratio) * total
-
-
-def _cumsum_rows(a: np.ndarray) -> np.ndarray:
-    """Prefix sums along each row of ``a [rows, K]``, added in order (``torch.cumsum``'s CPU kernel is the same
-    sequential sum as ``np.cumsum``, ~4x faster on short rows)."""
-    return torch.cumsum(torch.from_numpy(np.ascontiguousarray(a)), 1).numpy()
-
-
-def _wicsum_full(key, wc, ratio, pad_key, n_valid, integer):
-    """The whole-row rule: every row in σ order (the reference's), cumulative sums, first exceed."""
-    rows, C = key.shape
-    if C >= _PARTIAL_MIN_CLUSTERS:
-        order = sigma_order(key, pad_key)
-    else:  # on short rows NumPy's stable sort is the faster one
-        order = np.argsort(key, axis=1, kind="stable")
-    flat = order + (np.arange(rows) * C)[:, None]  # into the row-major ravel
-    acc = _cumsum_rows(np.ascontiguousarray(wc).ravel()[flat])
-    exceed = _exceed(acc, ratio, acc[:, -1:], integer)  # padding adds exact zeros: acc[-1] is Sum in σ order
-    first = exceed.argmax(1)
-    n_sel = np.where(exceed[np.arange(rows), first], first + 1, n_valid)
-    mask = np.zeros(rows * C, bool)
-    mask[flat[np.arange(C)[None, :] < n_sel[:, None]]] = True
-    return mask.reshape(rows, C), n_sel
-
-
-def _float_bounds(total: np.ndarray, ratio: float, C: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds [lo, hi] on the reference's Th = Th_r-wics·Sum when Sum is added in σ order and ``total`` pairwise
-    (weights >= 0): they differ by at most (C+2)·2^-51·Σ w·TC, ~4x the recursive-summation error bound."""
-    err = (C + 2) * 2.0 ** -51 * total
-    margin = ratio * err * (1 + 2.0 ** -50) + 2.0 ** -51 * ratio * (total + err) + 1e-300
-    return ratio * total - margin, ratio * total + margin
-
-
-def _wicsum_levels(key, wc, lo, hi, integer, mask, n_sel, rows_out) -> np.ndarray:
-    """Rows ``rows_out`` whose WiCSum prefix lies in the top of the row; returns bool [rows] done (docs D361).
-
-    For l in ``_LEVELS``: S = the clusters with weight >= (the row's largest) · 2^-l, i.e. key <= a per-row
-    threshold. S is closed under ties, so it is exactly σ(0..|S|-1); :func:`_resolve_top` sorts only S and
-    accepts a row when the first exceed lies inside S and is certain. Rows not accepted try the next, larger S,
-    and after the last level go to the whole-row rule (the caller).
-    """
-    w_max = ~key.min(1) if integer else -key.min(1)
-    done = np.zeros(key.shape[0], bool)
-    todo = np.arange(key.shape[0])
-    for level in _LEVELS:
-        kt = ~(w_max[todo] >> level) if integer else -(w_max[todo] * 2.0 ** -level)
-        done[todo] = _resolve_top(key[todo], wc[todo], kt, lo[todo], hi[todo], integer, mask, n_sel,
-                                  rows_out[todo])
-        todo = todo[~done[todo]]
-        if not todo.size:
-            break
-    return done
-
-
-def _segment_order(k: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """Order of flat entries (given row-major: ``row`` ascending, columns ascending within a row) by (row,
-    ascending ``k``, column): σ within each row. SIMD quicksort on ``k``, then a stable radix sort on the row;
-    if equal keys meet inside a row (their order from the quicksort is arbitrary), a stable lexsort instead."""
-    if row.size and int(row[-1]) >= 1 << 15:
-        return np.lexsort((k, row))
-    o = np.argsort(k)
-    o = o[np.argsort(row[o].astype(np.int16), kind="stable")]
-    ks, rs = k[o], row[o]
-    if bool(((ks[1:] == ks[:-1]) & (rs[1:] == rs[:-1])).any()):
-        return np.lexsort((k, row))
-    return o
-
-
-def _resolve_top(key, wc, tau, lo, hi, integer, mask, n_sel, rows_out) -> np.ndarray:
-    """Rows ``rows_out`` of the batch restricted to S = {key <= tau}: σ-sort S, find the first exceed, write the
-    accepted rows' selection into ``mask`` / ``n_sel``. Returns bool [len(rows_out)] accepted."""
-    rows, C = key.shape
-    flat = np.flatnonzero(key <= tau[:, None])  # row-major: columns ascending within a row
-    rr = flat // C
-    o = _segment_order(key.ravel()[flat], rr)
-    flat, rr = flat[o], rr[o]  # σ order within each row
-    k = np.bincount(rr, minlength=rows)
-    slot = np.arange(flat.size) - (np.cumsum(k) - k)[rr]  # σ position within the row
-    wk = np.zeros((rows, int(k.max())), wc.dtype)
-    wk[rr, slot] = np.ascontiguousarray(wc).ravel()[flat]
-    t, ok = _first_certain_exceed(_cumsum_rows(wk), lo, hi, integer)
-    pick = ok[rr] & (slot <= t[rr])
-    mask[rows_out[rr[pick]], flat[pick] - rr[pick] * C] = True
-    n_sel[rows_out[ok]] = t[ok] + 1
-    return ok

@@ -23,6 +23,9 @@ from transformers.cache_utils import Cache, CacheLayerMixin
 from ..config import RuntimeConfig
 
 
+_NUMPY_DTYPES = (torch.float32, torch.float64, torch.float16)  # K/V dtypes NumPy can view (not bfloat16)
+
+
 class KVStoreLayer(CacheLayerMixin):
     """One layer's K/V [1, Hkv, S, D] in a doubling buffer."""
 
@@ -132,17 +135,29 @@ class KVStore(Cache):
         return self.ledger
 
     def gather(self, layer: int, indices: list[torch.Tensor]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """K/V of ``indices[g]`` (cache positions) for each KV head g -> [(K [n_g, D], V [n_g, D])]; booked."""
+        """K/V of ``indices[g]`` (cache positions) for each KV head g -> [(K [n_g, D], V [n_g, D])]; booked.
+
+        All heads are read with one ``index_select`` of K and one of V over the layer's buffer seen as
+        ``[Hkv·cap, D]`` (head g's position p is row g·cap + p); the per-head results are views of them."""
         lay = self.layers[layer]
-        s = lay.n
-        hb = self.host_boundary(s)
-        out = []
+        hb = self.host_boundary(lay.n)
+        host = all(ix.device.type == "cpu" for ix in indices)
+        sizes = [int(ix.numel()) for ix in indices]
         for g, idx in enumerate(indices):
-            host = int(((idx >= self.n_sink) & (idx < hb)).sum())
-            self.ledger.host_tokens[layer, g] += host
-            self.ledger.device_tokens[layer, g] += int(idx.numel()) - host
-            out.append((lay.keys[0, g].index_select(0, idx), lay.values[0, g].index_select(0, idx)))
-        return out
+            i = idx.numpy() if host else idx  # NumPy: a fraction of torch's per-op cost on small host tensors
+            n_host = int(((i >= self.n_sink) & (i < hb)).sum())
+            self.ledger.host_tokens[layer, g] += n_host
+            self.ledger.device_tokens[layer, g] += sizes[g] - n_host
+        h, cap = lay._k.shape[1], lay._k.shape[2]
+        k_all, v_all = lay._k.view(h * cap, -1), lay._v.view(h * cap, -1)
+        if host and k_all.device.type == "cpu" and k_all.dtype in _NUMPY_DTYPES:  # NumPy's take: no per-op cost
+            flat = np.concatenate([ix.numpy() + g * cap for g, ix in enumerate(indices)])
+            k, v = k_all.numpy().take(flat, 0), v_all.numpy().take(flat, 0)
+            ends = np.cumsum(sizes).tolist()
+            return [(torch.from_numpy(k[e - n:e]), torch.from_numpy(v[e - n:e])) for e, n in zip(ends, sizes)]
+        flat = torch.cat([ix.to(k_all.device) + g * cap for g, ix in enumerate(indices)])
+        k, v = k_all.index_select(0, flat), v_all.index_select(0, flat)
+        return list(zip(k.split(sizes), v.split(sizes)))
 
     def account_all(self, layer: int) -> None:
         """Book a read of the whole cache of ``layer`` by every KV head (full attention)."""
