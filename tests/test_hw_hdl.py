@@ -229,6 +229,7 @@ def test_a_failed_run_leaves_the_previous_outputs(tmp_path, monkeypatch):
     assert _unchanged(out)
 
 
+@pytest.mark.long  # a conversion and a Verilator parse of every block (~45 s in all)
 @pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator not installed: `make setup`")
 @pytest.mark.parametrize("block", verify.BLOCKS)
 def test_every_block_compiles_under_verilator(block, tmp_path):

@@ -96,6 +96,7 @@ def _mutant_check(name: str, tmp_path, simulator: str, n: int, width: int = 8) -
     return good, bulk.check_vectors(b, vecs, None, p, v, tmp_path / "bad", simulator)["mismatches"]
 
 
+@pytest.mark.long  # two Icarus runs of an LXE block (~20 s each); the DRE's Icarus mutant test is in `make test`
 @needs_tools
 @pytest.mark.parametrize("name", ["dpe", "vpe"])
 def test_bulk_check_catches_a_mutant(name, tmp_path):
