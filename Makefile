@@ -32,7 +32,7 @@ PROFILE_STAMP := $(PARAMS_STAMP)
 RUN_LOCK  := $(RESULTS)/.lock
 APT_TOOLS := iverilog verilator yosys ffmpeg g++
 
-.PHONY: help setup data test test-all smoke reproduce _reproduce check-profile report lab clean bench cacti FORCE
+.PHONY: help setup data test test-all smoke reproduce _reproduce check-profile report lab clean bench cacti release FORCE
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
@@ -212,6 +212,13 @@ $(EXECUTED) $(WORKLOAD_FILE): | _report_stale
 _report_stale: | $(VENV)/.ok
 	@$(PY) -m vrex_lib.report --results $(RESULTS) --mark-stale "a make run started rebuilding these results" \
 	  >/dev/null
+
+# The archive of the evaluated state (docs/DECISIONS.md D460): HEAD's source, the default profile's results, their
+# SHA-256 sums and the machine's calibration line, into DIST; refused when the results are missing, stale or of
+# another profile, or tracked files differ from HEAD.
+DIST ?= dist
+release: | $(VENV)/.ok ## Pack HEAD's source + the default profile's results with SHA256SUMS into DIST (default dist/)
+	$(PY) scripts/release.py --results $(call shq,$(RESULTS)) --notebooks $(call shq,$(NOTEBOOK_DIR)) --out $(call shq,$(DIST))
 
 bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
 	@$(PY) -m vrex_lib.envcheck

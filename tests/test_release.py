@@ -96,3 +96,83 @@ def test_every_model_fail_in_the_readme_headline_table_names_its_term_and_need()
     assert not _bare_model_rows(rows), _bare_model_rows(rows)
     stale = _headline_rows("**Headline claims**\n\n| claim | cause |\n|---|---|\n| power | **model** |\n\nafter\n")
     assert _bare_model_rows(stale) == ["| power | **model** |"]  # the check can fail
+
+
+def test_the_version_names_the_evaluated_tag_everywhere():
+    """CITATION.cff, .zenodo.json, CHANGELOG.md and the README's AE appendix name the tag of this version
+    (v<version>) and the archive `make release` writes, so a reviewer knows which state to evaluate."""
+    v = vrex_lib.__version__
+    tag, src = f"v{v}", f"vrex-{v}-src.tar.gz"
+    assert tag in _cff()["message"] and src in _cff()["message"]
+    assert tag in json.loads((REPO_ROOT / ".zenodo.json").read_text())["notes"]
+    changelog = (REPO_ROOT / "CHANGELOG.md").read_text()
+    assert f"`{tag}`" in changelog.split("\n## ")[1]
+    readme = (REPO_ROOT / "README.md").read_text()
+    appendix = readme[readme.index("### I. Archiving and citing"):]
+    assert tag in appendix and src in appendix and "sha256sum -c SHA256SUMS" in appendix
+
+
+def _release_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("vrex_release", REPO_ROOT / "scripts" / "release.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _complete_results(tmp_path):
+    """A results folder that passes the release checks against an empty notebooks folder (nothing is missing)."""
+    res, nbs = tmp_path / "results", tmp_path / "notebooks"
+    for d in (res / "figures", res / "live" / "figures", nbs):
+        d.mkdir(parents=True, exist_ok=True)
+    (res / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")
+    (res / "REPORT.md").write_text("# vrex reproduction report\n")
+    (res / "figures" / "a.png").write_bytes(b"\x89PNG not really")
+    (res / "live" / "figures" / "b.png").write_bytes(b"a live session's figure")
+    return res, nbs
+
+
+def test_make_release_writes_the_archives_and_sums_that_sha256sum_checks(tmp_path, monkeypatch):
+    import subprocess
+    import tarfile
+
+    rel = _release_module()
+    monkeypatch.setattr(rel, "check_source", lambda: "0" * 40)  # a development checkout may have edits
+    res, nbs = _complete_results(tmp_path)
+    out = tmp_path / "dist"
+    files = rel.release(res, nbs, out, calibration="machine: test")
+    v = vrex_lib.__version__
+    assert [f.name for f in files] == [f"vrex-{v}-src.tar.gz", f"vrex-{v}-results-default.tar.gz",
+                                      "CALIBRATION.txt", "SHA256SUMS"]
+    ok = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stdout.count(": OK") == 3, ok.stdout + ok.stderr
+    with tarfile.open(out / f"vrex-{v}-results-default.tar.gz") as t:
+        names = t.getnames()
+    assert f"vrex-{v}-results-default/figures/a.png" in names and not any("/live/" in n for n in names)
+    with tarfile.open(out / f"vrex-{v}-src.tar.gz") as t:
+        assert f"vrex-{v}/pyproject.toml" in t.getnames()
+    assert "machine: test" in (out / "CALIBRATION.txt").read_text()
+    (out / "CALIBRATION.txt").write_text("edited")  # the manifest catches a changed file
+    assert subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=out, capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize("damage", ["no report", "smoke profile", "stale banner", "failed notebook"])
+def test_make_release_refuses_results_that_are_not_one_complete_default_run(tmp_path, monkeypatch, damage, capsys):
+    rel = _release_module()
+    monkeypatch.setattr(rel, "check_source", lambda: "0" * 40)
+    res, nbs = _complete_results(tmp_path)
+    if damage == "no report":
+        (res / "REPORT.md").unlink()
+    elif damage == "smoke profile":
+        (res / ".params").write_text("PROFILE=smoke PAPERMILL_ARGS=\n")
+    elif damage == "stale banner":
+        (res / "REPORT.md").write_text("> **Stale.** rebuilding\n\n# vrex reproduction report\n")
+    else:
+        (res / "executed").mkdir()
+        (res / "executed" / "06_performance.FAILED.ipynb").write_text("{}")
+    out = tmp_path / "dist"
+    rc = rel.main(["--results", str(res), "--notebooks", str(nbs), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "make reproduce" in err and "nothing was written" in err and not out.exists()
+    assert str(tmp_path) not in err  # no absolute path of this machine in the message

@@ -23,7 +23,7 @@ paper, config, profiles, methods, choices, memtech, _io
                                     technology; atomic file writes
 ```
 """
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 #: The layers of the diagram above, top to bottom. A name not (yet) present in the package is allowed here.
 LAYERS: tuple[tuple[str, ...], ...] = (
