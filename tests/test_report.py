@@ -66,7 +66,7 @@ def _results(out: Path) -> Path:
                        profile="default", title="What the printed latencies imply", out=out)
     report.write_table("fig16", [R("fig16.x", "speedup", "x", 8.1, 8.0, TOL, "Fig. 16")], profile="default",
                        title="Fig. 16 — ablation", out=out)
-    for f in ("fig13", "fig4", "table3_blocks", "zz_new_plot", "fig15_16_17"):
+    for f in ("fig13a", "fig4", "table3_blocks", "zz_new_plot", "fig15_16"):
         _fig(out, f)
     return out
 
@@ -117,8 +117,9 @@ def test_unknown_tables_and_figures_land_in_a_labelled_section(built):
     assert "A table no section knows" in other and "figures/zz_new_plot.png" in other
     assert "figures/table3_blocks.png" in md[md.index("## Table III"):md.index("# Appendix")]
     fig16 = md[md.index("## Fig. 16"):md.index("## Table II")]  # one figure for Fig. 15-17: shown once, linked
-    assert "Figure: [figures/fig15_16_17.png](figures/fig15_16_17.png), shown under Fig. 15." in fig16
-    assert md.count("](figures/fig15_16_17.png)") == 2 and md.count("![fig15_16_17]") == 1
+    assert "Figure: [figures/fig15_16.png](figures/fig15_16.png), shown under Fig. 15." in fig16
+    # shown once (with its full-size link), linked from Fig. 16
+    assert md.count("](figures/fig15_16.png)") == 3 and md.count("![fig15_16]") == 1
     # every table and figure written is somewhere in the report
     for t in (out / "tables").glob("*.csv"):
         assert f"tables/{t.name}" in md, t.name
@@ -518,3 +519,102 @@ def test_a_results_folder_that_does_not_exist_is_not_created_by_the_report(tmp_p
     typo = tmp_path / "resluts"
     assert report.main(["--results", str(typo)]) == 2
     assert f"--results {typo} does not exist" in capsys.readouterr().err and not typo.exists()
+
+
+class _Ids(HTMLParser):
+    """Every id and href of a page, each figure's children, and the text of every figure's caption."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.hrefs, self.figures, self._fig = [], [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.append(a["id"])
+        if tag == "a" and "href" in a:
+            self.hrefs.append(a["href"])
+        if tag == "figure":
+            self._fig = dict(tags=[], hrefs=[], caption="")
+        elif self._fig is not None:
+            self._fig["tags"].append(tag)
+            if tag == "a":
+                self._fig["hrefs"].append(a.get("href", ""))
+            if tag == "figcaption":
+                self._fig["in_caption"] = True
+
+    def handle_data(self, data):
+        if self._fig is not None and self._fig.get("in_caption"):
+            self._fig["caption"] += data
+
+    def handle_endtag(self, tag):
+        if tag == "figcaption" and self._fig is not None:
+            self._fig["in_caption"] = False
+        if tag == "figure" and self._fig is not None:
+            self.figures.append(self._fig)
+            self._fig = None
+
+
+def _page_ids(out: Path) -> _Ids:
+    p = _Ids()
+    p.feed((out / report.REPORT_HTML).read_text())
+    return p
+
+
+def test_report_html_ids_are_unique_and_every_cause_note_is_linked(built):
+    """No id twice (Appendix B repeats the body's table titles as headings), and each *Cause details* entry is
+    reached from the row citing it (the row's details element links to it; it links back to that row)."""
+    out, md = built
+    p = _page_ids(out)
+    dup = sorted({i for i in p.ids if p.ids.count(i) > 1})
+    assert not dup, f"duplicate ids: {dup}"
+    notes = [i for i in p.ids if i.startswith("note-")]
+    assert notes, "the fixture's FAIL rows cite cause notes"
+    assert all(f"#{n}" in p.hrefs for n in notes), [n for n in notes if f"#{n}" not in p.hrefs]
+    assert all(h[1:] in p.ids for h in p.hrefs if h.startswith("#")), "a link to an anchor that does not exist"
+    assert any(h.startswith("#ref-") for h in p.hrefs)
+    # Appendix B's heading repeats the Table II section's title, and gets its own id
+    assert md.count("### Table II — retrieval ratio") == 2
+
+
+def test_report_tables_name_both_verdict_columns_and_keep_their_headers_in_view(built):
+    out, md = built
+    head = next(ln for ln in md.splitlines() if ln.startswith("| claim | printed in |"))
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    assert "verdict, paper-stated workload" in cols and "verdict, measured workload" in cols
+    assert "verdict" not in cols  # no bare 'verdict' column beside another
+    page = (out / report.REPORT_HTML).read_text()
+    style = page[page.index("<style>"):page.index("</style>")]
+    # sticky header cells need a scroll box of bounded height (else the page, not the box, scrolls)
+    assert re.search(r"\.scroll \{[^}]*max-height:", style) and re.search(r"th \{[^}]*position: sticky", style)
+
+
+def test_every_figure_is_a_captioned_figure_linked_to_its_full_size_png(built):
+    out, md = built
+    p = _page_ids(out)
+    pngs = sorted(f.name for f in (out / "figures").glob("*.png"))
+    assert len(p.figures) == len(pngs)
+    for f in p.figures:
+        assert "img" in f["tags"] and "figcaption" in f["tags"]
+        assert len(f["caption"].strip()) > 20 and any(h.startswith("figures/") for h in f["hrefs"]), f
+    assert sorted(h.split("/")[-1] for f in p.figures for h in f["hrefs"] if h.startswith("figures/")) == pngs
+    assert "Fig. 13(a), edge" in md and "[Full size](figures/fig13a.png)" in md
+
+
+def test_displayed_scale_follows_the_page_width(tmp_path):
+    from vrex_lib.report import render
+
+    width = render.content_width_px(1280)
+    assert 1100 < width < 1280
+    paths = {}
+    for inches, ok in ((10, True), (26, False)):
+        fig, ax = plt.subplots(figsize=(inches, 2))
+        ax.plot([0, 1])
+        paths[inches] = report.write_figure(f"w{inches}", fig, out=tmp_path)
+        plt.close(fig)
+        scale = render.displayed_scale(paths[inches])
+        assert (scale >= render.MIN_FIGURE_SCALE) is ok, (inches, scale)
+    assert render.displayed_scale(paths[10], viewport_px=4000) == 1.0  # never enlarged
+    (tmp_path / "x.png").write_bytes(b"GIF89a....................")
+    with pytest.raises(ValueError, match="not a PNG"):
+        render.png_width_px(tmp_path / "x.png")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import results_dir
-from . import layout, manifest, stale
+from . import captions, layout, manifest, stale
 from .rows import (CAUSES, CONSISTENT, DEPENDS, FAIL, INFO_V, MISSING, NEEDS_CAUSE, NO_TERM, PASS, UNEXPLAINED,
                    VERDICTS, cause_of)
 from .tables import collect_tables, damaged_tables, is_comparison, load_table, mixed_profiles, table_paths, table_title
@@ -384,7 +384,8 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
         got[key]["wide" if wide else "tables"].append(block)
     for png in sorted((base / "figures").glob("*.png")):
         key = layout.place("figure", png.stem, writer=who.get(png.stem, ""), table_places=places)
-        got[key]["figures"].append(dict(id=png.stem, href=f"figures/{png.name}"))
+        got[key]["figures"].append(dict(id=png.stem, href=f"figures/{png.name}",
+                                        caption=captions.caption(png.stem, who.get(png.stem, ""))))
     shown = {f["id"]: sec["heading"].split(" — ")[0] for sec in got.values() for f in sec["figures"]}
     for s in layout.ALL_SECTIONS:
         got[s.key]["also"] = [dict(id=f, href=f"figures/{f}.png", where=shown[f]) for f in s.also

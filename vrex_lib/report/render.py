@@ -32,16 +32,57 @@ _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=j
 _ENV.filters["slug"] = content.slug
 
 
+#: The page's layout in CSS pixels (the template's style sheet reads these): the widest the body gets, its side
+#: padding, and the scroll bar a desktop browser takes from the viewport. A figure's displayed scale follows from
+#: them (:func:`displayed_scale`).
+PAGE_MAX_WIDTH_PX, PAGE_PADDING_PX, SCROLLBAR_PX = 1400, 16, 15
+#: The scale every figure must keep at a 1280-px-wide window (tests check it on the smoke chain's figures).
+MIN_FIGURE_SCALE, REVIEW_VIEWPORT_PX = 0.7, 1280
+
+
+def content_width_px(viewport_px: int = REVIEW_VIEWPORT_PX) -> int:
+    """The width a figure may take on report.html in a window ``viewport_px`` wide (body content box)."""
+    return min(PAGE_MAX_WIDTH_PX, viewport_px - SCROLLBAR_PX - 2 * PAGE_PADDING_PX)
+
+
+def png_width_px(path: str | os.PathLike) -> int:
+    """A PNG's width in pixels, from its IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        raise ValueError(f"{Path(path).name}: not a PNG file")
+    return int.from_bytes(head[16:20], "big")
+
+
+def displayed_scale(path: str | os.PathLike, viewport_px: int = REVIEW_VIEWPORT_PX) -> float:
+    """The fraction of its pixel size at which report.html shows the figure ``path`` (images shrink to the content
+    width, never grow): 1.0 when it fits."""
+    return min(1.0, content_width_px(viewport_px) / png_width_px(path))
+
+
 class _InliningRenderer(HTMLRenderer):
-    """mistune's HTML, with every image under the results folder inlined as a data URI (one self-contained page)."""
+    """mistune's HTML, with every image under the results folder inlined as a data URI (one self-contained page),
+    an image alone in its paragraph shown as a ``<figure>`` whose caption is the text after it, and every heading
+    id unique."""
 
     def __init__(self, base: Path):
         super().__init__(escape=True)
         self._base = base.resolve()
+        self._ids: dict[str, int] = {}
 
     def heading(self, text: str, level: int, **attrs) -> str:
-        """Every heading with the id GitHub gives it (:func:`content.slug`), so the contents' links work here too."""
-        return f'<h{level} id="{content.slug(_html.unescape(text))}">{text}</h{level}>\n'
+        """Every heading with the id GitHub gives it (:func:`content.slug`; a repeated one gets ``-1``, ``-2``, as
+        GitHub numbers them), so the contents' links work here too and no id is used twice."""
+        base = content.slug(_html.unescape(text))
+        n = self._ids.get(base, 0)
+        self._ids[base] = n + 1
+        return f'<h{level} id="{base if n == 0 else f"{base}-{n}"}">{text}</h{level}>\n'
+
+    def paragraph(self, text: str) -> str:
+        m = _FIGURE_PARA.match(text)
+        if m is None:
+            return super().paragraph(text)
+        return f'<figure>{m.group("img")}<figcaption>{m.group("caption").strip()}</figcaption></figure>\n'
 
     def image(self, text: str, url: str, title: str | None = None) -> str:
         path = (self._base / url).resolve()
@@ -55,6 +96,7 @@ def render_markdown(ctx: dict) -> str:
     return _ENV.get_template("report.md.j2").render(**ctx)
 
 
+_FIGURE_PARA = re.compile(r"^(?P<img><img [^>]*/?>)\s*(?P<caption>\S.*)$", re.S)
 _NOTE_ANCHOR = re.compile(r"&lt;a id=&quot;(note-\d+)&quot;&gt;&lt;/a&gt;")
 _NOTE_LINK = re.compile(r'<a href="#note-(\d+)">\[(\d+)\]</a>')
 
@@ -64,18 +106,32 @@ def render_html(markdown: str, base: str | os.PathLike, notes: list[dict] | None
     table sits in its own horizontal scroll box; with ``notes`` (:func:`content.context`'s), each ``[n]`` link of a
     cause cell opens its text and check id in place (a details element)."""
     md = mistune.create_markdown(renderer=_InliningRenderer(Path(base)), plugins=["table"])
-    body = _NOTE_ANCHOR.sub(r'<a id="\1"></a>', md(markdown))
+    body = md(markdown)
     body = body.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
     by = {int(n["n"]): n for n in notes or ()}
+    first: set[int] = set()
 
     def details(m: re.Match) -> str:
-        n = by.get(int(m.group(1)))
+        """The first use of a note gets the id its *Cause details* entry links back to; each use links to it."""
+        k = int(m.group(1))
+        n = by.get(k)
         if n is None:
             return m.group(0)
+        anchor = "" if k in first else f' id="ref-{k}"'
+        first.add(k)
         check = f"<code>{_html.escape(n['check'])}</code>: " if n["check"] else ""
-        return (f'<details><summary>[{m.group(2)}]</summary>{check}'
-                f'{_html.escape(n["text"].replace(chr(92) + "|", "|"))}</details>')
-    return _ENV.get_template("report.html.j2").render(title=TITLE, body=_NOTE_LINK.sub(details, body))
+        return (f'<details{anchor}><summary>[{m.group(2)}]</summary>{check}'
+                f'{_html.escape(n["text"].replace(chr(92) + "|", "|"))} <a href="#note-{k}">(cause details)</a>'
+                "</details>")
+    body = _NOTE_LINK.sub(details, body)
+
+    def anchor(m: re.Match) -> str:
+        k = int(m.group(1).removeprefix("note-"))
+        back = f' <a href="#ref-{k}" title="the first row citing it">↑</a>' if k in first else ""
+        return f'<a id="note-{k}"></a>' + back
+    body = _NOTE_ANCHOR.sub(anchor, body)
+    return _ENV.get_template("report.html.j2").render(
+        title=TITLE, body=body, max_width=PAGE_MAX_WIDTH_PX, padding=PAGE_PADDING_PX)
 
 
 def _starts_with(*heads: str) -> Callable[[Path], tuple[bool | None, str]]:
