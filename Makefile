@@ -228,14 +228,15 @@ bench: $(VENV)/.ok ## Run the benchmarks (ratios measured in one run)
 # on localhost only, so that flag exposes nothing.
 LAB_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-# The notebooks read the COIN fixture, so it is built first (D76).
+# The notebooks read the COIN fixture, so it is built first (D76). Checkpoints go to .lab_checkpoints/, never into
+# results/ (scripts/lab_config.py, D462).
 lab: $(VENV)/.ok data ## Open JupyterLab on the repository (http://127.0.0.1:LAB_PORT, localhost only)
 	@p=$(call shq,$(LAB_PORT)); case "$$p" in [1-9]|[1-9][0-9]|[1-9][0-9][0-9]|[1-9][0-9][0-9][0-9]|[1-9][0-9][0-9][0-9][0-9]) \
 	  [ "$$p" -le 65535 ] && exit 0;; esac; \
 	  printf '%s\n' "make: LAB_PORT=$(LAB_PORT) is not a port number (1-65535); e.g. LAB_PORT=8888" >&2; exit 2
 	@echo "lab: JupyterLab at http://127.0.0.1:$(LAB_PORT)/lab (open the URL with the token printed below; Ctrl-C stops it)"
 	$(VENV)/bin/jupyter lab --notebook-dir=. --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.port_retries=0 \
-	  --no-browser $(LAB_ROOT)
+	  --no-browser --config=scripts/lab_config.py $(LAB_ROOT)
 
 clean: ## Empty RESULTS if it is a results folder (keeps README.md files and its marker) and remove caches
 	@$(PYTHON) scripts/results_folder.py clean $(call shq,$(RESULTS))

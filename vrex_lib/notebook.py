@@ -52,11 +52,42 @@ def results_folder(results: str | os.PathLike | None) -> Path:
     given = results or os.environ.get("VREX_RESULTS_DIR")
     folder = Path(given or REPO_ROOT / "results")
     if _interactive() and (not given or (folder / ".params").is_file()):
-        shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
+        shown = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else Path(folder.name)
+        n = link_reproduce_inputs(folder, folder / LIVE_SUBDIR)
         print(f"live session: results go to {shown / LIVE_SUBDIR}, not {shown}, which `make reproduce` owns "
+              f"(docs/DECISIONS.md D76); {n} of its inputs and caches are read from there" if n else
+              f"live session: results go to {shown / LIVE_SUBDIR}, not {shown}, which `make reproduce` owns "
               "(docs/DECISIONS.md D76)")
         return folder / LIVE_SUBDIR
     return folder
+
+
+#: The folders of a results folder that hold inputs and caches a later run reuses (the workload file, the
+#: retrieval study's and the design space's caches, CACTI and InfiniGen caches, 04's yosys summary for 05).
+REUSED_SUBDIRS = ("data", "cache", "hdl")
+
+
+def link_reproduce_inputs(source: Path, live: Path) -> int:
+    """Make what `make reproduce` computed in ``source`` readable from the live folder ``live`` without copying it
+    (docs/DECISIONS.md D462): each file under :data:`REUSED_SUBDIRS` gets a relative symbolic link at the same
+    place under ``live`` unless ``live`` holds that file already. Every write of a result is atomic (a temporary
+    file renamed over the name, :mod:`vrex_lib._io`), so a live run that recomputes a cache replaces the link in
+    ``live`` and never writes through it into ``source``. Returns the number of links made."""
+    made = 0
+    for sub in REUSED_SUBDIRS:
+        base = source / sub
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if not path.is_file() or path.is_symlink() or path.name.startswith("."):
+                continue
+            link = live / path.relative_to(source)
+            if link.exists() or link.is_symlink():
+                continue
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(path, link.parent))
+            made += 1
+    return made
 
 
 def setup(profile: str, results: str | None = None, seed: int | None = None) -> Context:
