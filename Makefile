@@ -149,6 +149,10 @@ $(COIN_STAMP): FORCE | $(PARAMS_STAMP)
 $(RESULTS)/executed/%.ipynb: export VREX_HEADLESS = $(if $*,1,)
 $(RESULTS)/executed/%.ipynb: export VREX_MANIFEST = $(if $*,$(abspath $(RESULTS))/executed/$*.manifest.json,)
 
+# The one line every papermill kernel logs on start ("Kernel is running over TCP without encryption ..."): the kernel
+# listens on 127.0.0.1 only; every other line of papermill's stderr is passed on (D463).
+KERNEL_NOISE = grep -v --line-buffered 'Kernel is running over TCP without encryption'
+
 # One executed copy per notebook; written to a temp file first so a failing run is never mistaken for done, its
 # outputs stored without this machine's absolute paths (scripts/scrub_outputs.py, D329). An interrupt (Ctrl-C)
 # removes the temp file and is no failure (D328). The library files a notebook depends on are those it imports
@@ -159,7 +163,7 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(PARAMS_STAMP)
 	@start=$$(date +%s); run=$(@D)/.$*.running.ipynb; trap 'rm -f "$$run"; exit 130' INT TERM; \
 	scrub() { $(PY) scripts/scrub_outputs.py "$$run" $(abspath $(RESULTS)); }; \
 	if $(PY) -m papermill $< "$$run" -k python3 --cwd $(NOTEBOOK_DIR) --log-level WARNING --no-progress-bar \
-	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS); then \
+	     -p PROFILE $(PROFILE) -p RESULTS_DIR $(abspath $(RESULTS)) $(PAPERMILL_ARGS) 2> >($(KERNEL_NOISE) >&2); then \
 	  scrub && mv "$$run" $@ && rm -f $(@D)/$*.FAILED.ipynb && echo "   $* done in $$(( $$(date +%s) - start )) s"; \
 	else \
 	  if [ -f "$$run" ] && { scrub; mv "$$run" $(@D)/$*.FAILED.ipynb; }; then \

@@ -15,6 +15,7 @@ $(EXEC_DIR)/00_overview.ipynb: \
   vrex_lib/paper/_core.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -43,6 +44,7 @@ $(EXEC_DIR)/01_coin_data.ipynb: \
   vrex_lib/paper/_core.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -93,6 +95,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -168,6 +171,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/paper/_core.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -240,6 +244,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/paper/_core.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -326,6 +331,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -374,6 +380,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/dram.py \
   vrex_lib/perf/energy.py \
   vrex_lib/perf/experiments.py \
+  vrex_lib/perf/figures.py \
   vrex_lib/perf/link.py \
   vrex_lib/perf/lxe.py \
   vrex_lib/perf/methods/__init__.py \
@@ -386,6 +393,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -442,6 +450,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -505,6 +514,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
@@ -588,6 +598,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/llm_weights.py \
   vrex_lib/longctx/__init__.py \
   vrex_lib/longctx/export.py \
+  vrex_lib/longctx/figures.py \
   vrex_lib/longctx/grid.py \
   vrex_lib/longctx/mechanism.py \
   vrex_lib/longctx/policy.py \
@@ -614,6 +625,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
+  vrex_lib/report/captions.py \
   vrex_lib/report/cli.py \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \

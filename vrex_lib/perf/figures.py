@@ -57,9 +57,8 @@ def fig13(half: str, res_p: Mapping, res_m: Mapping | None, pts: Mapping) -> "Fi
         axes[0, j].set(title=f"{plat}, batch {b}, {st} stage", ylabel="latency (ms)" if j == 0 else None)
         axes[1, j].set(yscale="log", ylabel="GOPS/W" if j == 0 else None)
         axes[2, j].set(xlabel="KV length (K tokens)", ylabel="energy-efficiency gain (×)" if j == 0 else None)
-    for ax in axes[:, 0]:
+    for ax in (axes[0, 0], axes[0, 1], axes[2, 0]):  # the GOPS/W row repeats the latency row's lines
         ax.legend(fontsize=7)
-    axes[0, 1].legend(fontsize=7)
     fig.suptitle("Fig. 13(a), edge: AGX Orin vs V-Rex8 (simulated; stars: the paper)" if half == "a" else
                  "Fig. 13(b), server: A100 vs V-Rex48 (simulated; held out, no paper value)")
     fig.tight_layout()
@@ -171,7 +170,7 @@ def choice_label(choice_id: str, width: int = 30) -> str:
         name = choices.get(choice_id).name
     except (KeyError, ValueError):
         return choice_id
-    short = name.split(":")[0].split(", ")[0]
+    short = name.split(":")[0].split(", ")[0].split(" (")[0]
     return textwrap.fill(f"{short} ({choice_id})", width)
 
 
@@ -197,8 +196,10 @@ def choice_sweep(sw: pd.DataFrame, ncols: int = 3) -> "Figure":
             ax.axvline(d.paper.dropna().iloc[0], color="k", ls="--", label="paper")
         ax.set_title(textwrap.fill(str(q), 40), fontsize=8)
         ax.tick_params(axis="x", labelsize=8)
-    axes[0, 0].set_yticks(range(len(ids)), [choice_label(c) for c in ids], fontsize=7)
+    axes[0, 0].set_yticks(range(len(ids)), [choice_label(c) for c in ids])
     axes[0, 0].invert_yaxis()
+    for ax in axes[:, 0]:
+        ax.tick_params(axis="y", labelsize=7)
     for ax in axes.flat[len(qs):]:
         ax.set_visible(False)
     axes[0, 0].legend(fontsize=7)

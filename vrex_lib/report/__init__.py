@@ -28,13 +28,13 @@ from .render import REPORT_HTML, REPORT_MD, STALE_MARK, build_report, mark_stale
 from .stale import stale_notebooks
 from .rows import (CAUSES, COLUMNS, CONSISTENT, DEPENDS, FAIL, INFO_V, MISSING, NEEDS_CAUSE, NO_TERM, PASS,
                    UNEXPLAINED, VERDICTS, Row, cause_of, info_row, model_term, row, to_frame)
-from .tables import (SUMMARY_ID, collect_tables, damaged_tables, is_comparison, mixed_profiles, read_table,
-                     write_figure, write_frame, write_table, write_wide_table)
+from .tables import (SUMMARY_ID, collect_tables, damaged_tables, figure_path, is_comparison, mixed_profiles,
+                     read_table, write_figure, write_frame, write_table, write_wide_table)
 
 __all__ = [
     "CAUSES", "COLUMNS", "CONSISTENT", "DEPENDS", "FAIL", "NO_TERM", "model_term", "HEADLINE", "INFO_V", "MANIFEST_ENV", "MISSING", "NEEDS_CAUSE", "PAPER_SECTIONS",
     "PASS", "REPORT_HTML", "REPORT_MD", "Row", "STALE_MARK", "SUMMARY_ID", "Section", "UNEXPLAINED", "VERDICTS",
-    "build_report", "cause_of", "collect_tables", "damaged_tables", "expected_outputs", "expected_tables",
+    "build_report", "cause_of", "figure_path", "collect_tables", "damaged_tables", "expected_outputs", "expected_tables",
     "headline", "incomplete", "info_row", "is_comparison", "main", "mark_stale", "markdown_section",
     "missing_figures", "missing_tables", "mixed_profiles", "paper_refs", "place", "read_table", "render_html", "row",
     "stale_notebooks", "start_manifest", "summary_frame", "to_frame", "unexplained", "without_term", "write_figure", "write_frame",

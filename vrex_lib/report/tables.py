@@ -79,15 +79,19 @@ def read_table(table_id: str, out: str | os.PathLike | None = None) -> pd.DataFr
     return pd.read_csv(results_dir(out) / "tables" / f"{table_id}.csv")
 
 
-def write_figure(fig_id: str, fig: "Figure", out: str | os.PathLike | None = None, dpi: int = 110) -> Path:
-    """Save a matplotlib figure to ``results/figures/<fig_id>.png`` atomically."""
+def write_figure(fig_id: str, fig: "Figure", out: str | os.PathLike | None = None, dpi: int = 110) -> None:
+    """Save a matplotlib figure to ``results/figures/<fig_id>.png`` atomically. Returns nothing, so a notebook
+    cell that ends with it shows no path (:func:`figure_path` names the file)."""
     buf = io.BytesIO()
     # Fixed metadata keeps the PNG byte-identical across reruns.
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
-    path = results_dir(out) / "figures" / f"{fig_id}.png"
-    _io.write_bytes(path, buf.getvalue())
+    _io.write_bytes(figure_path(fig_id, out), buf.getvalue())
     manifest.record("figures", fig_id)
-    return path
+
+
+def figure_path(fig_id: str, out: str | os.PathLike | None = None) -> Path:
+    """``results/figures/<fig_id>.png``: where :func:`write_figure` saves figure ``fig_id``."""
+    return results_dir(out) / "figures" / f"{fig_id}.png"
 
 
 def write_frame(name: str, df: pd.DataFrame, out: str | os.PathLike | None = None) -> Path:

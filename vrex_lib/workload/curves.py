@@ -52,22 +52,29 @@ def curve_table(path: str | os.PathLike, field: str = "selected_frac", stage: st
 
 def plot_curves(path: str | os.PathLike, fields: Sequence[str] = ("selected_frac", "reuse_frac",
                                                                   "tokens_per_cluster"),
-                stages: Sequence[str] = ("frame", "text"), methods: Sequence[str] | None = None, axes=None):
-    """One panel per (stage, field): ``field`` against kv length, a line per method (log x). Returns the figure."""
+                stages: Sequence[str] = ("frame", "text"), methods: Sequence[str] | None = None, axes=None,
+                columns: int | None = None):
+    """One panel per (stage, field): ``field`` against kv length, a line per method (log x); each stage takes
+    rows of at most ``columns`` panels (default: all its fields in one row), so a page-width figure stays legible.
+    Returns the figure."""
     import matplotlib.pyplot as plt
 
     df = load_curves(path)
     if methods is not None:
         df = df[df["method"].isin(list(methods))]
+    ncol = min(columns or len(fields), len(fields))
+    per_stage = -(-len(fields) // ncol)
     if axes is None:
-        fig, axes = plt.subplots(len(stages), len(fields), figsize=(4.2 * len(fields), 3.2 * len(stages)),
+        fig, axes = plt.subplots(len(stages) * per_stage, ncol, figsize=(4.2 * ncol, 3.0 * len(stages) * per_stage),
                                  squeeze=False)
     else:
-        axes = np.asarray(axes).reshape(len(stages), len(fields))
+        axes = np.asarray(axes).reshape(len(stages) * per_stage, ncol)
         fig = axes.flat[0].figure
     for i, stage in enumerate(stages):
+        for k in range(len(fields), per_stage * ncol):  # the empty slots of a stage's last row
+            axes[i * per_stage + k // ncol, k % ncol].set_visible(False)
         for j, f in enumerate(fields):
-            ax = axes[i, j]
+            ax = axes[i * per_stage + j // ncol, j % ncol]
             sub = df[df["stage"] == stage]
             for m, g in sub.groupby("method"):
                 g = g.sort_values("kv_len")
@@ -80,9 +87,11 @@ def plot_curves(path: str | os.PathLike, fields: Sequence[str] = ("selected_frac
             ax.set_title(f"{stage}: {LABELS.get(f, f)}", fontsize=9)
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
+    inch = 1.0 / fig.get_figheight()  # the title and legend take a fixed height above the panels
     if handles:
-        fig.legend(handles, labels, loc="upper center", ncol=min(6, len(labels)), fontsize=8)
+        fig.legend(handles, labels, loc="upper center", ncol=min(6, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, 1 - 0.3 * inch))
     fig.suptitle(f"{df.attrs.get('model')} on {df.attrs.get('profile')} profile -- a composition of real footage",
-                 fontsize=9, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+                 fontsize=9, y=1 - 0.05 * inch)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.8 * inch))
     return fig
