@@ -55,3 +55,18 @@ def test_an_unwritable_cache_is_a_warning(tmp_path, monkeypatch):
 
     with pytest.warns(UserWarning, match=f"could not cache.*{W.CACHE_ENV}"):
         W._write_cache(W.model_cache_dir() / "smollm2-x-float32", M(), None)
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_loading_prints_no_progress_bar(cache, capfd):
+    """De-quantising the GGUF and loading the cache draw no bar on the console (`make reproduce`'s, D463), and
+    transformers' own switch is left as it was."""
+    from transformers.utils import logging as hf_logging
+
+    W.load_smollm2()  # from the GGUF, building the cache
+    W._load_smollm2_cached.cache_clear()
+    W.load_smollm2()  # from the cache
+    err = capfd.readouterr().err
+    assert "de-quantizing" not in err and "%|" not in err, err[-300:]
+    assert hf_logging.is_progress_bar_enabled()

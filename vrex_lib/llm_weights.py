@@ -55,15 +55,22 @@ def gguf_key(path: Path) -> str:
 
 @contextlib.contextmanager
 def _no_hf_progress_bars():
-    """transformers' download-style bars (GGUF de-quantisation, weight loading) off while the weights load: they
-    would print to the console of `make reproduce` and into notebooks; what a notebook reports stays."""
+    """transformers' download-style bars off while the weights load: they would print to the console of `make
+    reproduce` and into notebooks; what a notebook reports stays. Weight loading honours transformers' switch; the
+    GGUF de-quantisation loop calls tqdm directly, so its module's ``tqdm`` is bound to a disabled one meanwhile."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
 
     was = hf_logging.is_progress_bar_enabled()
+    bar = getattr(gguf_utils, "tqdm", None)
     hf_logging.disable_progress_bar()
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
     try:
         yield
     finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
         if was:
             hf_logging.enable_progress_bar()
 
