@@ -227,8 +227,8 @@ def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime
 
 
 def _check_fits(model: StreamingVideoLLM, cfg: RuntimeConfig, points: list[int], max_tokens: int) -> str | None:
-    """A clear error before any work if the context cannot fit in memory; a note (and a warning) if it runs past
-    the model's trained positions."""
+    """A clear error before any work if the context cannot fit in memory; a note if it runs past the model's
+    trained positions (:func:`measure` warns with it when it measures)."""
     need, limit = kv_bytes(model, max_tokens), memory_limit(model, cfg)
     if need > limit:
         raise ContextTooLarge(f"workload measure: {points[-1]} tokens need a {need / 2**30:.2f} GiB KV cache for "
@@ -237,10 +237,8 @@ def _check_fits(model: StreamingVideoLLM, cfg: RuntimeConfig, points: list[int],
     max_pos = int(getattr(model.config, "max_position_embeddings", 1 << 30))
     if max_tokens <= max_pos:
         return None
-    note = (f"{model.name} was trained on {max_pos} positions; checkpoints beyond that run RoPE "
+    return (f"{model.name} was trained on {max_pos} positions; checkpoints beyond that run RoPE "
             "past its trained range (the selection statistics are still measured on its real keys)")
-    warnings.warn(f"workload measure: {note}", stacklevel=4)  # at the caller of measure()
-    return note
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -501,7 +499,9 @@ def measure(profile: str, methods: Sequence[str] = ALL_METHODS, kv_points: Seque
                  long=long, fidelity_kv=fidelity_kv, stream_seed=stream_seed, model_kwargs=model_kwargs,
                  force=force, replace=replace)
     if not force and cached(plan.existing, plan.key):
-        return plan.out
+        return plan.out  # reused: its position note is in the file, not repeated as a warning (D463)
+    if plan.position_note:
+        warnings.warn(f"workload measure: {plan.position_note}", stacklevel=2)
     partial = partial_path(plan.out)
     state = resume_state(partial, plan.key)
     bar = _progress_bar(plan, state) if progress else None
