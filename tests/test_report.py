@@ -619,3 +619,16 @@ def test_displayed_scale_follows_the_page_width(tmp_path):
     (tmp_path / "x.png").write_bytes(b"GIF89a....................")
     with pytest.raises(ValueError, match="not a PNG"):
         render.png_width_px(tmp_path / "x.png")
+
+
+def test_every_figure_a_notebook_writes_has_its_own_caption(tmp_path):
+    """Each figure id in the notebooks' write_figure calls has a caption saying what its marks are (none falls
+    back to the generic line), and no caption is kept for a figure no notebook writes."""
+    from vrex_lib.report import captions
+
+    written = {f for nb in report.expected_outputs(tmp_path, REPO / "notebooks").values() for f in nb["figures"]}
+    assert len(written) > 30
+    assert not written - set(captions.CAPTIONS), sorted(written - set(captions.CAPTIONS))
+    assert not set(captions.CAPTIONS) - written, sorted(set(captions.CAPTIONS) - written)
+    assert all(len(c) <= 200 and "\n" not in c and "|" not in c for c in captions.CAPTIONS.values())
+    assert captions.caption("zz_new", "42_x.ipynb") == "Figure `zz_new`, drawn by `notebooks/42_x.ipynb`."

@@ -4,7 +4,7 @@ line naming the notebook that drew it."""
 from __future__ import annotations
 
 #: Stars, solid and dashed lines as every performance figure uses them.
-_PERF = "black stars: the paper's printed points; solid: ours, paper-stated workload; dashed / ×: ours, measured workload"
+_PERF = "stars: the paper's points; solid: ours, paper-stated workload; dashed / ×: ours, measured workload"
 
 CAPTIONS: dict[str, str] = {
     "table1_peak": "Table I peak throughput: the paper's value beside ours (arithmetic on Table I's configuration).",
@@ -13,7 +13,7 @@ CAPTIONS: dict[str, str] = {
     "resv_encoder_comparison": "The same frames through each vision encoder: key similarity and ReSV's clusters per "
                                "layer; red dashed: the paper's 32 tokens per cluster.",
     "fig7b_resv_correlation": "Fig. 7(b) on this profile's keys: Hamming distance of the hash bits against cosine "
-                              "similarity (paper: |r| = 0.8).",
+                              "similarity (paper: a correlation of magnitude 0.8).",
     "fig8_resv_walkthrough": "Fig. 8 walk-through: Hamming distances of 3 frames × 10 tokens and the pairs under "
                              "Th_hp that merge into clusters.",
     "fig9_resv_wicsum_row": "Fig. 9 on one real row: cluster weights in descending order and their cumulative share; "
@@ -44,11 +44,10 @@ CAPTIONS: dict[str, str] = {
     "estimate_rtl_sensitivity": "Core power from the RTL's activity as the DPE energy per MAC-cycle varies; dashed: "
                                 "Table III; green: ±30 %.",
     "fig4": "Fig. 4 motivation: memory footprint, latency shares and InfiniGenP's overhead; black stars: the paper.",
-    "fig13a": f"Fig. 13(a), edge (AGX Orin vs V-Rex8): latency, GOPS/W and energy gain per KV length; {_PERF}; red "
-              "dotted: real time at 2 FPS.",
+    "fig13a": f"Fig. 13(a), edge (AGX Orin vs V-Rex8): latency, GOPS/W, energy gain per KV length; {_PERF}; red: 2 FPS.",
     "fig13b": "Fig. 13(b), server (A100 vs V-Rex48), held out: simulated predictions with no paper value; solid: "
               "paper-stated workload, dashed: measured workload.",
-    "fig14": f"Fig. 14: latency breakdown per method normalised to V-Rex8 (left) and the E2E speedup (right); {_PERF}.",
+    "fig14": f"Fig. 14: latency breakdown per method over V-Rex8's (left), E2E speedup (right); {_PERF}.",
     "fig15_16": f"Fig. 15 batch-16 frame rate per method and Fig. 16's ablation at 40K; {_PERF}.",
     "fig17_ssd_block": "Fig. 17 V-Rex48 DRAM bandwidth over one layer (dashed: the paper's KV-prediction peak) and "
                        "Fig. 16's speedup against the SSD block size (stars: the paper's bars).",
