@@ -88,7 +88,13 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -321,7 +327,13 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -379,7 +391,13 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/sweep.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/validation.py \
@@ -437,7 +455,13 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -500,7 +524,13 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -609,7 +639,13 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \

@@ -65,7 +65,7 @@ def resv_work(ctx: PredContext) -> PredWork:
 
 
 @dataclass(frozen=True)
-class ReSV(SimMethod):
+class ReSVModel(SimMethod):
     def predictor(self, stage: str) -> str:
         return "resv"
 
@@ -86,5 +86,5 @@ class ReSV(SimMethod):
                                                          + kv_len * 4)
 
 
-MODELS = (ReSV("resv", layout="cluster", ratio_key="resv"),
-          ReSV("resv_kvpu", layout="token", ratio_key="resv", vrex_only=True))
+MODELS = (ReSVModel("resv", layout="cluster", ratio_key="resv"),
+          ReSVModel("resv_kvpu", layout="token", ratio_key="resv", vrex_only=True))
