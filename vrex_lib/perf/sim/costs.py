@@ -11,14 +11,17 @@ class OpCosts:
     """Op timing on one system for one step (DRAM stream rates computed once per stream within the step; each op's
     time and its parts computed once, :meth:`parts`)."""
 
-    def __init__(self, sys: System) -> None:
+    def __init__(self, sys: System, decode_dram_eff: float | str = "model") -> None:
         self.sys = sys
         self.rates = StreamRates(sys.dram_timing, sys.mem_side_eff)
         self._memo: dict[int, tuple] = {}
+        # A long read stream at decode rate: the model's rate, capped by a published decode share of the peak (D424).
+        long = self.rates.rate()
+        self.long_rate = long if decode_dram_eff == "model" else min(long, sys.dram_bw * decode_dram_eff)
 
     def dram_s(self, op: Op) -> float:
         r = self.rates.rate
-        return ((op.weight_bytes + op.act_bytes + op.kv_bytes) / r()
+        return ((op.weight_bytes + op.act_bytes + op.kv_bytes) / self.long_rate
                 + (op.sel_kv_bytes / r(op.sel_run_bytes) if op.sel_kv_bytes else 0.0)
                 + (op.kv_write_bytes / r(op.kv_write_run_bytes, True) if op.kv_write_bytes else 0.0)
                 + (op.dma_bytes / r(op.dma_run_bytes, True) if op.dma_bytes else 0.0))

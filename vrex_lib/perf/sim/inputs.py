@@ -22,7 +22,8 @@ class StepInputs:
     attend to everything; ``offload``: whether KV beyond the capacity leaves the device; ``tokens_per_frame``: the
     Workload's; ``fetch_blocks``: the Workload's measured blocks touched per selected offloaded token in the
     method's offloaded layout at this system's granule (None: not measured, the granule rule applies);
-    ``source``: the Workload's provenance label with every extrapolation used."""
+    ``source``: the Workload's provenance label with every extrapolation used; ``queue_depth``: NVMe reads in
+    flight on this system (D105, D422). On a GPU ``p.recent_capacity`` is the baselines' own capacity (D420)."""
 
     sys: System
     spec: SimMethod
@@ -44,6 +45,7 @@ class StepInputs:
     tokens_per_frame: int
     fetch_blocks: float | None
     source: str
+    queue_depth: int
 
     @property
     def selected_frac(self) -> float:
@@ -93,6 +95,22 @@ def _split_overrides(sys: System, overrides: dict) -> tuple[System, SimParams]:
     return sys, SimParams(**overrides)
 
 
+def baseline_capacity_tokens(p: SimParams, sys: System, llm: LLMSpec, kv_len: int, batch: int,
+                             n_new: int) -> int:
+    """The GPU baselines' GPU-resident KV per stream (docs/DECISIONS.md D420): ``p.baseline_kv_capacity`` tokens, or
+    for 'fit' what FlexGen's policy keeps in the GPU memory left after the weights (LLM + vision), one layer's
+    activations and attention scores, the double-buffered per-layer KV it streams in, and on unified memory the host's
+    pinned relay buffers for one layer (they share the device's DRAM)."""
+    cap = p.baseline_kv_capacity
+    if cap != "fit":
+        return int(cap)
+    kv_layer = batch * kv_len * llm.kv_bytes_per_token_layer
+    act = batch * n_new * (3 * llm.hidden + 2 * llm.ffn) * llm.bytes_per_param + batch * llm.n_q_heads * n_new * kv_len * 4
+    buffers = 2 * kv_layer + (sys.staging_copies * kv_layer if sys.unified_memory else 0.0)
+    free = sys.dram_capacity - llm.weight_bytes - p.vision.weight_bytes - act - buffers
+    return int(min(kv_len, max(0.0, free // (batch * llm.kv_bytes_per_token))))
+
+
 def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_len: int, batch: int,
                 workload: Workload | str | Path, overrides: dict) -> StepInputs:
     kv_len, batch = _check_step_args(stage, kv_len, batch)
@@ -101,6 +119,11 @@ def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_le
     wl = Workload.resolve(workload)
     used: dict[str, str] = {}
     offload = spec.offload if p.offload is None else (p.offload and spec.offload)
+    llm = dataclasses.replace(p.llm, kv_bits=spec.kv_bits)
+    n_new = (p.n_new or wl.tokens_per_frame) if stage == "frame" else 1
+    if sys.kind != "vrex":
+        cap = baseline_capacity_tokens(p, sys, llm, kv_len, batch, n_new)
+        p = p if cap == p.recent_capacity else dataclasses.replace(p, recent_capacity=cap)
     # Below the KVMU capacity nothing is offloaded: the offloaded share is not needed (nor looked up).
     r_dev, r_off = _selection(spec, wl, stage, kv_len, offloaded=offload and kv_len > p.recent_capacity, used=used)
     reuse, pol = wl.reuse_at(spec.ratio_key, stage, kv_len) if spec.ratio_key else (0.0, None)
@@ -112,10 +135,8 @@ def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_le
     wics, pol = wl.wics_exit_frac.at(kv_len)
     if pol and spec.ratio_key == "resv":
         used["wics_exit_frac"] = pol
-    n_new = (p.n_new or wl.tokens_per_frame) if stage == "frame" else 1
     engine = spec.engine(sys.kind, stage)
     dense = wl.dense_layers if p.dense_layers is None else p.dense_layers
-    llm = dataclasses.replace(p.llm, kv_bits=spec.kv_bits)
     chunk_bytes = llm.head_dim * spec.kv_bits / 8
     layout = "cluster" if spec.layout == "cluster" else "token"
     # Looked up only where the granule rule would otherwise apply: something offloaded and a strict subset selected.
@@ -124,4 +145,5 @@ def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_le
               if spec.ratio_key and partial else None)
     return StepInputs(sys, spec, p, llm, stage, kv_len, batch, n_new, r_dev, r_off, reuse, max(1.0, tpc),
                       min(1.0, max(0.0, wics)), engine, min(dense, p.llm.n_layers), used, offload,
-                      wl.tokens_per_frame, blocks, wl.source(used))
+                      wl.tokens_per_frame, blocks, wl.source(used),
+                      sys.nvme_queue_depth if sys.kind == "vrex" or p.gpu_queue_depth is None else p.gpu_queue_depth)

@@ -9,6 +9,10 @@ from ..model_ops import LLAMA3_8B, SIGLIP_L384, LLMSpec, VisionSpec
 
 #: The granule rules of :class:`SimParams` (docs/DECISIONS.md D244).
 GRANULE_RULES: tuple[str, ...] = ("extent", "packed", "independent")
+#: The token layout's fetch rules of :class:`SimParams` (docs/DECISIONS.md D421).
+TOKEN_FETCH_RULES: tuple[str, ...] = ("independent", "sector", "selected")
+#: NVMe logical block of the 'sector' token rule: the 512-B LBA format every NVMe drive offers besides 4 KiB.
+SECTOR_BYTES = 512
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,18 @@ class SimParams:
       token replace the rule where it has them.
     noclust_keys: Fig. 19's per-token ablation fetches every offloaded key to score it ('fetch') or keeps all keys
       on the device ('resident') (docs/DECISIONS.md D246).
+    baseline_kv_capacity: the GPU baselines' GPU-resident KV per stream, apart from V-Rex's ``recent_capacity``
+      (docs/DECISIONS.md D420): tokens (0 = the paper's full offload, §II.B), or 'fit' (what FlexGen's policy keeps
+      in the GPU memory left after weights, activations and its buffers at that batch).
+    token_fetch_rule: what a token-layout fetch (GPU+ReSV, the KVPU-only ablation, InfiniGen) moves
+      (docs/DECISIONS.md D421): 'independent' (selected tokens at independent offsets in 4-KiB blocks), 'sector'
+      (the same on the drive's 512-B LBA format), 'selected' (only the selected tokens' bytes, in whole blocks).
+    gpu_queue_depth: NVMe reads a GPU host keeps in flight (None = the system's, D105; docs/DECISIONS.md D422).
+    gpu_resv_host_calls: eager host calls (each one kernel) per new token and KV head of GPU+ReSV's clustering, on
+      top of its one kernel per new token (docs/DECISIONS.md D423).
+    decode_dram_eff: the share of the DRAM peak a long read stream (weights, activations, KV) reaches at decode
+      rate, for every system alike: 'model' (the bank-level model x the system's memory-side factor) or a published
+      decode measurement's share, taken as a ceiling on the model's (docs/DECISIONS.md D424).
     """
 
     llm: LLMSpec = LLAMA3_8B
@@ -63,12 +79,17 @@ class SimParams:
     aspm: str = "l1"
     granule_rule: str = "extent"
     noclust_keys: str = "fetch"
+    baseline_kv_capacity: int | str = field(default_factory=lambda: RuntimeConfig().kv_capacity)
+    token_fetch_rule: str = "independent"
+    gpu_queue_depth: int | None = None
+    gpu_resv_host_calls: int = 0
+    decode_dram_eff: float | str = "model"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
             raise ValueError(f"retrieved_cache must be 'kvmu', 'all' or 'none', got {self.retrieved_cache!r}")
-        if self.recent_capacity < 1:
-            raise ValueError(f"recent_capacity must be >= 1, got {self.recent_capacity}")
+        if self.recent_capacity < 0:
+            raise ValueError(f"recent_capacity must be >= 0 (0: everything offloaded), got {self.recent_capacity}")
         if self.dense_layers is not None and not 0 <= self.dense_layers <= self.llm.n_layers:
             raise ValueError(f"dense_layers must be in [0, {self.llm.n_layers}], got {self.dense_layers}")
         if self.noclust_keys not in ("fetch", "resident"):
@@ -79,6 +100,22 @@ class SimParams:
             raise ValueError(f"aspm {self.aspm!r}: choose one of {', '.join(_link.ASPM_POLICIES)}")
         if self.n_new is not None and self.n_new < 1:
             raise ValueError(f"n_new must be >= 1, got {self.n_new}")
+        self._check_hw_choices()
+
+    def _check_hw_choices(self) -> None:
+        """The choices of docs/DECISIONS.md D420-D424, each with the fix in its message."""
+        cap = self.baseline_kv_capacity
+        if cap != "fit" and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise ValueError(f"baseline_kv_capacity must be tokens >= 0 or 'fit', got {cap!r}")
+        if self.token_fetch_rule not in TOKEN_FETCH_RULES:
+            raise ValueError(f"token_fetch_rule {self.token_fetch_rule!r}: choose one of {', '.join(TOKEN_FETCH_RULES)}")
+        if self.gpu_queue_depth is not None and self.gpu_queue_depth < 1:
+            raise ValueError(f"gpu_queue_depth must be >= 1 (or None for the system's), got {self.gpu_queue_depth}")
+        if self.gpu_resv_host_calls < 0:
+            raise ValueError(f"gpu_resv_host_calls must be >= 0, got {self.gpu_resv_host_calls}")
+        eff = self.decode_dram_eff
+        if eff != "model" and not (isinstance(eff, float) and 0 < eff <= 1):
+            raise ValueError(f"decode_dram_eff must be 'model' or a share in (0, 1], got {eff!r}")
 
 
 @dataclass

@@ -9,7 +9,7 @@ from .. import link as _link
 from ..methods import SimMethod, moved_fraction, run_tokens
 from ..model_ops import LLMSpec
 from .inputs import StepInputs
-from .params import SimParams
+from .params import SECTOR_BYTES, SimParams
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,10 @@ def _fetch(i: StepInputs, off: int, frac: float, reuse: float, share: float, lay
     g = max(i.sys.offload_granule, chunk_bytes)
     if layout == "cluster" and i.p.granule_rule == "extent":
         cmd = g * math.ceil(run_bytes / g)  # one command per cluster extent
+    elif layout == "token" and i.p.token_fetch_rule != "independent":
+        # D421: the 512-B LBA format's commands, or the selected tokens packed into whole blocks
+        cmd = (_link.command_bytes(layout, run_bytes, chunk_bytes, SECTOR_BYTES)
+               if i.p.token_fetch_rule == "sector" else g)
     else:
         cmd = _link.command_bytes(layout, run_bytes, chunk_bytes, i.sys.offload_granule)
     return b, b / cmd, cmd
@@ -88,6 +92,10 @@ def _moved(i: StepInputs, run_bytes: float, chunk_bytes: float) -> tuple[float, 
     measured = i.fetch_blocks
     if measured is not None:
         return min(1.0, i.r_off * measured * g / chunk_bytes), f"measured blocks per token ({layout} layout)"
+    if spec.layout == "token" and i.p.token_fetch_rule != "independent":  # D421
+        if i.p.token_fetch_rule == "selected":
+            return i.r_off, "selected-only rule"
+        return moved_fraction(i.r_off, run_bytes, chunk_bytes, SECTOR_BYTES), "independent rule, 512-B sectors"
     rule = i.p.granule_rule if layout == "cluster" else "independent"
     if rule == "extent":
         return min(1.0, i.r_off * g * math.ceil(run_bytes / g) / run_bytes), "extent rule"

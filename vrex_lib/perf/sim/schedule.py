@@ -52,7 +52,7 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
     sys = i.sys
     ssd = sys.offload_store if sys.offload_tier == "ssd" else None
     fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie, ssd=ssd is not None,
-                                 queue_depth=sys.nvme_queue_depth, read_iops=ssd.read_iops if ssd else None,
+                                 queue_depth=i.queue_depth, read_iops=ssd.read_iops if ssd else None,
                                  read_latency_s=ssd.read_latency_s if ssd else None)
     # FlexGen's pinned-buffer relay in host DRAM (server): each fetched byte is copied before its DMA can start.
     copy_s = (sys.staging_copies * tr.fetch_bytes / sys.host_copy_bytes_s
@@ -99,7 +99,7 @@ class _Timeline:
 
 def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:
     sys, p, L = i.sys, i.p, i.llm.n_layers
-    costs = OpCosts(sys)
+    costs = OpCosts(sys, p.decode_dram_eff)
     dense = _layer_plan(i, pl.dense, costs, pl.offload_write_bytes_per_layer)
     sparse = _layer_plan(i, pl.sparse, costs, pl.offload_write_bytes_per_layer)
     pred = i.spec.prediction_work(i.stage, PredContext(

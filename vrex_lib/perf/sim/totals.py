@@ -72,8 +72,9 @@ def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dic
                 e("dram", "transfers (energy in the board's)", w["dram_s"], 0.0, w["dram"]),
                 e("compute", "kernel start-up (within the device time)", w["kernel_s"]),
                 e("host_cpu", "framework calls (host energy not in Table I)", w["host_s"])]
-    out += [e("link", "transfers", busy_s, parts["pcie"], pcie_bytes),
-            e("link", "idle (ASPM states)", max(0.0, t - busy_s), parts["pcie_idle"])]
+    end = "" if sys.kind == "vrex" else ", far end (the GPU's end is in the board power)"
+    out += [e("link", "transfers" + end, busy_s, parts["pcie"], pcie_bytes),
+            e("link", "idle (ASPM states)" + end, max(0.0, t - busy_s), parts["pcie_idle"])]
     if "ssd" in parts:
         act = _energy.ssd_active_j(sys, busy_s)
         out += [e("ssd", "reads (active)", busy_s, act, pcie_bytes), e("ssd", "idle", max(0.0, t - busy_s),
