@@ -19,8 +19,8 @@ SECTOR_BYTES = 512
 class SimParams:
     """Modelling choices (not the workload); pass any field to :func:`simulate` as a keyword override.
 
-    recent_capacity: KVMU capacity before offload, tokens per stream (``RuntimeConfig.kv_capacity``,
-      docs/DECISIONS.md D6).
+    recent_capacity: V-Rex's KVMU capacity before offload, tokens per stream (``RuntimeConfig.kv_capacity``,
+      docs/DECISIONS.md D6); on a GPU the input stage sets it to ``baseline_kv_capacity``.
     recent_window:   newest tokens always attended (None = one frame: the Workload's tokens per frame).
     dense_layers:    first layers that attend to and fetch everything (None = the Workload's, which is
       ``RuntimeConfig.dense_layers`` for the paper-stated workload and the measurement's own for a file).
