@@ -331,3 +331,11 @@ def test_v5_report_tables():
     assert list(ft.paper.round(2)) == [2.8, round(6.0 / 2.8, 2), round(8.1 / 6.0, 2)]
     rows = H.headline_regrade_rows(hr) + H.fig16_terms_rows(ft)
     assert all(r.note for r in rows)
+
+
+def test_v5_tables_have_their_own_keys():
+    from vrex_lib.claims import hwmodel as H
+
+    rows = H.core_ratio_rows(H.core_ratio_frame(kv_sizes=(1000,), stages=("text",)))
+    terms = H.core_ratio_rows(H.core_ratio_terms(kv_sizes=(1000,), stages=("text",)), "hwmodel.cores.terms")
+    assert not {r.claim for r in rows} & {r.claim for r in terms}

@@ -105,12 +105,12 @@ def core_ratio_frame(workload: Workload | str = "paper", kv_sizes=(1000, 40000),
     return pd.DataFrame(rows)
 
 
-def core_ratio_rows(df: pd.DataFrame) -> list[report.Row]:
+def core_ratio_rows(df: pd.DataFrame, prefix: str = "hwmodel.cores") -> list[report.Row]:
     rows = []
     for (st, kv), g in df.groupby(["stage", "kv_len"], sort=False):
         parts = "; ".join(f"{r.term} {r.vrex8_ms:.2f}/{r.vrex48_ms:.2f} ms ({r.share_of_difference:.0%} of the gap)"
                           for r in g.itertuples() if abs(r.share_of_difference) >= 0.005)
-        rows.append(report.info_row(f"hwmodel.cores.{st}.{kv // 1000}k", f"V-Rex8 / V-Rex48 latency, batch 1 {st}, "
+        rows.append(report.info_row(f"{prefix}.{st}.{kv // 1000}k", f"V-Rex8 / V-Rex48 latency, batch 1 {st}, "
                                     "term by term", "x", g.total_ratio.iloc[0], note=parts))
     return rows
 
@@ -437,4 +437,4 @@ def v5_rows(workload: Workload | str = "paper") -> dict[str, list[report.Row]]:
     """The tables of hardware model v5: {table id: rows}."""
     return dict(hwmodel_headline_regrade=headline_regrade_rows(headline_regrade_frame(workload)),
                 hwmodel_fig16_terms=fig16_terms_rows(fig16_terms_frame(workload)),
-                hwmodel_cores_terms=core_ratio_rows(core_ratio_terms(workload)))
+                hwmodel_cores_terms=core_ratio_rows(core_ratio_terms(workload), "hwmodel.cores.terms"))
