@@ -337,7 +337,7 @@ def headline_regrade_rows(df: pd.DataFrame) -> list[report.Row]:
         rows.append(report.info_row(
             f"hwmodel.headline.{key}", f"{key} re-graded over the choices (D6 x D420 together, the others alone)", "x",
             d.speedup, note=f"defaults {d.speedup:.2f}x at {d.kv_len // 1000}K ({d.verdict}) vs printed {d.paper}x; "
-            f"{lo:.2f}-{hi:.2f}x over {len(g)} settings; PASS at " + (", ".join(passes) if passes else "no setting")
+            f"{lo:.2f}-{hi:.2f}x over {len(g)} settings; PASS at " + ("; ".join(passes) if passes else "no setting")
             + f"; link at the defaults {d.link_gbs_ours:.2f} GB/s ours vs {d.link_gbs_implied:.2f} GB/s the printed "
             "value implies (FlexGen's time off the link held)"))
     return rows
