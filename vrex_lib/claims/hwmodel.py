@@ -10,7 +10,12 @@ V-Rex48 ratio explained, Fig. 16's steps, Fig. 19's speedups from the simulator 
 * :func:`fig19_frame` / :func:`fig19_rows` -- Fig. 19's speedups over VideoLLM-online from the simulator, graded on
   the system argued (V-Rex8) with the other reading (AGX Orin) and the keys-resident variant as INFO;
 * :func:`sweep_frame` -- every choice of :mod:`vrex_lib.choices` with a simulator override, over its admissible
-  range, on each headline quantity, beside the paper's value.
+  range, on each headline quantity, beside the paper's value;
+* hardware model v5 (docs/DECISIONS.md D420-D426): :func:`headline_regrade_frame` -- the server batch-8 (19.7x) and
+  edge batch-4 (13.8x) frame maxima over V-Rex's and the baselines' capacities together (D6 x D420) and every other
+  choice, with the link rate each printed value implies beside ours; :func:`core_ratio_terms` -- V-Rex8 / V-Rex48 as
+  DRAM / port / compute / link terms; :func:`fig16_terms_frame` / :func:`fig16_choice_frame` -- Fig. 16's steps term
+  by term beside the paper's, over the GPU-side ReSV choices (D421-D424).
 """
 from __future__ import annotations
 
