@@ -90,7 +90,13 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -326,7 +332,13 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -386,7 +398,13 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/sweep.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/validation.py \
@@ -445,7 +463,13 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -509,7 +533,13 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
@@ -620,7 +650,13 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/perf/methods/__init__.py \
   vrex_lib/perf/methods/base.py \
   vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim.py \
+  vrex_lib/perf/sim/__init__.py \
+  vrex_lib/perf/sim/costs.py \
+  vrex_lib/perf/sim/inputs.py \
+  vrex_lib/perf/sim/params.py \
+  vrex_lib/perf/sim/placement.py \
+  vrex_lib/perf/sim/schedule.py \
+  vrex_lib/perf/sim/totals.py \
   vrex_lib/perf/systems.py \
   vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \

@@ -378,11 +378,11 @@ def test_a_simulator_change_reruns_only_the_notebooks_that_import_the_simulator(
     _up_to_date_results(repo, res)
     reran, out = _dry_run(repo, res)
     assert reran == set() and "workload measure" not in out, out  # up to date: nothing reruns
-    sim = repo / "vrex_lib" / "perf" / "sim.py"
+    sim = repo / "vrex_lib" / "perf" / "sim" / "schedule.py"
     newest = max(p.stat().st_mtime for p in res.rglob("*") if p.is_file())
-    os.utime(sim, (newest + 3600,) * 2)  # `touch vrex_lib/perf/sim.py`, an hour after the newest result
+    os.utime(sim, (newest + 3600,) * 2)  # `touch vrex_lib/perf/sim/schedule.py`, an hour after the newest result
     reran, out = _dry_run(repo, res)
     deps = (repo / "notebooks" / "deps.mk").read_text().split("\n\n")
-    users = {b.split(".ipynb:")[0].rsplit("/", 1)[1] for b in deps if "vrex_lib/perf/sim.py" in b and ".ipynb:" in b}
+    users = {b.split(".ipynb:")[0].rsplit("/", 1)[1] for b in deps if "vrex_lib/perf/sim/schedule.py" in b and ".ipynb:" in b}
     assert reran == users | {"07_summary"}, (reran, users)  # 07 summarises every other notebook
     assert "03_accuracy" not in reran and "04_dre_hardware" not in reran and "workload measure" not in out

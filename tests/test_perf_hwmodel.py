@@ -203,3 +203,139 @@ def test_edge_line_names_the_term_and_the_value_it_needs():
     cr = H.core_ratio_frame(kv_sizes=(1000,), stages=("frame",))
     # the terms add up to each system's latency, so their shares of the gap add up to one
     assert cr.share_of_difference.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+# ---- hardware model v5: the choices' sources, the decoupled capacities, GPU-side ReSV, decode rate, the ledger ----
+
+def test_every_choice_range_names_its_source(monkeypatch):
+    from vrex_lib import choices
+
+    assert choices.unsourced() == []
+    assert {"D420", "D421", "D422", "D423", "D424"} <= set(choices.CHOICES)
+    bare = dataclasses.replace(choices.get("D420"), id="Dx", source=" ")
+    monkeypatch.setattr(choices, "_ROWS", choices._ROWS + (bare,))
+    assert choices.unsourced() == ["Dx"]  # a range without a source is caught
+
+
+def test_every_choice_reaches_the_simulator_and_moves_something():
+    """Each new choice is a plain entry with a simulator keyword the robustness sweep can pass, and each value runs."""
+    from vrex_lib import choices
+
+    points = {"D420": ("agx_orin", "flexgen", 4), "D421": ("agx_orin", "resv", 1), "D422": ("agx_orin", "resv", 1),
+              "D423": ("agx_orin", "resv", 1), "D424": ("vrex8", "resv", 1)}
+    for cid, (sysn, m, b) in points.items():
+        c = choices.get(cid)
+        stage = "text" if cid == "D424" else "frame"
+        kv = 1000 if cid == "D424" else 40000
+        lat = {v: simulate(sysn, m, stage, kv, b, workload="paper", **{c.override: v}).latency_ms
+               for v in c.admissible}
+        assert len(set(lat.values())) > 1, (cid, lat)
+
+
+def test_capacities_are_decoupled():
+    # V-Rex's KVMU capacity (D6) leaves the baselines' KV where it is; the baselines' (D420) leaves V-Rex's
+    f = simulate("agx_orin", "flexgen", "frame", 40000, 4, workload="paper")
+    f16k = simulate("agx_orin", "flexgen", "frame", 40000, 4, workload="paper", recent_capacity=16384)
+    assert f16k.latency_ms == f.latency_ms and f16k.notes["on_device_tokens"] == 4096
+    v = simulate("vrex8", "resv", "frame", 40000, 4, workload="paper")
+    v0 = simulate("vrex8", "resv", "frame", 40000, 4, workload="paper", baseline_kv_capacity=0)
+    assert v0.latency_ms == v.latency_ms
+    full = simulate("agx_orin", "flexgen", "frame", 40000, 4, workload="paper", baseline_kv_capacity=0)
+    assert full.notes["on_device_tokens"] == 0 and full.latency_ms > f.latency_ms  # the paper's full offload
+    fit = simulate("agx_orin", "flexgen", "frame", 40000, 4, workload="paper", baseline_kv_capacity="fit")
+    assert 4096 < fit.notes["on_device_tokens"] < 40000 and not fit.oom  # what 32 GB holds after the weights
+    # 'fit' by hand: the memory left after weights, activations and buffers, over the KV of one token of 4 streams
+    from vrex_lib.perf.sim import SimParams
+    from vrex_lib.perf.sim.inputs import baseline_capacity_tokens
+    sys, p = get_system("agx_orin"), SimParams(baseline_kv_capacity="fit")
+    llm = p.llm
+    tok = baseline_capacity_tokens(p, sys, llm, 40000, 4, 10)
+    left = sys.dram_capacity - llm.weight_bytes - p.vision.weight_bytes
+    assert tok == fit.notes["on_device_tokens"] and tok * 4 * llm.kv_bytes_per_token < left
+    with pytest.raises(ValueError, match="baseline_kv_capacity"):
+        simulate("agx_orin", "flexgen", "frame", 40000, workload="paper", baseline_kv_capacity=-1)
+
+
+def test_gpu_resv_choices_by_hand():
+    base = simulate("agx_orin", "resv", "frame", 40000, workload="paper")
+    r = base.ratio
+    sel = simulate("agx_orin", "resv", "frame", 40000, workload="paper", token_fetch_rule="selected")
+    assert sel.notes["moved_fraction"] == pytest.approx(r) and sel.latency_ms < base.latency_ms
+    sec = simulate("agx_orin", "resv", "frame", 40000, workload="paper", token_fetch_rule="sector")
+    assert sec.notes["moved_fraction"] == pytest.approx(1 - (1 - r) ** 2)  # 256-B tokens in 512-B sectors
+    # the queue depth is the GPU host's only: V-Rex's KVMU keeps D105's 64
+    deep = simulate("agx_orin", "resv", "frame", 40000, workload="paper", gpu_queue_depth=128)
+    assert deep.latency_ms < base.latency_ms
+    assert (simulate("vrex8", "resv_kvpu", "frame", 40000, workload="paper", gpu_queue_depth=8).latency_ms
+            == simulate("vrex8", "resv_kvpu", "frame", 40000, workload="paper").latency_ms)
+    # per (token, KV head) host calls: each one more eager call and kernel of the clustering op
+    from vrex_lib.perf.methods import PredContext, get_method
+    from vrex_lib.perf.sim import SimParams
+    sysn = get_system("agx_orin")
+    for calls in (0, 1, 4):
+        p = SimParams(gpu_resv_host_calls=calls)
+        ctx = PredContext(p.llm, 2, 10, 30000, "gpu", p, 10, 5.0, 0.5)
+        clus = [o for o in get_method("resv").prediction_work("frame", ctx).ops if o.name == "pred_cluster"][0]
+        assert clus.kernels == clus.n_host_ops == 10 + 2 * 10 * p.llm.n_kv_heads * calls
+    assert sysn.host_op_s > 0
+
+
+def test_decode_efficiency_is_one_rule_from_published_decode_runs():
+    from vrex_lib import choices
+    from vrex_lib.perf.validation import decode_dram_shares
+
+    shares = decode_dram_shares()
+    got = sorted(round(s, 2) for s in shares.values())
+    assert got == sorted(v for v in choices.get("D424").admissible if v != "model")
+    for sysn in ("vrex8", "agx_orin", "a100", "vrex48"):
+        m = simulate(sysn, "full", "text", 1000, workload="paper")
+        d = simulate(sysn, "full", "text", 1000, workload="paper", decode_dram_eff=0.70)
+        assert d.latency_ms > m.latency_ms, sysn  # every system's model share lies above 0.70: the ceiling binds all
+    df = validation_frame().set_index("key")
+    assert (df.loc[[k for k in df.index if k.endswith("decode_share")]].ratio >= 1.0).all()
+
+
+@pytest.mark.parametrize("system", ["agx_orin", "a100"])
+def test_link_energy_is_charged_once_beside_a_measured_board(system):
+    """The GPU board power (nvidia-smi / tegrastats: the whole board) holds its end of the link, so the ledger charges
+    the far end only: half of what the same link costs beside V-Rex, whose power is built from parts."""
+    from vrex_lib.perf import energy as EN
+
+    r = simulate(system, "flexgen", "frame", 40000, workload="paper")
+    sys = get_system(system)
+    busy = sum(x["time_s"] for x in r.ledger if x["resource"] == "link" and x["term"].startswith("transfers"))
+    link_j = sum(x["energy_j"] for x in r.ledger if x["resource"] == "link" and x["term"].startswith("transfers"))
+    assert link_j == pytest.approx(0.5 * 3.0 * sys.pcie_lanes * busy)
+    assert all("GPU's end is in the board power" in x["term"] for x in r.ledger if x["resource"] == "link")
+    v = get_system("vrex8" if system == "agx_orin" else "vrex48")
+    assert EN.link_share(sys) == 0.5 and EN.link_share(v) == 1.0
+    assert EN.peak_power_w(sys)["pcie"] == pytest.approx(0.5 * 3.0 * sys.pcie_lanes)
+    # every joule once: the board's, the link's far end, the tier's; the sum is the step's energy
+    assert sum(x["energy_j"] for x in r.ledger) == pytest.approx(r.energy_J, rel=1e-12)
+    board = [x for x in r.ledger if x["resource"] == "compute" and x["energy_j"] > 0]
+    assert len(board) == 1 and board[0]["energy_j"] == pytest.approx(sys.power_w * r.latency_ms * 1e-3)
+
+
+def test_v5_report_tables():
+    from vrex_lib.claims import hwmodel as H
+
+    hr = H.headline_regrade_frame(kv_sizes=(10000, 40000))
+    assert set(hr.claim) == set(H.HEADLINE_PANELS)
+    assert "D6=16384, D420=0" in set(hr.setting) and (hr.setting == "defaults").sum() == 2
+    d = hr[hr.setting == "defaults"]
+    assert (d.link_gbs_ours > 0).all() and d.link_gbs_implied.notna().all()
+    ct = H.core_ratio_terms(kv_sizes=(1000,), stages=("text",))
+    assert set(ct.term) == {"dram", "port", "compute", "link", "other"}
+    assert ct.share_of_difference.sum() == pytest.approx(1.0)  # the terms add up to the whole gap
+    ft = H.fig16_terms_frame()
+    assert list(ft.paper.round(2)) == [2.8, round(6.0 / 2.8, 2), round(8.1 / 6.0, 2)]
+    rows = H.headline_regrade_rows(hr) + H.fig16_terms_rows(ft)
+    assert all(r.note for r in rows)
+
+
+def test_v5_tables_have_their_own_keys():
+    from vrex_lib.claims import hwmodel as H
+
+    rows = H.core_ratio_rows(H.core_ratio_frame(kv_sizes=(1000,), stages=("text",)))
+    terms = H.core_ratio_rows(H.core_ratio_terms(kv_sizes=(1000,), stages=("text",)), "hwmodel.cores.terms")
+    assert not {r.claim for r in rows} & {r.claim for r in terms}

@@ -10,7 +10,12 @@ V-Rex48 ratio explained, Fig. 16's steps, Fig. 19's speedups from the simulator 
 * :func:`fig19_frame` / :func:`fig19_rows` -- Fig. 19's speedups over VideoLLM-online from the simulator, graded on
   the system argued (V-Rex8) with the other reading (AGX Orin) and the keys-resident variant as INFO;
 * :func:`sweep_frame` -- every choice of :mod:`vrex_lib.choices` with a simulator override, over its admissible
-  range, on each headline quantity, beside the paper's value.
+  range, on each headline quantity, beside the paper's value;
+* hardware model v5 (docs/DECISIONS.md D420-D426): :func:`headline_regrade_frame` -- the server batch-8 (19.7x) and
+  edge batch-4 (13.8x) frame maxima over V-Rex's and the baselines' capacities together (D6 x D420) and every other
+  choice, with the link rate each printed value implies beside ours; :func:`core_ratio_terms` -- V-Rex8 / V-Rex48 as
+  DRAM / port / compute / link terms; :func:`fig16_terms_frame` / :func:`fig16_choice_frame` -- Fig. 16's steps term
+  by term beside the paper's, over the GPU-side ReSV choices (D421-D424).
 """
 from __future__ import annotations
 
@@ -105,12 +110,12 @@ def core_ratio_frame(workload: Workload | str = "paper", kv_sizes=(1000, 40000),
     return pd.DataFrame(rows)
 
 
-def core_ratio_rows(df: pd.DataFrame) -> list[report.Row]:
+def core_ratio_rows(df: pd.DataFrame, prefix: str = "hwmodel.cores") -> list[report.Row]:
     rows = []
     for (st, kv), g in df.groupby(["stage", "kv_len"], sort=False):
         parts = "; ".join(f"{r.term} {r.vrex8_ms:.2f}/{r.vrex48_ms:.2f} ms ({r.share_of_difference:.0%} of the gap)"
                           for r in g.itertuples() if abs(r.share_of_difference) >= 0.005)
-        rows.append(report.info_row(f"hwmodel.cores.{st}.{kv // 1000}k", f"V-Rex8 / V-Rex48 latency, batch 1 {st}, "
+        rows.append(report.info_row(f"{prefix}.{st}.{kv // 1000}k", f"V-Rex8 / V-Rex48 latency, batch 1 {st}, "
                                     "term by term", "x", g.total_ratio.iloc[0], note=parts))
     return rows
 
@@ -223,6 +228,9 @@ def _headline(wl: Workload) -> dict:
                           "fig13.edge.b1.tpot_vrex8_max")
     q["Fig. 16 V-Rex8 all vs AGX+FlexGen (x)"] = ((lambda **o: fr("agx_orin", "flexgen", 40000, **o)
                                                    / fr("vrex8", "resv", 40000, **o)), "fig16.speedup.vrex_all")
+    for bar in ("agx_resv", "vrex_kvpu"):  # the GPU-side ReSV choices (D421-D423) move these bars
+        q[f"Fig. 16 {bar} vs AGX+FlexGen (x)"] = ((lambda b=bar, **o: fr("agx_orin", "flexgen", 40000, **o)
+                                                  / fr(*FIG16_BARS[b], 40000, **o)), f"fig16.speedup.{bar}")
     q["Fig. 19 ReSV w/o clustering (x)"] = ((lambda **o: fr("vrex8", "flexgen", 40000, **o)
                                              / fr("vrex8", "resv_noclust", 40000, **o)), "fig19.speedup.resv_noclust")
     q["server speedup b1 frame 40K (x, held out)"] = ((lambda **o: fr("a100", "flexgen", 40000, **o)
@@ -264,4 +272,174 @@ def all_rows(res: Mapping | None = None, workload: Workload | str = "paper") -> 
     return dict(hwmodel_edge_line=edge_line_rows(el, capacity_range(workload=workload)),
                 hwmodel_cores=core_ratio_rows(core_ratio_frame(workload)),
                 hwmodel_fig16_steps=fig16_step_rows(res["f16"] if res else fig16_frame(workload), workload),
-                fig19_speedup=fig19_rows(fig19_frame(workload)))
+                fig19_speedup=fig19_rows(fig19_frame(workload)), **v5_rows(workload))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Hardware model v5 (docs/DECISIONS.md D420-D425): the two headline speedups over the capacity choices and every
+# other choice, the V-Rex8 / V-Rex48 ratio as DRAM / port / compute / link terms, Fig. 16's steps term by term.
+
+#: The headline speedups re-graded here: claim key -> (GPU, V-Rex, batch) of its frame panel (the maximum over KV).
+HEADLINE_PANELS = {"headline.speedup_max": ("a100", "vrex48", 8),
+                   "fig13.edge.b4.frame.speedup_max": ("agx_orin", "vrex8", 4)}
+#: The capacity choices swept together (V-Rex's KVMU and the baselines' GPU-resident KV).
+CAPACITY_IDS = ("D6", "D420")
+
+
+def _link_busy_ms(r) -> float:
+    return 1e3 * sum(x["time_s"] for x in r.ledger if x["resource"] == "link" and x["term"].startswith("transfers"))
+
+
+def panel_max(key: str, wl, kv_sizes=KV, **ov) -> dict:
+    """The panel's largest FlexGen / V-Rex frame speedup over ``kv_sizes`` with the overrides ``ov``, and the link
+    rate the printed value implies: the rate at which FlexGen's fetch would fill the printed ratio x V-Rex's latency,
+    its time off the link held (beside ours: its bytes over its link busy time)."""
+    gpu, acc, b = HEADLINE_PANELS[key]
+    best = None
+    for kv in kv_sizes:
+        base, a = (simulate(gpu, "flexgen", "frame", kv, b, workload=wl, **ov),
+                   simulate(acc, "resv", "frame", kv, b, workload=wl, **ov))
+        if best is None or base.latency_ms / a.latency_ms > best[0]:
+            best = (base.latency_ms / a.latency_ms, kv, base, a)
+    s, kv, base, a = best
+    busy_ms, printed = _link_busy_ms(base), paper.value(key)
+    need_ms = printed * a.latency_ms - (base.latency_ms - busy_ms)
+    fetch = base.bytes["pcie"]
+    return dict(claim=key, speedup=s, kv_len=kv, paper=printed, verdict=report.row(key, s).graded(),
+                flexgen_ms=base.latency_ms, vrex_ms=a.latency_ms, link_busy_ms=busy_ms,
+                link_gbs_ours=fetch / busy_ms / 1e6 if busy_ms > 0 else float("nan"),
+                link_gbs_implied=fetch / need_ms / 1e6 if need_ms > 0 and fetch > 0 else float("nan"),
+                on_device_tokens=base.notes["on_device_tokens"])
+
+
+def headline_regrade_frame(workload: Workload | str = "paper", kv_sizes=KV) -> pd.DataFrame:
+    """Both headline speedups at the defaults, over the capacity choices' product (D6 x D420) and over each other
+    choice with a simulator keyword alone: one row per (claim, setting)."""
+    wl = Workload.resolve(workload)
+    settings: list[tuple[str, dict]] = [("defaults", {})]
+    c6, c420 = (choices.get(c) for c in CAPACITY_IDS)
+    settings += [(f"D6={v6}, D420={v420}", {c6.override: v6, c420.override: v420})
+                 for v6 in c6.admissible for v420 in c420.admissible if (v6, v420) != (c6.default, c420.default)]
+    for c in choices.CHOICES.values():
+        if c.override is None or "." in c.override or c.id in CAPACITY_IDS:
+            continue
+        settings += [(f"{c.id}={v}", {c.override: v}) for v in c.admissible if v != c.default]
+    rows = []
+    for label, ov in settings:
+        for key in HEADLINE_PANELS:
+            rows.append(dict(setting=label, **panel_max(key, wl, kv_sizes, **ov)))
+    return pd.DataFrame(rows)
+
+
+def headline_regrade_rows(df: pd.DataFrame) -> list[report.Row]:
+    """One INFO row per headline claim: the value at the defaults, its range over every setting, where it PASSes,
+    and the printed value's implied link rate beside ours."""
+    rows = []
+    for key, g in df.groupby("claim", sort=False):
+        d = g[g.setting == "defaults"].iloc[0]
+        passes = list(g[g.verdict == report.PASS].setting)
+        lo, hi = g.speedup.min(), g.speedup.max()
+        rows.append(report.info_row(
+            f"hwmodel.headline.{key}", f"{key} re-graded over the choices (D6 x D420 together, the others alone)", "x",
+            d.speedup, note=f"defaults {d.speedup:.2f}x at {d.kv_len // 1000}K ({d.verdict}) vs printed {d.paper}x; "
+            f"{lo:.2f}-{hi:.2f}x over {len(g)} settings; PASS at " + ("; ".join(passes) if passes else "no setting")
+            + f"; link at the defaults {d.link_gbs_ours:.2f} GB/s ours vs {d.link_gbs_implied:.2f} GB/s the printed "
+            "value implies (FlexGen's time off the link held)"))
+    return rows
+
+
+def core_ratio_terms(workload: Workload | str = "paper", kv_sizes=(1000, 40000), stages=("frame", "text"),
+                     big_port: float = 1e6) -> pd.DataFrame:
+    """V-Rex8 / V-Rex48 (batch 1) as DRAM / port / compute / link / other terms that sum to each latency: DRAM-,
+    DPE- and VPE-bound op time with an unbounded core port (``big_port`` B/cycle), the port as what the real port adds
+    to the step, the link stall, and the rest (vision tower, prediction, LM head)."""
+    wl = Workload.resolve(workload)
+    rows = []
+    for st in stages:
+        for kv in kv_sizes:
+            t = {}
+            for s in ("vrex8", "vrex48"):
+                r = simulate(s, "resv", st, kv, 1, workload=wl)
+                q = simulate(s, "resv", st, kv, 1, workload=wl, system_core_port_bytes_per_cycle=big_port)
+                lim = q.notes["limits_ms"]
+                dram, comp, link = lim.get("dram", 0.0), lim.get("dpe", 0.0) + lim.get("vpe", 0.0), \
+                    q.breakdown_ms["retrieval_exposed"]
+                t[s] = dict(dram=dram, port=r.latency_ms - q.latency_ms, compute=comp, link=link,
+                            other=q.latency_ms - dram - comp - link, total=r.latency_ms)
+            gap = t["vrex8"]["total"] - t["vrex48"]["total"]
+            for term in ("dram", "port", "compute", "link", "other"):
+                x, y = t["vrex8"][term], t["vrex48"][term]
+                rows.append(dict(stage=st, kv_len=kv, term=term, vrex8_ms=x, vrex48_ms=y,
+                                 ratio=x / y if y > 0 else float("nan"), share_of_difference=(x - y) / gap,
+                                 total_ratio=t["vrex8"]["total"] / t["vrex48"]["total"]))
+    return pd.DataFrame(rows)
+
+
+#: Fig. 16's steps: (previous bar, bar) in the figure's order.
+FIG16_STEPS = (("agx_flexgen", "agx_resv"), ("agx_resv", "vrex_kvpu"), ("vrex_kvpu", "vrex_all"))
+
+
+def _fig16_bar(label: str, wl, **ov) -> dict:
+    sysn, m = FIG16_BARS[label]
+    r = _frame(sysn, m, 40000, wl, **ov)
+    return dict(latency_ms=r.latency_ms, llm_ms=r.breakdown_ms["llm"] + r.breakdown_ms["vision_mlp"],
+                prediction_ms=r.breakdown_ms["kv_prediction"], link_ms=r.breakdown_ms["retrieval_exposed"],
+                link_busy_ms=_link_busy_ms(r), moved=r.notes["moved_fraction"], commands=r.notes["fetch_commands"])
+
+
+def fig16_terms_frame(workload: Workload | str = "paper", **ov) -> pd.DataFrame:
+    """Fig. 16's three steps at 40K term by term beside the paper's: each step's speedup (ours, printed), the ms each
+    term (compute, prediction, link stall) saves, the moved share and NVMe commands of each bar, and the moved share
+    the printed step implies for the faster bar's predecessor with its other terms held (link time scaled)."""
+    wl = Workload.resolve(workload)
+    bars = {k: _fig16_bar(k, wl, **ov) for k in FIG16_BARS}
+    printed = {k: paper.value(f"fig16.speedup.{k}") for k in ("agx_resv", "vrex_kvpu", "vrex_all")}
+    printed["agx_flexgen"] = 1.0
+    rows = []
+    for prev, cur in FIG16_STEPS:
+        a, b = bars[prev], bars[cur]
+        step_paper = printed[cur] / printed[prev]
+        target_prev = step_paper * b["latency_ms"]  # the previous bar's latency the printed step implies
+        held = a["latency_ms"] - a["link_ms"]
+        implied_moved = (a["moved"] * (target_prev - held) / a["link_ms"]
+                         if a["link_ms"] > 0 and target_prev > held else float("nan"))
+        rows.append(dict(step=f"{prev} -> {cur}", ours=a["latency_ms"] / b["latency_ms"], paper=step_paper,
+                         **{f"saved_{t}_ms": a[f"{t}_ms"] - b[f"{t}_ms"] for t in ("llm", "prediction", "link")},
+                         prev_moved=a["moved"], cur_moved=b["moved"], prev_commands=a["commands"],
+                         cur_commands=b["commands"], prev_implied_moved=implied_moved))
+    return pd.DataFrame(rows)
+
+
+def fig16_terms_rows(df: pd.DataFrame) -> list[report.Row]:
+    rows = []
+    for r in df.itertuples():
+        rows.append(report.info_row(
+            f"hwmodel.fig16.terms.{r.step.split(' -> ')[1]}", f"Fig. 16 {r.step}: ours / printed step", "x",
+            r.ours / r.paper, note=f"ours {r.ours:.2f}x vs printed {r.paper:.2f}x; saved: compute {r.saved_llm_ms:.0f} ms,"
+            f" prediction {r.saved_prediction_ms:.0f} ms, link stall {r.saved_link_ms:.0f} ms; moved share "
+            f"{r.prev_moved:.3f} -> {r.cur_moved:.3f} in {r.prev_commands:.0f} -> {r.cur_commands:.0f} commands; the "
+            f"printed step implies the previous bar moving {r.prev_implied_moved:.3f} (other terms held)"))
+    return rows
+
+
+#: The choices that move Fig. 16's GPU-side bars (docs/DECISIONS.md D421-D424).
+FIG16_CHOICE_IDS = ("D421", "D422", "D423", "D424")
+
+
+def fig16_choice_frame(workload: Workload | str = "paper", ids: tuple[str, ...] = FIG16_CHOICE_IDS) -> pd.DataFrame:
+    """Fig. 16's steps (:func:`fig16_terms_frame`) at every admissible value of each of ``ids``, the others at their
+    defaults: one row per (choice, value, step)."""
+    frames = []
+    for cid in ids:
+        c = choices.get(cid)
+        for v in c.admissible:
+            frames.append(fig16_terms_frame(workload, **{c.override: v}).assign(choice=cid, value=str(v),
+                                                                                default=v == c.default))
+    return pd.concat(frames, ignore_index=True)
+
+
+def v5_rows(workload: Workload | str = "paper") -> dict[str, list[report.Row]]:
+    """The tables of hardware model v5: {table id: rows}."""
+    return dict(hwmodel_headline_regrade=headline_regrade_rows(headline_regrade_frame(workload)),
+                hwmodel_fig16_terms=fig16_terms_rows(fig16_terms_frame(workload)),
+                hwmodel_cores_terms=core_ratio_rows(core_ratio_terms(workload), "hwmodel.cores.terms"))

@@ -9,6 +9,10 @@
 * **PCIe** (both): the paper's 3 W per lane at full load (§VI.A) while the link moves data; while it is idle, the
   L0-equivalent idle time of its ASPM states (:func:`vrex_lib.perf.link.idle_power_frac`: L0, then L0s, then
   L1.2 over each idle gap of the step's timeline); without that time given, the estimator's L0-idle fraction.
+  One rule for every system (:func:`link_share`, docs/DECISIONS.md D425): the link's power is its two ends' PHYs,
+  half each; an end inside a measured board power (a GPU's: nvidia-smi and tegrastats report the whole board or
+  module, its PCIe interface included) is not charged again, so a GPU pays the far end only and V-Rex (built up
+  from parts) both.
 * **Offload tier**: SSD active power while the link moves data, idle power otherwise (edge; the NVMe SSD record,
   Kioxia BG6 class);
   host DDR4 pJ/bit x bytes over the link plus the host's staging copies (server; the host's DDR4 background
@@ -72,6 +76,12 @@ def pcie_power_w(sys: System, busy_frac: float) -> float:
     return full_w * (busy_frac + _offchip.pcie_idle_fraction() * (1.0 - busy_frac))
 
 
+def link_share(sys: System) -> float:
+    """Share of the link's power charged beside ``sys``'s own: 1 where the system's power is built up from parts
+    (V-Rex), 1/2 where a measured board power already holds its end of the link (a GPU with Table I power)."""
+    return 0.5 if sys.power_w is not None else 1.0
+
+
 def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
     """(joules, parts in J) for one step on ``sys``."""
     parts: dict[str, float] = {}
@@ -86,7 +96,7 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
         parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity) * t
     else:
         parts["gpu_board"] = sys.power_w * t
-    lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active")
+    lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active") * link_share(sys)
     parts["pcie"] = lane_w * busy
     idle_l0_s = (_offchip.pcie_idle_fraction() * (t - busy) if act.pcie_idle_l0_s is None
                  else min(act.pcie_idle_l0_s, t - busy))
@@ -121,7 +131,7 @@ def peak_power_w(sys: System) -> dict[str, float]:
         parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity)
     else:
         parts["gpu_board"] = sys.power_w
-    parts["pcie"] = pcie_power_w(sys, 1.0)
+    parts["pcie"] = pcie_power_w(sys, 1.0) * link_share(sys)
     if sys.offload_tier == "ssd":
         parts["ssd"] = sys.offload_store.active_w
     else:

@@ -298,7 +298,9 @@ def sensitivity(kv_len: int = 40000, *, workload: Workload | str = "paper") -> p
     for v in (2e9, 4e9, 8e9, 16e9):
         point("system_pcie_bw", v, wl, system_pcie_bw=v)
     for v in (2048, 4096, 8192, 16384):
-        point("recent_capacity", v, wl, recent_capacity=v)
+        point("recent_capacity (V-Rex's KVMU, D6)", v, wl, recent_capacity=v)
+    for v in (0, 4096, "fit"):
+        point("baseline_kv_capacity (the GPU's, D420)", v, wl, baseline_kv_capacity=v)
     for v in (256, 4096):
         point("system_offload_granule", v, wl, system_offload_granule=v)
     for v in (8, 32, 128):

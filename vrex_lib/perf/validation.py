@@ -153,9 +153,45 @@ def _dram_rows() -> list[dict]:
     return rows
 
 
+#: The published decode runs whose DRAM share bounds the decode-rate efficiency choice (docs/DECISIONS.md D424):
+#: key -> (measurement, model, bytes per parameter, attended tokens, peak B/s).
+DECODE_SHARE_RUNS = {"lpddr5.mlc_int4.Llama-2-7B": ("agx_orin.mlc.llama2_7b_tok_s", LLAMA2_7B, 0.5, 0, 204.8e9),
+                     "hbm2e.gptfast.Llama-2-7B": ("a100.gptfast.llama2_7b_tok_s", LLAMA2_7B, 2.0, GPTFAST_STATIC_KV,
+                                                  A100_SXM_DRAM_BPS),
+                     "hbm2e.gptfast.Llama-3.1-8B": ("a100.gptfast.llama31_8b_tok_s", LLAMA3_8B, 2.0,
+                                                    GPTFAST_STATIC_KV, A100_SXM_DRAM_BPS)}
+
+
+def decode_dram_shares() -> dict[str, float]:
+    """The share of the DRAM peak each published decode run of :data:`DECODE_SHARE_RUNS` sustains: tok/s x (weights +
+    the KV it attends) / peak. Kernel start-ups and host time are inside the measured step, so each is a lower bound
+    of the DRAM's own share (the int4 one counts no scales or KV either)."""
+    out = {}
+    for key, (mkey, llm, bpp, kv, peak) in DECODE_SHARE_RUNS.items():
+        per_token = llm.params * bpp + kv * llm.kv_bytes_per_token
+        out[key] = measurement(mkey).value * per_token / peak
+    return out
+
+
+def _decode_share_rows() -> list[dict]:
+    """The HBM2e decode shares beside the model's long-stream share (lower-bound rows; the LPDDR5 one is
+    ``dram.lpddr5.attainable``)."""
+    t = _dram.timing("hbm2e", A100_SXM_DRAM_BPS, int(const("hbm2e.bus_bits")), const("gpu.write_batch"))
+    model = _dram.stream_efficiency(t).total * const("a100.mem_side_eff")
+    rows = []
+    for key, share in decode_dram_shares().items():
+        if key.startswith("hbm2e"):
+            m = dataclasses.replace(measurement(DECODE_SHARE_RUNS[key][0]), kind="lower-bound")
+            rows.append(_row(f"dram.{key}.decode_share", f"HBM2e share a bf16 decode sustains on A100 ({key.split('.')[-1]}"
+                             ", lower bound)", "fraction", share, model, m, "measured side = tok/s x (bf16 weights + "
+                             "attended KV) / 2039 GB/s, kernel start-ups inside; simulated = the HBM2e model's long read "
+                             "stream x a100.mem_side_eff"))
+    return rows
+
+
 def validation_frame() -> pd.DataFrame:
     """One row per check: measured, simulated, ratio (see the module docstring for ``kind``)."""
-    rows = _dram_rows()
+    rows = _dram_rows() + _decode_share_rows()
     for key, llm, name in (("a100.gptfast.llama2_7b_tok_s", LLAMA2_7B, "Llama-2-7B"),
                            ("a100.gptfast.llama31_8b_tok_s", LLAMA3_8B, "Llama-3.1-8B")):
         m = measurement(key)

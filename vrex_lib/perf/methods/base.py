@@ -6,7 +6,8 @@ A method model answers, for one stage of one step, the questions the simulator a
 * ``predictor(stage)`` -- the name of the selection it runs ('none': it does not select, so every offloaded token
   is fetched, or none if it evicts);
 * ``prediction_work(stage, ...)`` -- the KV-prediction ops (GPU kernels, or LXE ops + DRE cycles on V-Rex);
-* ``selection(workload, stage, kv_len, ...)`` -- the selected share of the on-device and of the offloaded candidates;
+* ``ratio_key`` / ``evicts`` -- whose selected shares of the on-device and of the offloaded candidates the Workload
+  holds (the simulator's input stage looks them up; a model never reads the Workload);
 * ``layout`` -- how its offloaded KV is laid out ('all', 'token', 'block' = one frame, 'cluster' = one hash cluster
   contiguous, the KVMU's reordering, §V.C) and so how many bytes a selected run spans;
 * ``metadata_bytes(...)`` -- what its predictor keeps resident in device DRAM besides the KV (partial keys, block
@@ -24,14 +25,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ...config import VRexCoreConfig
 from ...hw import timing
 from ..model_ops import LLMSpec, Op
-
-if TYPE_CHECKING:  # annotations only: the Workload and SimParams modules import this package
-    from ..workload import Workload
 
 Layout = Literal["all", "token", "block", "cluster"]
 
@@ -113,22 +111,6 @@ class SimMethod:
 
     def prediction_work(self, stage: str, ctx: PredContext) -> PredWork:
         return PredWork([])
-
-    def selection(self, wl: "Workload", stage: str, kv_len: int, *, offloaded: bool, used: dict) -> tuple[float, float]:
-        """(on-device share, offloaded share) of the candidates this method attends to at ``kv_len``; both 1 when it
-        does not select. ``offloaded``: whether the offloaded share is needed (else it equals the on-device share and
-        is not looked up). Extrapolation policies used are added to ``used``."""
-        if not self.selects(stage):
-            return (1.0, 0.0) if self.evicts else (1.0, 1.0)
-        r_dev, pol = wl.selected(self.ratio_key, stage, kv_len, "device")
-        if pol:
-            used[f"selected_frac_device {self.ratio_key}/{stage}"] = pol
-        if not offloaded:
-            return r_dev, r_dev
-        r_off, pol = wl.selected(self.ratio_key, stage, kv_len, "offloaded")
-        if pol:
-            used[f"selected_frac_offloaded {self.ratio_key}/{stage}"] = pol
-        return r_dev, r_off
 
     def metadata_bytes(self, llm: LLMSpec, p, kv_len: int, batch: int, tokens_per_frame: int,
                        tokens_per_cluster: float) -> float:

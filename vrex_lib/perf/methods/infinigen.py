@@ -32,7 +32,7 @@ def key_scoring_work(ctx: PredContext, partial: bool) -> PredWork:
 
 
 @dataclass(frozen=True)
-class InfiniGen(SimMethod):
+class InfiniGenModel(SimMethod):
     """Partial-key scoring at text steps only (``frame_scoring`` None); InfiniGenP adds full-key frame scoring."""
 
     frame_scoring: str | None = None  # None | 'full_key'
@@ -55,5 +55,5 @@ class InfiniGen(SimMethod):
         return self.frame_scoring == "full_key" and p.infinigen_p_key_frac >= 1.0
 
 
-MODELS = (InfiniGen("infinigen", layout="token", ratio_key="infinigen"),
-          InfiniGen("infinigen_p", layout="token", ratio_key="infinigen_p", frame_scoring="full_key"))
+MODELS = (InfiniGenModel("infinigen", layout="token", ratio_key="infinigen"),
+          InfiniGenModel("infinigen_p", layout="token", ratio_key="infinigen_p", frame_scoring="full_key"))

@@ -9,7 +9,7 @@ from .base import PredContext, PredWork, SimMethod
 
 
 @dataclass(frozen=True)
-class ReKV(SimMethod):
+class ReKVModel(SimMethod):
     def predictor(self, stage: str) -> str:
         return "block_mean"
 
@@ -30,4 +30,4 @@ class ReKV(SimMethod):
         return batch * kv_len / tokens_per_frame * llm.n_layers * llm.n_kv_heads * llm.head_dim * 2
 
 
-MODELS = (ReKV("rekv", layout="block", ratio_key="rekv"),)
+MODELS = (ReKVModel("rekv", layout="block", ratio_key="rekv"),)

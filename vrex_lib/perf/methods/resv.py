@@ -18,8 +18,10 @@ def _gpu_work(ctx: PredContext, hashg: Op, score: Op, hcmap: Op, compares: float
               C_recent: float) -> PredWork:
     p, B, N, Hkv = ctx.p, ctx.batch, ctx.n_new, ctx.llm.n_kv_heads
     rows_q = B * N * ctx.llm.n_q_heads
-    # Clustering: tokens join clusters in arrival order (a dependency chain), one kernel per new token.
-    clus = Op("pred_cluster", "pred", 2.0 * compares, act_bytes=B * Hkv * N * C_recent * 4 * 2, kernels=N)
+    # Clustering: tokens join clusters in arrival order (a dependency chain), one kernel per new token, plus the
+    # eager host calls per new token and KV head a GPU port issues (SimParams.gpu_resv_host_calls, D423).
+    calls = N + B * N * Hkv * p.gpu_resv_host_calls
+    clus = Op("pred_cluster", "pred", 2.0 * compares, act_bytes=B * Hkv * N * C_recent * 4 * 2, kernels=calls)
     # WiCSum on a GPU: sort each row (radix sort of 32-bit scores + payload: sort_passes read+write passes),
     # cumulative sum, threshold, union over rows.
     wics = Op("pred_wicsum", "pred", 4.0 * rows_q * C, act_bytes=rows_q * C * 8 * (p.sort_passes + 2),
@@ -65,7 +67,7 @@ def resv_work(ctx: PredContext) -> PredWork:
 
 
 @dataclass(frozen=True)
-class ReSV(SimMethod):
+class ReSVModel(SimMethod):
     def predictor(self, stage: str) -> str:
         return "resv"
 
@@ -86,5 +88,5 @@ class ReSV(SimMethod):
                                                          + kv_len * 4)
 
 
-MODELS = (ReSV("resv", layout="cluster", ratio_key="resv"),
-          ReSV("resv_kvpu", layout="token", ratio_key="resv", vrex_only=True))
+MODELS = (ReSVModel("resv", layout="cluster", ratio_key="resv"),
+          ReSVModel("resv_kvpu", layout="token", ratio_key="resv", vrex_only=True))

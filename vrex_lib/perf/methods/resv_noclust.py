@@ -37,7 +37,7 @@ def token_wicsum_work(ctx: PredContext) -> PredWork:
 
 
 @dataclass(frozen=True)
-class ReSVNoClustering(SimMethod):
+class ReSVNoClusteringModel(SimMethod):
     def predictor(self, stage: str) -> str:
         return "token_wicsum"
 
@@ -57,4 +57,4 @@ class ReSVNoClustering(SimMethod):
         return batch * kv_len * llm.n_layers * llm.n_kv_heads * llm.head_dim * BF16 if self.keys_resident(p) else 0.0
 
 
-MODELS = (ReSVNoClustering("resv_noclust", layout="token", ratio_key="resv_noclust"),)
+MODELS = (ReSVNoClusteringModel("resv_noclust", layout="token", ratio_key="resv_noclust"),)
