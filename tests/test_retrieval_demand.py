@@ -163,6 +163,14 @@ def test_a_policy_that_selects_everything_scores_as_full(tiny):
         assert r["text"]["selected_frac"] == 1.0 and r["text"]["selected_frac_offloaded"] == 1.0
 
 
+def test_streamingllm_evicts_at_every_layer_layer_0_included(tiny):
+    """D300/D380: a member's own first layer holds in the study as in a run of its own (StreamingLLM: layer 0)."""
+    spec = longctx.method_spec("streamingllm")
+    r = longctx.run_policy(tiny, GRID, _trial(tiny), spec, spec.build(ReSVConfig()), CFG)
+    assert np.isfinite(r["recall_value_per_layer"][0]), "layer 0 must be consulted, not attended densely"
+    assert r["text"]["selected_frac_offloaded"] == 0.0 and r["text"]["selected_frac"] < 1.0
+
+
 def test_the_shared_prefill_fork_answers_as_each_method_alone(tiny):
     """D162: the dense-document methods answer from one prefill forked per method; alone they must agree."""
     specs = longctx.method_specs(["full", "infinigen", "rekv", "resv@text", "resv@text-r0.7"])

@@ -151,6 +151,14 @@ class StudyPolicy:
                 self._cur.clusters_before[layer] = np.zeros(self.H) if t is None else _per_head(t.n_clusters, self.H)
             p.observe(layer, new_keys, start, stage, frame_id)
 
+    @property
+    def retrieval_from_layer(self) -> int:
+        """The first layer the runtime consults this policy at: the routed member's own (StreamingLLM and ReKV's
+        reference mode set 0), as the runtime would consult that member alone; ``dense_layers`` otherwise."""
+        p = None if self.route is None else self.members[self.route]
+        first = getattr(p, "retrieval_from_layer", None)
+        return self.dense_layers if first is None else int(first)
+
     def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                stage: str) -> Selection | None:
         if self.route is None:
