@@ -5,8 +5,9 @@ The runtime already attends to the sinks (the system prompt, as StreamingLLM's `
 to the recent frame window; this policy keeps, among the candidates, the ``window`` newest positions of the cache --
 by default every candidate still on the device (the KV store's device tier, D6), so the method uses the same device
 memory as every other and drops what the others offload, at every layer (layer 0 included: the policy sets
-``retrieval_from_layer = 0``, so the runtime's dense layers do not apply to it). Positions keep their original RoPE angles (the cache holds
-post-RoPE keys; StreamingLLM's re-indexing of positions inside the cache is not reproduced, docs/DECISIONS.md D300).
+``retrieval_from_layer = 0``, so the runtime's dense layers do not apply to it; D380). Positions keep their original
+RoPE angles (the cache holds post-RoPE keys; StreamingLLM's re-indexing of positions inside the cache is not
+reproduced, docs/DECISIONS.md D300).
 """
 from __future__ import annotations
 
