@@ -109,6 +109,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -183,6 +184,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -235,6 +237,8 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
   vrex_lib/paper/_core.py \
@@ -254,6 +258,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -306,6 +311,8 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
@@ -340,6 +347,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -400,6 +408,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -456,6 +465,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -483,6 +493,8 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/hw/timing.py \
   vrex_lib/hw/vectors.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
   vrex_lib/memtech.py \
@@ -521,6 +533,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -630,6 +643,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -676,6 +690,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
