@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from vrex_lib.config import RuntimeConfig
-from vrex_lib.retrieval import make_policy
+from vrex_lib.retrieval import PolicyBase, make_policy
 from vrex_lib.retrieval._common import row_probs, topk_sorted
 from vrex_lib.runtime import StreamingSession
 from vrex_lib.selection import Selection
@@ -114,7 +114,7 @@ def test_single_token_steps_select_as_before():
         make_policy("infinigen", per_row="yes")
 
 
-class _RowPattern:
+class _RowPattern(PolicyBase):
     """Per-row sets: query token t of a multi-token step sees the candidates p with (p + t) % 3 == 0, the same for
     every KV head (so a plain forward can replay it as one 4D mask); single-token steps see every third one."""
 

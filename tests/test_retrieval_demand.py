@@ -11,6 +11,7 @@ import torch
 from vrex_lib import longctx, report
 from vrex_lib.config import ReSVConfig, RuntimeConfig
 from vrex_lib.longctx import task as T
+from vrex_lib.retrieval import PolicyBase
 from vrex_lib.runtime import ByteTokenizer
 from vrex_lib.selection import Selection
 
@@ -113,7 +114,7 @@ def test_target_recall_by_hand():
     assert longctx.target_recall(torch.tensor([1, 12]), cand, [torch.tensor([], dtype=torch.long)]).tolist() == [1.0]
 
 
-class _Pick:
+class _Pick(PolicyBase):
     """Selects, per KV head, the candidates for which ``keep(position)`` is true."""
 
     name, retrieves_at_frame = "pick", True

@@ -66,7 +66,7 @@ import torch
 from .. import _io
 from ..config import check_int, check_real
 from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 INFINIGEN_MODES: tuple[str, ...] = ("reference", "oracle")
 #: Whose row maximum the "critical" threshold is taken from: each head's own (speedup code) or head 0's for
@@ -177,7 +177,7 @@ def calibrate(model, text_path: str | os.PathLike = CALIBRATION_TEXT, ratio: flo
 
 # ---------------------------------------------------------------------------------------------- policies
 
-class InfiniGen:
+class InfiniGen(PolicyBase):
     """Threshold-then-cap token selection during text generation only.
 
     mode:          'reference' (default: skewing, previous-layer speculation, layers 0-1 dense) or 'oracle'.

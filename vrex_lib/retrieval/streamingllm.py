@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 
 from ..config import check_int
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 
-class StreamingLLM:
+class StreamingLLM(PolicyBase):
     name = "streamingllm"
     #: It never fetches the offloaded tier: dropped tokens are gone (Table II's "Retrieval @ frame": no).
     retrieves_at_frame = False
