@@ -29,7 +29,8 @@ Three modules (``docs/DECISIONS.md D152``): :mod:`vrex_lib.hw.wtu_blocks` holds 
 testbench beside it -- ``valid_lanes``, ``row_reduce`` (the lanes), ``preprocess`` (PRE, TH), ``bucket_walk`` with
 ``walk_merge`` (WALK, the bucket-range updater, Acc), ``resolve`` (RES_G, RES_L), ``aggregate`` (MARK, the
 aggregator) and ``control`` (state, row-group counter); this module is the top, :func:`wtu`, which wires them to the
-memories, and its ports; :mod:`vrex_lib.hw.wtu_driver` runs rows through it (:func:`~vrex_lib.hw.wtu_driver.simulate_wtu`).
+memories, and its ports; :mod:`vrex_lib.hw.wtu_driver` runs rows through it
+(:func:`~vrex_lib.hw.wtu_driver.simulate_wtu`).
 """
 from __future__ import annotations
 
