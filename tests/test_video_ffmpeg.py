@@ -131,6 +131,10 @@ def test_variable_frame_rate_sources_agree_with_the_installed_ffmpeg(tmp_path, n
     assert video.ffmpeg_cfr_map(t, 2.0, rule).tolist() == ref
     frames, ts = video.read_frames(src, fps=2.0, max_side=None, sampling="ffmpeg", ffmpeg_rule=rule)
     assert [_index_of(f) for f in frames] == ref and ts.tolist() == [k / 2 for k in range(len(ref))]
+    # rule 7's premise: libavcodec gives every decoded frame its own packet's duration
+    with av.open(str(src)) as c:
+        decoded = sorted((int(f.pts), int(f.duration or 0)) for f in c.decode(c.streams.video[0]))
+    assert decoded == list(zip(t.pts.tolist(), t.durations.tolist()))
 
 
 def test_frame_durations_by_release_by_hand():
