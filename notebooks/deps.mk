@@ -118,6 +118,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -193,6 +194,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -245,6 +247,8 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
   vrex_lib/paper/_core.py \
@@ -265,6 +269,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -317,6 +322,8 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/hw/vpe_programs.py \
   vrex_lib/hw/walk.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
@@ -358,6 +365,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -426,6 +434,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -489,6 +498,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/resv/reference.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/selection.py
 
@@ -516,6 +526,8 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/hw/timing.py \
   vrex_lib/hw/vectors.py \
   vrex_lib/hw/wtu.py \
+  vrex_lib/hw/wtu_blocks.py \
+  vrex_lib/hw/wtu_driver.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
   vrex_lib/memtech.py \
@@ -561,6 +573,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -678,6 +691,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
@@ -724,6 +738,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/resv/rescore.py \
   vrex_lib/resv/select.py \
   vrex_lib/resv/table.py \
+  vrex_lib/resv/threads.py \
   vrex_lib/resv/wicsum.py \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \

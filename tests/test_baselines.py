@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vrex_lib.retrieval import make_policy
+from vrex_lib.retrieval import PolicyBase, make_policy
 from vrex_lib.retrieval.infinigen import calibrate, partial_columns, skewing_matrix
 from vrex_lib.runtime.capture import rope, unrope
 
@@ -542,7 +542,7 @@ def test_score_results_pools_procedure_steps_like_the_reference(tiny, tmp_path):
 def test_session_binds_members_of_a_composite_policy(tiny):
     from vrex_lib.runtime import StreamingSession
 
-    class Composite:
+    class Composite(PolicyBase):
         name, retrieves_at_frame = "composite", True
 
         def __init__(self):

@@ -192,6 +192,16 @@ def test_infinigen_cap_evidence_by_hand():
     assert frame_only.n_selections == 0 and frame_only.n_layers_dense == frame_only.n_layers_applied == 2
 
 
+def test_infinigen_cap_evidence_reads_the_policys_own_cap():
+    # the cap counts the cache (D381): 11 candidates, cap_k 7 (= floor(0.5 x 14 cached tokens)); k 7 sits at it
+    nan = math.nan
+    tr = _trace(IG_CFG, ["text", "text"], [11, 11], [[0, 1, 1], [0, 1, 1]],
+                k=[[nan, nan, 7], [nan, nan, 5]], cap_k=[[nan, nan, 7], [nan, nan, 7]])
+    c = acc_claims.infinigen_cap_evidence([tr], "text")
+    assert (c.n_selections, c.share_at_cap) == (2, 0.5)  # 5 = floor(0.5 x 11) is not the cap here
+    assert c.cap_share == pytest.approx(7 / 11) and c.bound_pct == pytest.approx(100 * (1 + 7 / 11) / 2)
+
+
 def test_rekv_budget_evidence_by_hand_and_a_bad_config():
     cfg = "{'mode': 'question', 'topk_blocks': 64, 'ratio': 0.5}"
     nan = math.nan

@@ -15,7 +15,8 @@ from vrex_lib.hw.hcu import HCUParams, simulate_hcu
 from vrex_lib.hw.kvmu import prefetch_requests, scattered_requests, simulate_kvmu
 from vrex_lib.hw.vectors import (load_traces, random_hcu_frames, random_wtu_rows, trace_hcu_frames, trace_sources,
                                  trace_wtu_rows)
-from vrex_lib.hw.wtu import WTUParams, simulate_wtu
+from vrex_lib.hw.wtu import WTUParams
+from vrex_lib.hw.wtu_driver import simulate_wtu
 from vrex_lib.resv import reference as resv_ref
 
 RATIO = 0.3

@@ -12,7 +12,8 @@ from vrex_lib.hw import fixedpoint as fx
 from vrex_lib.hw.vectors import load_traces, trace_sources, trace_wtu_rows
 from vrex_lib.hw.walk import wtu_walk_ref
 from vrex_lib.hw.hcu import HCUFrameResult
-from vrex_lib.hw.wtu import WTUParams, WTURowResult
+from vrex_lib.hw.wtu import WTUParams
+from vrex_lib.hw.wtu_driver import WTURowResult
 
 
 def test_kv_bytes_per_token_head():

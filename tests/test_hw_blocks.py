@@ -1,69 +1,23 @@
 """The sub-blocks of the WTU, the HCU and the N-read-port RAM, each driven by its own small testbench and checked
-against values worked out by hand (the whole blocks are checked against the reference in test_hw.py)."""
+against values worked out by hand (the whole blocks are checked against the reference in test_hw.py). The WTU's
+testbenches sit beside its blocks (vrex_lib/hw/wtu_blocks.py); the others use the drivers of vrex_lib/hw/_sim.py."""
 from __future__ import annotations
 
-from myhdl import ResetSignal, Signal, StopSimulation, block, delay, instance, intbv
+from myhdl import ResetSignal, Signal, intbv
 
-from vrex_lib.hw import wtu as W
+from vrex_lib.hw import wtu_blocks as W
+from vrex_lib.hw._sim import drive_clocked as clocked
+from vrex_lib.hw._sim import drive_comb as comb
 from vrex_lib.hw.fixedpoint import W_MAX
 from vrex_lib.hw.hcu import HCUParams, decide, key_bank, key_write, xor_popcount
 from vrex_lib.hw.memories import ram
+from vrex_lib.hw.wtu import wtu_ports
 
 P4 = W.WTUParams(n_max=16, lanes=4, n_buckets=16)  # 4 lanes, 4 row groups
 
 
 def sig(bits: int = 1, init: int = 0) -> Signal:
     return Signal(bool(init)) if bits == 1 else Signal(intbv(init)[bits:])
-
-
-def comb(blk, args: tuple, ports: dict, cases: list[dict], outputs: list[str]) -> list[dict]:
-    """Apply each case's inputs to the combinational block ``blk(*args)`` and read ``outputs`` once settled."""
-    got: list[dict] = []
-
-    @block
-    def bench():
-        dut = blk(*args)
-
-        @instance
-        def tb():
-            for case in cases:
-                for k, v in case.items():
-                    ports[k].next = v
-                yield delay(1)
-                got.append({k: int(ports[k]) for k in outputs})
-            raise StopSimulation()
-
-        return dut, tb
-
-    bench().run_sim(quiet=1)
-    return got
-
-
-def clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
-    """Per step: apply its inputs to the block ``blk(*args)``, give one rising clock edge, read ``outputs``."""
-    got: list[dict] = []
-
-    @block
-    def bench():
-        dut = blk(*args)
-
-        @instance
-        def tb():
-            for step in steps:
-                for k, v in step.items():
-                    ports[k].next = v
-                yield delay(1)
-                ports["clk"].next = 1
-                yield delay(1)
-                ports["clk"].next = 0
-                yield delay(1)
-                got.append({k: int(ports[k]) for k in outputs})
-            raise StopSimulation()
-
-        return dut, tb
-
-    bench().run_sim(quiet=1)
-    return got
 
 
 def _rst() -> ResetSignal:
@@ -81,28 +35,21 @@ def test_ram_two_read_ports_read_different_words():
 
 
 # ---------------------------------------------------------------------------------------------- WTU
+# Each sub-block is driven by its testbench beside it in vrex_lib/hw/wtu_blocks.py (ports at the top's widths).
 def _row(values: list[int], bits: int = 16) -> int:
     return sum(v << (k * bits) for k, v in enumerate(values))
 
 
 def test_valid_lanes_by_hand():
-    P = dict(n=sig(5), g=sig(2), vmask=sig(4))
-    got = comb(W.valid_lanes, (P["n"], P["g"], P["vmask"], P4), P,
-               [dict(n=10, g=0), dict(n=10, g=2), dict(n=8, g=2), dict(n=16, g=3)], ["vmask"])
+    got = W.valid_lanes_bench(P4, [dict(n=10, g=0), dict(n=10, g=2), dict(n=8, g=2), dict(n=16, g=3)])
     assert [x["vmask"] for x in got] == [0b1111, 0b0011, 0, 0b1111]  # entries 8, 9 in group 2; none of 8..11
 
 
 def test_row_reduce_by_hand():
     # weights 5, 9, 2, 7 with counts 1, 2, 3, 0; lane 3 is past the row's end (vmask 0b0111)
-    names = ["state", "srow", "crow", "vmask", "lo", "hi", "lane", "r_sum", "r_min", "r_max", "r_bmax", "r_bmin",
-             "r_nxt", "r_nxt_v", "r_lane"]
-    P = dict(state=sig(3), srow=sig(64), crow=sig(64), vmask=sig(4), lo=sig(17), hi=sig(18), lane=sig(2),
-             r_sum=sig(36), r_min=sig(16), r_max=sig(16), r_bmax=sig(16), r_bmin=sig(16), r_nxt=sig(16),
-             r_nxt_v=sig(), r_lane=sig(32))
     row = dict(srow=_row([5, 9, 2, 7]), crow=_row([1, 2, 3, 0]), vmask=0b0111)
-    got = comb(W.row_reduce, (*(P[k] for k in names), P4), P,
-               [dict(row, state=W.PRE), dict(row, state=W.WALK, lo=4, hi=8, lane=0), dict(lane=1),
-                dict(lo=9, hi=10)], names[7:])
+    got = W.row_reduce_bench(P4, [dict(row, state=W.PRE), dict(row, state=W.WALK, lo=4, hi=8, lane=0), dict(lane=1),
+                                  dict(lo=9, hi=10)])
     assert got[0] | dict(r_bmax=0, r_bmin=0, r_nxt=0, r_nxt_v=0, r_lane=0) == \
         dict(r_sum=5 + 18 + 6, r_min=2, r_max=9, r_bmax=0, r_bmin=0, r_nxt=0, r_nxt_v=0, r_lane=0)
     # bucket [4, 8): only w=5 (w=7 is not valid); below it the largest is 2; lane 0 holds the product 5
@@ -113,91 +60,70 @@ def test_row_reduce_by_hand():
 
 
 def test_preprocess_by_hand():
-    names = ["clk", "rst", "state", "start", "ratio", "r_sum", "r_min", "r_max", "tsum", "mn", "mx", "th"]
-    P = dict(clk=sig(), rst=_rst(), state=sig(3), start=sig(), ratio=sig(17), r_sum=sig(36), r_min=sig(16),
-             r_max=sig(16), tsum=sig(36), mn=sig(16), mx=sig(16), th=sig(36))
-    got = clocked(W.preprocess, (*(P[k] for k in names), P4), P,
-                  [dict(state=W.IDLE, start=1), dict(state=W.PRE, start=0, r_sum=100, r_min=3, r_max=40),
-                   dict(r_sum=50, r_min=1, r_max=20), dict(state=W.TH, ratio=52429)], ["tsum", "mn", "mx", "th"])
+    got = W.preprocess_bench(P4, [dict(state=W.IDLE, start=1), dict(state=W.PRE, start=0, r_sum=100, r_min=3, r_max=40),
+                                  dict(r_sum=50, r_min=1, r_max=20), dict(state=W.TH, ratio=52429)])
     assert got[0] == dict(tsum=0, mn=W_MAX, mx=0, th=0)
     assert got[2] == dict(tsum=150, mn=1, mx=40, th=0)
     assert got[3]["th"] == 120  # floor(150 · 52429 / 2^16) = floor(120.0004)
-
-
-def _walk_ports() -> tuple[list[str], dict]:
-    names = ["clk", "rst", "state", "start", "g", "gmax", "mn", "mx", "th", "r_sum", "r_bmax", "r_bmin", "r_nxt",
-             "r_nxt_v", "r_lane", "g_cross", "l_cross", "s", "lo", "hi", "acc", "bsum", "bmax", "bmin", "nxt",
-             "nxt_v", "wstar", "all_sel", "scans", "b_cross", "single", "more"]
-    widths = dict(state=3, g=2, gmax=2, th=36, r_sum=36, acc=36, bsum=36, r_lane=32, s=5, lo=17, hi=18, scans=8)
-    one = {"start", "r_nxt_v", "g_cross", "l_cross", "nxt_v", "all_sel", "b_cross", "single", "more"}
-    P = {k: sig(1 if k in one else widths.get(k, 16)) for k in names if k not in ("clk", "rst")}
-    P.update(clk=sig(), rst=_rst())
-    return names, P
 
 
 def test_bucket_walk_steps_of_the_fig11_toy():
     # The Fig. 11 toy row (min 0, max 40, Th 800) in one row group (gmax = 0): TH puts the first bucket of width
     # 2^2 at 40; the scan of [40, 44) holds Σ w·c = 200 <= 800 and the largest weight below is 38 -> Acc = 200,
     # next bucket [36, 40). Then a crossing bucket with several weights (36..39) is refined: s = 0, lo = 39.
-    names, P = _walk_ports()
     scan = dict(state=W.WALK, g=0, gmax=0, th=800, r_sum=200, r_bmax=40, r_bmin=40, r_nxt=38, r_nxt_v=1)
-    got = clocked(W.bucket_walk, (*(P[k] for k in names), W.WTUParams(n_max=16, lanes=16)), P,
-                  [dict(state=W.TH, mn=0, mx=40), scan, dict(scan, r_sum=700, r_bmax=39, r_bmin=36, r_nxt=35)],
-                  ["s", "lo", "hi", "acc", "scans", "wstar", "all_sel"])
+    got = W.bucket_walk_bench(W.WTUParams(n_max=16, lanes=16),
+                              [dict(state=W.TH, mn=0, mx=40), scan,
+                               dict(scan, r_sum=700, r_bmax=39, r_bmin=36, r_nxt=35)],
+                              ["s", "lo", "hi", "acc", "scans", "wstar", "all_sel"])
     assert got[0] | dict(scans=0) == dict(s=2, lo=40, hi=44, acc=0, scans=0, wstar=0, all_sel=0)
     assert got[1] == dict(s=2, lo=36, hi=40, acc=200, scans=1, wstar=0, all_sel=0)
     assert got[2] == dict(s=0, lo=39, hi=40, acc=200, scans=2, wstar=0, all_sel=0)  # 200 + 700 > 800: refine
 
 
 def test_bucket_walk_fixes_wstar_or_selects_all():
-    names, P = _walk_ports()
-    got = clocked(W.bucket_walk, (*(P[k] for k in names), P4), P,
-                  [dict(state=W.TH, mn=10, mx=10), dict(state=W.WALK, gmax=0, th=5, r_sum=9, r_bmax=10, r_bmin=10),
-                   dict(state=W.TH), dict(state=W.WALK, th=50, r_sum=9, r_nxt_v=0)], ["wstar", "all_sel", "acc"])
+    got = W.bucket_walk_bench(P4, [dict(state=W.TH, mn=10, mx=10),
+                                   dict(state=W.WALK, gmax=0, th=5, r_sum=9, r_bmax=10, r_bmin=10),
+                                   dict(state=W.TH), dict(state=W.WALK, th=50, r_sum=9, r_nxt_v=0)],
+                              ["wstar", "all_sel", "acc"])
     assert got[1] == dict(wstar=10, all_sel=0, acc=0)  # crosses with one weight: w* = 10, Acc unchanged
     assert got[3] == dict(wstar=0, all_sel=1, acc=9)  # never crosses, nothing below: select all
 
 
 def test_resolve_by_hand():
-    names = ["clk", "rst", "state", "g", "acc", "th", "r_sum", "r_lane", "lane", "jcut", "g_cross", "l_cross"]
-    P = dict(clk=sig(), rst=_rst(), state=sig(3), g=sig(2), acc=sig(36), th=sig(36), r_sum=sig(36), r_lane=sig(32),
-             lane=sig(2), jcut=sig(5), g_cross=sig(), l_cross=sig())
     # Acc 10, Th 20 (Acc is the walk's register, held at 10 here): group 2 holds 15 of w* (10 + 15 > 20) -> RES_L
     # from lane 0; lane 0's product 6 does not cross (16 <= 20), lane 1's 11 does (21 > 20) -> j_cut = 2·4 + 1 = 9
-    got = clocked(W.resolve, (*(P[k] for k in names), P4), P,
-                  [dict(state=W.RESG, g=2, acc=10, th=20, r_sum=15), dict(state=W.RESL, r_lane=6),
-                   dict(r_lane=11)], ["lane", "jcut", "g_cross", "l_cross"])
+    got = W.resolve_bench(P4, [dict(state=W.RESG, g=2, acc=10, th=20, r_sum=15), dict(state=W.RESL, r_lane=6),
+                               dict(r_lane=11)])
     assert got[0]["lane"] == 0 and got[0]["g_cross"] == 1
     assert got[1] == dict(lane=1, jcut=0, g_cross=1, l_cross=0)
     assert got[2] == dict(lane=1, jcut=9, g_cross=1, l_cross=1)
 
 
 def test_aggregate_marks_and_ors_rows():
-    names = ["clk", "state", "g", "raddr", "sel_raddr", "srow", "vmask", "wstar", "jcut", "all_sel", "first_r",
-             "sel_rdata", "agg_rdata"]
-    P = dict(clk=sig(), state=sig(3), g=sig(2), raddr=sig(2), sel_raddr=sig(2), srow=sig(64), vmask=sig(4),
-             wstar=sig(16), jcut=sig(5), all_sel=sig(), first_r=sig(), sel_rdata=sig(4), agg_rdata=sig(4))
     # group 1 = entries 4..7 with weights 9, 7, 7, 3; w* = 7, j_cut = 5: select 9 (> w*) and 7 at j = 5 only
     row1 = dict(state=W.MARK, g=1, raddr=1, srow=_row([9, 7, 7, 3]), vmask=0b1111, wstar=7, jcut=5, first_r=1)
-    got = clocked(W.aggregate, (*(P[k] for k in names), P4), P,
-                  [row1, dict(state=W.IDLE, sel_raddr=1),
-                   dict(row1, srow=_row([1, 1, 8, 1]), first_r=0), dict(state=W.IDLE)], ["sel_rdata", "agg_rdata"])
+    got = W.aggregate_bench(P4, [row1, dict(state=W.IDLE, sel_raddr=1),
+                                 dict(row1, srow=_row([1, 1, 8, 1]), first_r=0), dict(state=W.IDLE)])
     assert got[1] == dict(sel_rdata=0b0011, agg_rdata=0b0011)
     assert got[3] == dict(sel_rdata=0b0100, agg_rdata=0b0111)  # the next row ORed into the aggregate
 
 
 def test_control_walks_every_state_once():
-    names = ["clk", "rst", "start", "first", "n", "state", "g", "gmax", "first_r", "done", "b_cross", "single",
-             "more", "g_cross", "l_cross"]
-    P = {k: sig() for k in names}
-    P.update(rst=_rst(), n=sig(5), state=sig(3), g=sig(2), gmax=sig(2))
     steps = [dict(start=1, first=1, n=4), dict(start=0), dict(), dict(b_cross=1, single=1), dict(g_cross=1),
              dict(l_cross=1), dict(), dict(), dict()]
-    got = clocked(W.control, (*(P[k] for k in names), P4), P, steps, ["state", "gmax", "done", "first_r"])
+    got = W.control_bench(P4, steps)
     assert [W.STATE_NAMES[x["state"]] for x in got] == ["PRE", "TH", "WALK", "RES_G", "RES_L", "MARK", "FIN",
                                                         "IDLE", "IDLE"]
     assert got[0]["gmax"] == 0 and got[0]["first_r"] == 1  # 4 entries: one group of 4 lanes
     assert [x["done"] for x in got] == [0, 0, 0, 0, 0, 0, 0, 1, 0]
+
+
+def test_every_wtu_port_has_the_width_the_table_gives():
+    """wtu_ports and the sub-block testbenches read one width table: a port's width is that of the top."""
+    widths = W.signal_widths(P4)
+    for name, sig_ in wtu_ports(P4).items():
+        assert (1 if isinstance(sig_.val, bool) else len(sig_)) == widths.get(name, 1), name
 
 
 # ---------------------------------------------------------------------------------------------- HCU

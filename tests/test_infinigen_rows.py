@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from vrex_lib.config import RuntimeConfig
-from vrex_lib.retrieval import make_policy
+from vrex_lib.retrieval import PolicyBase, make_policy
 from vrex_lib.retrieval._common import row_probs, topk_sorted
 from vrex_lib.runtime import StreamingSession
 from vrex_lib.selection import Selection
@@ -19,7 +19,8 @@ D = 16
 def _reference_sets(attn: torch.Tensor, alpha: float, cap: float) -> list[list[list[int]]]:
     """snu-comparch/InfiniGen ``kv_cache_mask`` on one step, transcribed for heads [H, N, C] of logits over the
     C candidates (the step's own tokens are the runtime's, always attended): per row t the count of logits
-    >= the row's own maximum - alpha, averaged over heads and truncated, capped at int(cap * C), then per (head,
+    >= the row's own maximum - alpha, averaged over heads and truncated, capped at int(cap * src_len) (src_len: the
+    keys the step attends over, here the C candidates: the keys passed hold nothing else), then per (head,
     row) the top of that row. Returns [head][row] -> sorted candidate indices."""
     h, n, c = attn.shape
     count = (attn >= attn.amax(-1, keepdim=True) - alpha).sum(-1).float()          # [H, N]
@@ -34,6 +35,25 @@ def _select(logits: torch.Tensor, n_tokens: int, **kw) -> Selection:
     pol._logits = lambda layer, q, k, cand: (logits, 1)
     query = torch.zeros(hkv * rows // n_tokens, n_tokens, D)
     return pol._select(2, query, torch.zeros(hkv, c, D), torch.arange(c), fixed_topk=False)
+
+
+def test_the_cap_counts_every_token_in_the_cache_as_the_reference_does():
+    """kv_cache_mask caps at fetch_max = int(src_len x budget), src_len = every key of the step (its own tokens
+    included). In a run the candidates leave out the sinks, the recent window and the step's own tokens: 314 keys,
+    310 candidates, cap 0.5 keep int(0.5 x 314) = 157 when every key is critical, not int(0.5 x 310) = 155."""
+    hkv, group, n_cache = 2, 3, 314
+    cand = torch.arange(2, 312)                                     # 2 sinks, 2 own/recent tokens left out
+    pol = make_policy("infinigen", mode="oracle", alpha=1e9, cap=0.5)
+    logits = _logits(hkv, group, cand.numel(), seed=3)
+    pol._logits = lambda layer, q, k, c: (logits, 1)
+    sel = pol._select(2, torch.zeros(hkv * group, 1, D), torch.zeros(hkv, n_cache, D), cand, fixed_topk=False)
+    assert sel.stats["cap_k"] == 157 == int(0.5 * n_cache) and sel.stats["k"] == 157
+    assert sel.n_selected == [157, 157]
+    # the rows of a multi-token step take the same cap (every row critical everywhere: k_t = the cap)
+    logits2 = _logits(hkv, group * 2, cand.numel(), seed=4)
+    pol._logits = lambda layer, q, k, c: (logits2, 1)
+    rows = pol._select(2, torch.zeros(hkv * group, 2, D), torch.zeros(hkv, n_cache, D), cand, fixed_topk=False)
+    assert all(len(r) == 157 for head in rows.rows for r in head) and rows.stats["k"] == 157
 
 
 def _jaccard(a: list[int], b: list[int]) -> float:
@@ -94,7 +114,7 @@ def test_single_token_steps_select_as_before():
         make_policy("infinigen", per_row="yes")
 
 
-class _RowPattern:
+class _RowPattern(PolicyBase):
     """Per-row sets: query token t of a multi-token step sees the candidates p with (p + t) % 3 == 0, the same for
     every KV head (so a plain forward can replay it as one 4D mask); single-token steps see every third one."""
 

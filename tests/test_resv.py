@@ -444,3 +444,17 @@ def test_fast_path_equals_reference_on_smollm2_keys():
     fast, ref = _stream_both(k, cfg)
     for qb in (None, 16):
         _check_select(q[:, -11:].contiguous(), fast, ref, cfg, qb, candidates=torch.arange(8, 253))
+
+
+def test_single_thread_runs_one_thread_and_restores_the_counts():
+    """resv/threads.py: torch's pool and NumPy's OpenBLAS (when reachable) run one thread inside, as before after."""
+    from vrex_lib.resv.threads import openblas_threads, single_thread
+
+    before_torch, before_blas = torch.get_num_threads(), openblas_threads()
+    torch.set_num_threads(2)
+    try:
+        with single_thread():
+            assert torch.get_num_threads() == 1 and openblas_threads() in (None, 1)
+        assert torch.get_num_threads() == 2 and openblas_threads() == before_blas
+    finally:
+        torch.set_num_threads(before_torch)

@@ -90,7 +90,9 @@ def test_infinigen_skips_frame_stage_and_caps_text() -> None:
     cand = torch.arange(0, 70)
     assert pol.select(1, _query(TOK), keys[1], cand, "frame") is None
     sel = pol.select(1, _query(1), keys[1], cand, "text")
-    assert sel.n_selected == [35, 35] and sel.stats["k"] == 35
+    # InfiniGen's cap is int(budget x tokens in the cache) (kv_cache_mask's fetch_max): int(0.5 x 80) = 40 of the
+    # 70 candidates, not int(0.5 x 70) = 35
+    assert sel.n_selected == [40, 40] and sel.stats["k"] == 40 == sel.stats["cap_k"]
     assert sel.stats["score_dims"] == round(0.2 * D)
 
 

@@ -11,6 +11,7 @@ import torch
 from vrex_lib import longctx, report
 from vrex_lib.config import ReSVConfig, RuntimeConfig
 from vrex_lib.longctx import task as T
+from vrex_lib.retrieval import PolicyBase
 from vrex_lib.runtime import ByteTokenizer
 from vrex_lib.selection import Selection
 
@@ -113,7 +114,7 @@ def test_target_recall_by_hand():
     assert longctx.target_recall(torch.tensor([1, 12]), cand, [torch.tensor([], dtype=torch.long)]).tolist() == [1.0]
 
 
-class _Pick:
+class _Pick(PolicyBase):
     """Selects, per KV head, the candidates for which ``keep(position)`` is true."""
 
     name, retrieves_at_frame = "pick", True
@@ -161,6 +162,14 @@ def test_a_policy_that_selects_everything_scores_as_full(tiny):
         assert (r["answer"], r["correct"]) == (full["answer"], full["correct"])
         assert r["recall_value"] == full["recall_value"] == 1.0
         assert r["text"]["selected_frac"] == 1.0 and r["text"]["selected_frac_offloaded"] == 1.0
+
+
+def test_streamingllm_evicts_at_every_layer_layer_0_included(tiny):
+    """D300/D380: a member's own first layer holds in the study as in a run of its own (StreamingLLM: layer 0)."""
+    spec = longctx.method_spec("streamingllm")
+    r = longctx.run_policy(tiny, GRID, _trial(tiny), spec, spec.build(ReSVConfig()), CFG)
+    assert np.isfinite(r["recall_value_per_layer"][0]), "layer 0 must be consulted, not attended densely"
+    assert r["text"]["selected_frac_offloaded"] == 0.0 and r["text"]["selected_frac"] < 1.0
 
 
 def test_the_shared_prefill_fork_answers_as_each_method_alone(tiny):

@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from vrex_lib.config import RuntimeConfig
-from vrex_lib.retrieval.base import Selection
+from vrex_lib.retrieval.base import PolicyBase, Selection
 from vrex_lib.runtime import (ContextTooLarge, KVStore, StreamingSession, build_model, check_context, load_trace,
                               merge_lora, tokens_for, validate_full_paths)
 from vrex_lib.runtime.model import frame_tokens
 
 
-class SelectAll:
+class SelectAll(PolicyBase):
     """Selects every candidate explicitly (exercises the per-head gather path)."""
 
     name, retrieves_at_frame = "select_all", True
@@ -375,3 +375,36 @@ def test_select_all_reuses_everything_it_selected_before(tiny):
                 assert (tr["reused"][k, layer] == prev_cand[layer]).all()
             prev_cand[layer] = tr["n_candidates"][k]
     assert 0 < tr.reuse_fraction("frame") < 1
+
+
+def test_a_policy_without_the_hooks_is_refused_naming_the_base_class(tiny):
+    class Bare:  # reset/observe/select only: the optional hooks of the protocol are missing
+        name, retrieves_at_frame = "bare", False
+
+        def reset(self, n_layers, n_kv_heads, head_dim):
+            pass
+
+        def observe(self, layer, new_keys, start, stage, frame_id):
+            pass
+
+        def select(self, layer, query, keys, candidates, stage):
+            return None
+
+    with pytest.raises(TypeError, match=r"Bare is not a RetrievalPolicy \(missing: retrieval_from_layer, policies, "
+                                        r"tables, bind, bind_store\); derive it from .*PolicyBase"):
+        StreamingSession(tiny, Bare())
+
+
+def test_the_runtime_calls_the_policy_hooks_and_never_probes_for_them():
+    """The hooks are declared in RetrievalPolicy with defaults in PolicyBase: no hasattr/getattr on a hook name."""
+    import re
+    from pathlib import Path
+
+    import vrex_lib
+
+    pkg = Path(vrex_lib.__file__).parent
+    probe = re.compile(r"""(hasattr|getattr)\([^)]*["'](bind|bind_store|retrieval_from_layer|tables|policies)["']""")
+    files = [*sorted((pkg / "runtime").glob("*.py")), pkg / "workload" / "shadow.py", pkg / "longctx" / "policy.py"]
+    found = [f"{f.relative_to(pkg)}:{i}" for f in files for i, ln in enumerate(f.read_text().splitlines(), 1)
+             if probe.search(ln)]
+    assert not found, found

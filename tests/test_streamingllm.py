@@ -18,8 +18,12 @@ from test_runtime import _plain_logits, _stream
 CAP = 40
 
 
-def test_attends_sinks_device_tier_and_window_only_equal_to_a_masked_plain_forward(tiny):
-    cfg = RuntimeConfig(kv_capacity=CAP, record_inputs=True, dense_layers=0, strict=True)
+@pytest.mark.parametrize("dense_layers", [None, 0], ids=["default-config", "dense_layers=0"])
+def test_attends_sinks_device_tier_and_window_only_equal_to_a_masked_plain_forward(tiny, dense_layers):
+    # The default config (dense_layers=1, as eval, notebook 03 and longctx run it) must evict at layer 0 too:
+    # StreamingLLM has no dense layer, so the one mask below holds at every layer.
+    extra = {} if dense_layers is None else dict(dense_layers=dense_layers)
+    cfg = RuntimeConfig(kv_capacity=CAP, record_inputs=True, strict=True, **extra)
     s, _ = _stream(tiny, make_policy("streamingllm"), cfg, n_frames=8, new_tokens=None)
     tr = s.trace()
     n = s.n_tokens
@@ -36,6 +40,8 @@ def test_attends_sinks_device_tier_and_window_only_equal_to_a_masked_plain_forwa
     torch.testing.assert_close(s.next_token_logits(), ref[-1], rtol=1e-4, atol=1e-5)
     assert not torch.allclose(_plain_logits(tiny, s.inputs)[-1], ref[-1], atol=1e-3), "eviction must change something"
     assert tr["host_tokens"].sum() == 0  # nothing offloaded is ever attended, so nothing is fetched
+    has_candidates = tr["n_candidates"] > 0
+    assert tr["applied"][has_candidates].all(), "every layer, layer 0 included, must evict"
     assert tr["applied"].any() and (tr.stats["scored"][tr["applied"]] == 0).all()  # consulted, scored nothing
 
 

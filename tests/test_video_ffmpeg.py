@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -97,6 +99,65 @@ def test_the_grid_option_differs_from_ffmpeg(videos):
         grid = video.resampled_map(src, 2.0, "grid").tolist()
         assert grid != ref and len(grid) < len(ref) and grid[0] == ref[0]
         assert coin.decoded_duration(src, sampling="grid") < coin.decoded_duration(src)
+
+
+#: Variable-frame-rate sources: (frames, setpts expression) re-timing a 25 fps indexed video -- accelerating gaps,
+#: a jittered cadence, and dense frames followed by a sparse tail (gaps of 0.04 s to 1.2 s).
+VFR = (("accelerating", 60, "N*N*0.02/TB"), ("jitter", 40, "(N+0.3*mod(N,3))*0.08/TB"),
+       ("dense-then-sparse", 50, "if(lt(N,20),N*0.04,0.8+(N-20)*0.5)/TB"))
+
+
+def _vfr_video(d: Path, name: str, n: int, expr: str) -> Path:
+    """An indexed 25 fps video re-timed by ``setpts=expr`` and written with variable frame rate (lossless)."""
+    cfr = _indexed_video(d / f"{name}_cfr.mp4", "25", n)
+    out = d / f"{name}.mp4"
+    subprocess.run([_ffmpeg(), "-v", "error", "-y", "-i", str(cfr), "-vf", f"setpts='{expr}'", "-vsync", "vfr",
+                    "-c:v", "libx264", "-qp", "0", "-pix_fmt", "yuv444p", "-g", "12", str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("name,n,expr", VFR, ids=[v[0] for v in VFR])
+def test_variable_frame_rate_sources_agree_with_the_installed_ffmpeg(tmp_path, name, n, expr):
+    """D382: the rule of the installed release (5.1: every frame lasts one frame at the guessed rate under -vf; 7:
+    each frame its own duration) gives the frames ffmpeg writes, on sources whose frame gaps vary."""
+    if shutil.which("ffmpeg") is None:
+        pytest.skip("ffmpeg is not installed: it is the oracle of this test (make setup installs it)")
+    src = _vfr_video(tmp_path, name, n, expr)
+    t = video.packet_times(src)
+    gaps = np.diff(t.pts)
+    assert gaps.max() > 1.5 * gaps.min(), "the source must be variable-frame-rate"
+    ref = _oracle(src, tmp_path / "out.mp4")
+    rule = _ffmpeg_rule()
+    assert video.ffmpeg_cfr_map(t, 2.0, rule).tolist() == ref
+    frames, ts = video.read_frames(src, fps=2.0, max_side=None, sampling="ffmpeg", ffmpeg_rule=rule)
+    assert [_index_of(f) for f in frames] == ref and ts.tolist() == [k / 2 for k in range(len(ref))]
+    # rule 7's premise: libavcodec gives every decoded frame its own packet's duration
+    with av.open(str(src)) as c:
+        decoded = sorted((int(f.pts), int(f.duration or 0)) for f in c.decode(c.streams.video[0]))
+    assert decoded == list(zip(t.pts.tolist(), t.durations.tolist()))
+
+
+def test_frame_durations_by_release_by_hand():
+    """sync_durations, in output frames at 2 fps, of 4 frames at 1/1000 s ticks, the last without a duration."""
+    t = video.PacketTimes(np.array([0, 500, 1000, 2600]), np.array([500, 500, 1600, 0]), Fraction(1, 1000), 0,
+                          None, Fraction(25))
+    # 7: each frame its own duration; the one without gets a frame at the guessed rate (40 ticks = 0.08)
+    assert video.sync_durations(t, 2.0, "7").tolist() == pytest.approx([1.0, 1.0, 3.2, 0.08])
+    # 5.1 with -vf: every frame one frame at the guessed rate, capped at one output frame
+    assert video.sync_durations(t, 2.0, "5.1").tolist() == pytest.approx([0.08] * 4)
+    assert video.sync_durations(replace(t, guessed_rate=Fraction(1)), 2.0, "5.1").tolist() == [1.0] * 4
+    # no guessed rate: no fallback, the frame passes with duration 0 (7) / every frame 0 (5.1)
+    unknown = replace(t, guessed_rate=None)
+    assert video.sync_durations(unknown, 2.0, "7").tolist() == pytest.approx([1.0, 1.0, 3.2, 0.0])
+    assert video.sync_durations(unknown, 2.0, "5.1").tolist() == [0.0] * 4
+
+
+def test_the_rule_is_checked_before_any_file_is_read(tmp_path):
+    for call in (lambda: video.read_frames(tmp_path / "absent.mp4", sampling="ffmpeg", ffmpeg_rule="6"),
+                 lambda: next(video.stream_frames(tmp_path / "absent.mp4", ffmpeg_rule="6")),
+                 lambda: video.resampled_count(tmp_path / "absent.mp4", 2.0, ffmpeg_rule="6.0")):
+        with pytest.raises(ValueError, match="unknown ffmpeg rule '6.*': choose one of 7, 5.1"):
+            call()
 
 
 def test_duplicates_below_the_output_rate(tmp_path):

@@ -8,7 +8,9 @@
 Which frames (``sampling``, :data:`SAMPLINGS`):
 
 * ``"ffmpeg"`` (the COIN default, :data:`vrex_lib.coin.FRAME_SAMPLING`): the frames of the video ffmpeg writes with
-  ``-r fps``, as VideoLLM-online's preprocessing (``ffmpeg_once``) resamples every video before its model sees it.
+  ``-r fps``, as VideoLLM-online's preprocessing (``ffmpeg_once``) resamples every video before its model sees it;
+  ``ffmpeg_rule`` names the release whose rule to follow (:data:`FFMPEG_RULES`: "7", VideoLLM-online's pin, or
+  "5.1"; they give frames different durations, :func:`sync_durations`).
   ffmpeg's constant-frame-rate rule (``video_sync_process`` of fftools, vsync ``cfr``; :func:`ffmpeg_cfr_map`)
   drops or duplicates source frames; output frame k shows the source frame this rule assigns to it, and its time is
   ``k / fps``, its place in the resampled video. The resampled video has :func:`resampled_count` frames;
@@ -200,13 +202,16 @@ def _span_k(path: Path, k_last: int, fps: float, start: float | None, end: float
 @dataclass(frozen=True)
 class PacketTimes:
     """A video stream's integer timestamps in presentation order: ``pts`` / ``durations`` [N] in ``time_base``
-    units, the container's ``start_time`` (µs, what ffmpeg subtracts from every timestamp) and ``avg_rate``."""
+    units, the container's ``start_time`` (µs, what ffmpeg subtracts from every timestamp), ``avg_rate`` and
+    ``guessed_rate`` (libavformat's ``av_guess_frame_rate``: the rate ffmpeg gives its filter graph's input, and so
+    the frame rate its buffersink reports)."""
 
     pts: np.ndarray
     durations: np.ndarray
     time_base: Fraction
     start_time_us: int
     avg_rate: Fraction | None
+    guessed_rate: Fraction | None = None
 
 
 def _rescale(a: int, b: Fraction, c: Fraction) -> int:
@@ -225,12 +230,13 @@ def _packet_times(path: str, size: int, mtime_ns: int) -> PacketTimes:
         st = c.streams.video[0]
         pk = sorted((int(p.pts), int(p.duration or 0)) for p in c.demux(st) if p.pts is not None)
         rate = Fraction(st.average_rate) if st.average_rate else None
+        guessed = Fraction(st.guessed_rate) if st.guessed_rate else None
         start = int(c.start_time) if c.start_time is not None else 0
         tb = Fraction(st.time_base)
     if not pk:
         raise ValueError("no video packets")
     arr = np.asarray(pk, dtype=np.int64)
-    return PacketTimes(arr[:, 0], arr[:, 1], tb, start, rate)
+    return PacketTimes(arr[:, 0], arr[:, 1], tb, start, rate, guessed)
 
 
 def packet_times(video: str | os.PathLike) -> PacketTimes:
@@ -243,26 +249,39 @@ def packet_times(video: str | os.PathLike) -> PacketTimes:
         raise _corrupt(p, err) from None
 
 
-def _frame_durations(t: PacketTimes) -> list[int]:
-    """Each frame's duration as ffmpeg 7's decoder sets it (``video_duration_estimate``): the packet's, else the
-    time since the previous frame, else one frame at the average rate, else the previous frame's (1 for the first)."""
-    out, last = [], None
-    for p, d in zip(t.pts.tolist(), t.durations.tolist()):
-        if d <= 0:
-            if last is not None and p > last:
-                d = p - last
-            elif t.avg_rate:
-                d = max(1, _rescale(1, 1 / t.avg_rate, t.time_base))
-            else:
-                d = out[-1] if out else 1
-        out.append(d)
-        last = p
-    return out
+def sync_durations(t: PacketTimes, fps: float, rule: str = "7") -> np.ndarray:
+    """Each source frame's duration as ffmpeg's rate conversion sees it, in output frames (``1/fps``): float64 [N].
+
+    * ``"7"``: the frame's own duration (libavcodec copies its packet's) in ffmpeg 7.0's ``video_sync_process``;
+      a frame whose duration is 0 (a container's last sample often has none) gets one frame at the filter graph's
+      frame rate (``fg_output_step``: ``av_buffersink_get_frame_rate``, the guessed rate), or stays 0 without one.
+      The decoder's ``video_duration_estimate`` only extrapolates missing timestamps; it never sets a duration.
+    * ``"5.1"``: ffmpeg 5.1's ``do_video_out`` with a ``-vf`` filter chain (VideoLLM-online's ``ffmpeg_once``
+      passes ``-vf scale,pad``): every frame lasts one frame at the buffersink's rate (the guessed rate), capped at
+      one output frame -- the same value for every frame, whatever its own duration (a variable-frame-rate source's
+      gaps are not durations there). Without ``-vf`` 5.1 would use the packet's rounded duration; not modelled.
+    """
+    check_ffmpeg_rule(rule)
+    rate = Fraction(fps).limit_denominator(1_000_000)
+    tb_s = t.time_base
+    if rule == "5.1":
+        dur = min(float(rate / t.guessed_rate), 1.0) if t.guessed_rate else 0.0
+        return np.full(len(t.pts), dur)
+    fallback = _rescale(1, 1 / t.guessed_rate, tb_s) if t.guessed_rate else 0
+    d = np.where(t.durations > 0, t.durations, fallback).astype(np.float64)
+    return d * float(tb_s * rate)
 
 
 #: The ffmpeg releases whose ``-r`` rule :func:`ffmpeg_cfr_map` follows: "7" (7.0.1, VideoLLM-online's pin, and later)
-#: and "5.1" (Debian 12's), which differ only for sources below twice the output rate.
+#: and "5.1" (Debian 12's); they differ in the duration each frame is given (:func:`sync_durations`), so for sources
+#: below twice the output rate and for variable-frame-rate sources.
 FFMPEG_RULES: tuple[str, ...] = ("7", "5.1")
+
+
+def check_ffmpeg_rule(rule: str) -> None:
+    if rule not in FFMPEG_RULES:
+        raise ValueError(f"unknown ffmpeg rule {rule!r}: choose one of {', '.join(FFMPEG_RULES)} (the ffmpeg release "
+                         "whose -r frame choice to follow; VideoLLM-online pins 7)")
 
 
 def ffmpeg_cfr_map(t: PacketTimes, fps: float, rule: str = "7") -> np.ndarray:
@@ -271,31 +290,29 @@ def ffmpeg_cfr_map(t: PacketTimes, fps: float, rule: str = "7") -> np.ndarray:
 
     fftools' ``video_sync_process`` (ffmpeg 7.0; ``do_video_out`` in 5.1), per source frame in presentation order:
     its time in output frames ``sync`` (the timestamp less the container's start, rescaled to ``1/fps`` with 16
-    extra bits, nudged by 2^-17 off exact midpoints) and duration ``dur``; with ``next`` the output frames written
+    extra bits, nudged by 2^-17 off exact midpoints) and duration ``dur`` (:func:`sync_durations`, which is where
+    the releases differ); with ``next`` the output frames written
     so far, ``delta0 = sync - next`` and ``delta = delta0 + dur``: the frame is dropped if ``delta < -1.1``, written
     ``round(delta)`` times if ``delta > 1.1`` (the first ``round(delta0 - 0.6)`` of them repeating the previous
     frame when ``delta0 > 1.1``), else once. At the end the previous frame is repeated the median of the last
-    three repeat counts. ``rule="5.1"``: ffmpeg 5.1's ``do_video_out`` caps ``dur`` at one output frame and always
-    nudges. The rule is re-implemented, not copied; tests/test_video_ffmpeg.py checks it against the system ffmpeg.
+    three repeat counts. ``rule="5.1"``: ffmpeg 5.1's ``do_video_out`` also always nudges. The rule is
+    re-implemented, not copied; tests/test_video_ffmpeg.py checks it against the system ffmpeg, on constant- and
+    variable-frame-rate sources.
     """
-    if rule not in FFMPEG_RULES:
-        raise ValueError(f"unknown ffmpeg rule {rule!r}: choose one of {', '.join(FFMPEG_RULES)}")
+    durations = sync_durations(t, fps, rule)
     rate = Fraction(fps).limit_denominator(1_000_000)
     tb_out = 1 / rate
     extra = min(max(29 - (tb_out.denominator.bit_length() - 1), 0), 16)
     fine = Fraction(tb_out.numerator, tb_out.denominator << extra)
     offset = _rescale(t.start_time_us, Fraction(1, 1_000_000), t.time_base)
-    in_s = t.time_base.numerator / t.time_base.denominator
-    out_s = tb_out.numerator / tb_out.denominator
     out: list[int] = []
     hist = [0, 0, 0]
-    for i, (p, d) in enumerate(zip(t.pts.tolist(), _frame_durations(t))):
+    for i, (p, dur) in enumerate(zip(t.pts.tolist(), durations.tolist())):
         sync = _rescale(p - offset, t.time_base, fine) / (1 << extra)
         if sync != round(sync) or rule == "5.1":
             sync += 1.0 / (1 << 17) if sync > 0 else -1.0 / (1 << 17)
-        dur = d * in_s / out_s
         delta0 = sync - len(out)
-        delta = delta0 + (min(dur, 1.0) if rule == "5.1" else dur)
+        delta = delta0 + dur
         n, n_prev = 1, 0
         if delta < -1.1:
             n = 0
@@ -312,9 +329,11 @@ def ffmpeg_cfr_map(t: PacketTimes, fps: float, rule: str = "7") -> np.ndarray:
 
 
 def resampled_map(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg",
-                  info: VideoInfo | None = None) -> np.ndarray:
-    """Source frame index [n_out] behind every output frame of the video resampled to ``fps`` (``sampling``)."""
+                  info: VideoInfo | None = None, ffmpeg_rule: str = "7") -> np.ndarray:
+    """Source frame index [n_out] behind every output frame of the video resampled to ``fps`` (``sampling``;
+    ``ffmpeg_rule``: which release's ``-r`` rule, :data:`FFMPEG_RULES`)."""
     check_sampling(sampling)
+    check_ffmpeg_rule(ffmpeg_rule)
     info = info or probe(video)
     if sampling == "grid":
         k_last = math.floor(info.last_time * fps + 1e-6)
@@ -323,13 +342,13 @@ def resampled_map(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg"
     if len(t.pts) != info.n_frames:
         raise VideoDecodeError(f"{info.path}: {len(t.pts)} timestamped packets but {info.n_frames} decodable frames; "
                                "re-encode it (`ffmpeg -i in.mp4 -c:v libx264 fixed.mp4`) or use sampling='grid'")
-    return ffmpeg_cfr_map(t, fps)
+    return ffmpeg_cfr_map(t, fps, ffmpeg_rule)
 
 
-def resampled_count(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg") -> int:
+def resampled_count(video: str | os.PathLike, fps: float, sampling: str = "ffmpeg", ffmpeg_rule: str = "7") -> int:
     """How many frames the video has once resampled to ``fps`` (``len(frames)`` of VideoLLM-online's 2 fps video for
     ``sampling="ffmpeg"``)."""
-    return len(resampled_map(video, fps, sampling))
+    return len(resampled_map(video, fps, sampling, ffmpeg_rule=ffmpeg_rule))
 
 
 def check_sampling(sampling: str) -> None:
@@ -338,16 +357,17 @@ def check_sampling(sampling: str) -> None:
 
 
 def frame_plan(info: VideoInfo, fps: float, start: float | None, end: float | None,
-               sampling: str = "grid") -> tuple[np.ndarray, np.ndarray]:
+               sampling: str = "grid", ffmpeg_rule: str = "7") -> tuple[np.ndarray, np.ndarray]:
     """(times [T] s, source frame indices [T]) of the frames of [start, end] at ``fps`` (module docstring)."""
     if fps <= 0:
         raise ValueError(f"fps must be positive, got {fps}")
     check_sampling(sampling)
+    check_ffmpeg_rule(ffmpeg_rule)
     if sampling == "grid":
         times = request_times(info, fps, start, end)
         idx = _nearest_indices(info.timestamps, times)
         return info.timestamps[idx], idx
-    m = resampled_map(info.path, fps, sampling, info)
+    m = resampled_map(info.path, fps, sampling, info, ffmpeg_rule)
     k0, k1 = _span_k(info.path, len(m) - 1, fps, start, end, (len(m) - 1) / fps)
     k = np.arange(k0, k1 + 1)
     return k / fps, m[k]
@@ -400,10 +420,13 @@ def _decode(info: VideoInfo, idx: np.ndarray, size: tuple[int, int], chunk: int)
 
 def stream_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | None = 384,
                   start: float | None = None, end: float | None = None, *, pad_square: bool = False,
-                  chunk: int = 32, sampling: str = "grid") -> Iterator[tuple[float, np.ndarray]]:
+                  chunk: int = 32, sampling: str = "grid",
+                  ffmpeg_rule: str = "7") -> Iterator[tuple[float, np.ndarray]]:
     """Yield ``(timestamp, frame uint8 [H, W, 3])`` in time order, decoding ``chunk`` frames at a time."""
+    check_sampling(sampling)
+    check_ffmpeg_rule(ffmpeg_rule)
     info = probe(video)
-    times, idx = frame_plan(info, fps, start, end, sampling)
+    times, idx = frame_plan(info, fps, start, end, sampling, ffmpeg_rule)
     size = output_size(info.width, info.height, max_side)
     pos = 0
     try:
@@ -421,10 +444,17 @@ def stream_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | No
 
 def read_frames(video: str | os.PathLike, fps: float = 2.0, max_side: int | None = 384,
                 start: float | None = None, end: float | None = None, *,
-                pad_square: bool = False, sampling: str = "grid") -> tuple[np.ndarray, np.ndarray]:
-    """All frames of [start, end] at ``fps``: (uint8 [T, H, W, 3] RGB, float64 [T] timestamps in s)."""
+                pad_square: bool = False, sampling: str = "grid",
+                ffmpeg_rule: str = "7") -> tuple[np.ndarray, np.ndarray]:
+    """All frames of [start, end] at ``fps``: (uint8 [T, H, W, 3] RGB, float64 [T] timestamps in s).
+
+    ``ffmpeg_rule`` (with ``sampling="ffmpeg"``): the ffmpeg release whose ``-r`` frame choice to follow,
+    :data:`FFMPEG_RULES` -- "7" (VideoLLM-online's pinned 7.0.1, the default) or "5.1" (Debian 12's)."""
+    check_sampling(sampling)
+    check_ffmpeg_rule(ffmpeg_rule)
     ts, frames = [], []
-    for t, f in stream_frames(video, fps, max_side, start, end, pad_square=pad_square, sampling=sampling):
+    for t, f in stream_frames(video, fps, max_side, start, end, pad_square=pad_square, sampling=sampling,
+                              ffmpeg_rule=ffmpeg_rule):
         ts.append(t)
         frames.append(f)
     if not frames:

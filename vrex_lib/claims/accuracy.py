@@ -64,20 +64,27 @@ def _stat(tr: RetrievalTrace, name: str) -> np.ndarray:
 @dataclass(frozen=True)
 class CapEvidence:
     """InfiniGen's cap in one stage: selections (applied, non-dense (step, layer) cells) whose k equals the cap
-    ``floor(cap × candidates)``, and the layers the policy was consulted in / attended densely in."""
+    (the policy's ``cap_k`` stat: ``floor(cap × tokens in the cache)``, D381; ``floor(cap × candidates)`` in traces
+    without it), and the layers the policy was consulted in / attended densely in. ``cap_share``: the largest share
+    of its candidates a selection's cap allowed (the cap counts the whole cache, so it can exceed ``cap``)."""
 
     cap: float
     n_layers_applied: int
     n_layers_dense: int
     n_selections: int
     share_at_cap: float
+    cap_share: float | None = None
+
+    @property
+    def bound_share(self) -> float:
+        return self.cap if self.cap_share is None else self.cap_share
 
     @property
     def bound_pct(self) -> float:
-        """The highest ratio the cap allows: dense layers fetch everything, the others at most ``cap``."""
+        """The highest ratio the cap allows: dense layers fetch everything, the others at most ``cap_share``."""
         if not self.n_layers_applied:
             return float("nan")
-        return 100 * (self.n_layers_dense + (self.n_layers_applied - self.n_layers_dense) * self.cap) / \
+        return 100 * (self.n_layers_dense + (self.n_layers_applied - self.n_layers_dense) * self.bound_share) / \
             self.n_layers_applied
 
 
@@ -87,17 +94,25 @@ def infinigen_cap_evidence(traces: Sequence[RetrievalTrace], stage: str) -> CapE
         raise ValueError("infinigen_cap_evidence: no traces")
     cap = float(_policy_config(traces[0])["cap"])
     at_cap = n_sel = 0
+    share = cap
     applied_layers, dense_layers = set(), set()
     for tr in traces:
         m = tr.step_mask(stage) & (tr["n_candidates"] > 0)
         applied, k = tr["applied"][m], _stat(tr, "k")[m]                   # [n', L]
-        cap_k = np.floor(cap * tr["n_candidates"][m]).astype(np.float64)[:, None]
+        n_cand = tr["n_candidates"][m].astype(np.float64)[:, None]
+        if "cap_k" in tr.stats:
+            cap_k = tr.stats["cap_k"][m]
+        else:  # a trace from before the policy reported its cap: the cap as a share of the candidates
+            cap_k = np.broadcast_to(np.floor(cap * n_cand), k.shape)
         chose = applied & np.isfinite(k)
         applied_layers |= set(np.flatnonzero(applied.any(0)).tolist())
         dense_layers |= set(np.flatnonzero((applied & ~np.isfinite(k)).all(0) & applied.any(0)).tolist())
         n_sel += int(chose.sum())
         at_cap += int((chose & (k == cap_k)).sum())
-    return CapEvidence(cap, len(applied_layers), len(dense_layers), n_sel, at_cap / n_sel if n_sel else float("nan"))
+        if "cap_k" in tr.stats and chose.any():
+            share = max(share, float(np.minimum(1.0, cap_k / n_cand)[chose].max()))
+    return CapEvidence(cap, len(applied_layers), len(dense_layers), n_sel, at_cap / n_sel if n_sel else float("nan"),
+                       share)
 
 
 @dataclass(frozen=True)
@@ -178,7 +193,8 @@ def _infinigen_cause(prov: Provenance, ev: StudyEvidence, method: str, stage: st
     else:
         verb = "attends" if c.n_layers_dense == 1 else "attend"
         fact = (f"{c.n_layers_dense} of the {c.n_layers_applied} layers it is consulted in {verb} densely "
-                f"(InfiniGen's reference keeps layers 0-1 dense) and the others fetch at most its {c.cap:.0%} cap, "
+                f"(InfiniGen's reference keeps layers 0-1 dense) and the others fetch at most its cap "
+                f"({c.cap:.0%} of the cache, at most {c.bound_share:.0%} of the candidates), "
                 f"so the ratio is at most {c.bound_pct:.1f} %")
     if c.n_selections:
         binds = "the cap binds" if c.share_at_cap >= 0.5 else "the cap rarely binds"

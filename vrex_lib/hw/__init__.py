@@ -1,7 +1,9 @@
 """The DRE (Dynamic KV cache Retrieval Engine, paper §V, Fig. 10–12) and the LXE's DPE and VPE as MyHDL blocks.
 
 hcu.py   HCU: Hamming-distance clustering (XOR-popcount x16, < Th_hd, HC-table updater)
-wtu.py   WTU: WiCSum thresholding with early-exit bucket sorting (Fig. 11) and the aggregator
+wtu.py   WTU: WiCSum thresholding with early-exit bucket sorting (Fig. 11) and the aggregator -- the top
+wtu_blocks.py  the WTU's sub-blocks, each with its testbench beside it
+wtu_driver.py  rows through the WTU top in simulation (simulate_wtu)
 kvmu.py  KVMU: cluster-contiguous KV mapping and the prefetch request stream
 dre.py   the DRE top level (Fig. 10 memory sizes, 20.125 KB)
 memories.py    the on-chip RAM (one write port, N read ports)

@@ -1,7 +1,8 @@
-"""Simulation helpers shared by the block testbenches: clock, reset, and an I/O recorder for the Verilog replay."""
+"""Simulation helpers shared by the block testbenches: clock, reset, an I/O recorder for the Verilog replay, and
+the two step drivers of the sub-block testbenches (:func:`drive_comb`, :func:`drive_clocked`)."""
 from __future__ import annotations
 
-from myhdl import always, block, delay, instance
+from myhdl import StopSimulation, always, block, delay, instance
 
 
 @block
@@ -38,3 +39,54 @@ def reset_pulse(clk, rst):
     rst.next = 1
     yield clk.negedge
     rst.next = 0
+
+
+def drive_comb(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
+    """Apply each step's inputs to the combinational block ``blk(*args)`` and read ``outputs`` once settled."""
+    got: list[dict] = []
+
+    @block
+    def bench():
+        dut = blk(*args)
+
+        @instance
+        def tb():
+            for step in steps:
+                for k, v in step.items():
+                    ports[k].next = v
+                yield delay(1)
+                got.append({k: int(ports[k]) for k in outputs})
+            raise StopSimulation()
+
+        return dut, tb
+
+    bench().run_sim(quiet=1)
+    return got
+
+
+def drive_clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
+    """Per step: apply its inputs to the block ``blk(*args)``, give one rising clock edge (``ports["clk"]``), read
+    ``outputs``."""
+    got: list[dict] = []
+
+    @block
+    def bench():
+        dut = blk(*args)
+
+        @instance
+        def tb():
+            for step in steps:
+                for k, v in step.items():
+                    ports[k].next = v
+                yield delay(1)
+                ports["clk"].next = 1
+                yield delay(1)
+                ports["clk"].next = 0
+                yield delay(1)
+                got.append({k: int(ports[k]) for k in outputs})
+            raise StopSimulation()
+
+        return dut, tb
+
+    bench().run_sim(quiet=1)
+    return got

@@ -28,7 +28,8 @@ from . import timing
 from .hcu import HCUParams
 from .kvmu import prefetch_requests, scattered_requests, transfer_time_s
 from .vectors import TRACE_FILE, load_traces, trace_key, trace_sources, trace_wtu_rows
-from .wtu import WTUParams, simulate_wtu
+from .wtu import WTUParams
+from .wtu_driver import simulate_wtu
 
 # The recorded traces come from SmolLM2-135M (vrex_lib/llm_weights.py: 9 query / 3 KV heads, head_dim 64).
 TRACE_HEAD_DIM = 64

@@ -34,7 +34,8 @@ from .kvmu import kvmu, kvmu_ports, prefetch_requests, simulate_kvmu
 from .vpe import PROTOCOL as VPE_PROTOCOL
 from .vpe import VPEParams, check_vpe, check_vpe_log, vpe, vpe_ports, vpe_stimulus
 from .walk import WalkRef, wtu_walk_ref
-from .wtu import WTUParams, WTURowResult, simulate_wtu, wtu, wtu_ports
+from .wtu import WTUParams, wtu, wtu_ports
+from .wtu_driver import WTURowResult, simulate_wtu
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ def check_vectors(b: BlockSpec, vectors: list, ctx: OperatingPoint, p, vfile: Pa
 
     Returns ``dict(simulator, vectors, mismatches, cycles, compile_s, run_s, cycles_per_s)`` and, under
     ``"_results"``, one result per input as the Verilog produced it: :class:`~vrex_lib.hw.hcu.HCUFrameResult`
-    per HCU frame, :class:`~vrex_lib.hw.wtu.WTURowResult` per WTU row (selection, cycles, scans; no state
+    per HCU frame, :class:`~vrex_lib.hw.wtu_driver.WTURowResult` per WTU row (selection, cycles, scans; no state
     trace), ``(requests, cycles)`` per KVMU selection. ``vcd`` dumps the block's signals there.
     """
     stim, meta = b.stimulus(vectors, ctx, p)

@@ -13,7 +13,7 @@ Formats (paper Fig. 10 memory sizes; the paper gives no widths — these are our
 * ratio ``Th_r-wics``: unsigned Q0.16, ``r_q = round(ratio * 2**16)`` (0.3 -> 19661), 17-bit port (1.0 = 65536);
   ``Th = (Sum * r_q) >> 16`` (floor; equivalent to the software's ``Acc * 2**16 > r_q * Sum``).
 
-Rules (the software ReSV reference, :mod:`vrex_lib.resv` "FOR THE HARDWARE" — the golden model):
+Rules (the software ReSV reference, :mod:`vrex_lib.resv.reference`, HCU/WTU — the golden model):
 
 * clustering: a token joins the nearest cluster if ``popcount(code ^ cluster_code) < th`` (strict), ties ->
   lowest cluster index; otherwise it opens a new cluster with its own code, which is a candidate for the

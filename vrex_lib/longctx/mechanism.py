@@ -16,14 +16,14 @@ import torch
 
 from ..config import ReSVConfig, RuntimeConfig
 from ..resv.mechanism import always_attended_share, token_report
-from ..retrieval import make_policy
+from ..retrieval import PolicyBase, make_policy
 from ..runtime import StreamingSession
 from .grid import StudyGrid
 from .run import DOC_PREFIX, STOP_STRINGS, prefill_document, system_tokens
 from .task import make_trial
 
 
-class _Probe:
+class _Probe(PolicyBase):
     """ReSV at the question only (frames dense), reading the instruments at the first text step's select."""
 
     retrieves_at_frame = False

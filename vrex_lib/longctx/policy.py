@@ -30,24 +30,44 @@ import math
 import numpy as np
 import torch
 
+from ..retrieval.base import PolicyBase
 from ..selection import Selection
 from ..workload.shadow import StepRecord
 
 
-class TextStageOnly:
+class TextStageOnly(PolicyBase):
     """``policy`` with its frame-stage selection replaced by full attention; everything else forwarded
     (``observe`` still sees every token, so HC tables and block means are built as usual)."""
 
     retrieves_at_frame = False
 
-    def __init__(self, policy):
+    def __init__(self, policy: PolicyBase):
         self.inner = policy
-        self.name = f"{getattr(policy, 'name', type(policy).__name__)}@text"
+        self.name = f"{policy.name}@text"
 
-    def __getattr__(self, item):  # bind, tables, cfg, config, ... of the wrapped policy
+    def __getattr__(self, item):  # cfg, config, table(), ... of the wrapped policy (the hooks are forwarded below)
         if item == "inner":
             raise AttributeError(item)
         return getattr(self.inner, item)
+
+    # ---- the hooks, forwarded explicitly (PolicyBase's defaults would otherwise hide the wrapped policy's) -----
+    @property
+    def retrieval_from_layer(self) -> int | None:
+        return self.inner.retrieval_from_layer
+
+    @property
+    def tables(self) -> list | None:
+        return self.inner.tables
+
+    @property
+    def policies(self):
+        return self.inner.policies
+
+    def bind(self, model) -> None:
+        self.inner.bind(model)
+
+    def bind_store(self, store) -> None:
+        self.inner.bind_store(store)
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.inner.reset(n_layers, n_kv_heads, head_dim)
@@ -60,7 +80,7 @@ class TextStageOnly:
         return None if stage == "frame" else self.inner.select(layer, query, keys, candidates, stage)
 
 
-class ExactTopK:
+class ExactTopK(PolicyBase):
     """A reference, not a method of the paper: at the question and answer each KV head keeps the ``frac`` of the
     candidates with the largest exact attention (softmax of q·k/√d over the whole cache, summed over the head's
     query rows); frame steps attend densely. It shows how little the task needs when the scores are exact
@@ -103,7 +123,7 @@ def _per_head(n_clusters: torch.Tensor, n_heads: int) -> np.ndarray:
     return np.broadcast_to(v, (n_heads,)).copy() if v.size == 1 else v
 
 
-class StudyPolicy:
+class StudyPolicy(PolicyBase):
     """Routes to member policies and records the text-stage selections (see the module docstring).
 
     members: {method: policy or None (full attention)}; set :attr:`store` to the session's KV store, :attr:`route`,
@@ -146,10 +166,18 @@ class StudyPolicy:
         for m, p in self._active().items():
             if p is None:
                 continue
-            if self._cur is not None and m == self.route and hasattr(p, "tables"):
+            if self._cur is not None and m == self.route and p.tables is not None:
                 t = p.tables[layer]
                 self._cur.clusters_before[layer] = np.zeros(self.H) if t is None else _per_head(t.n_clusters, self.H)
             p.observe(layer, new_keys, start, stage, frame_id)
+
+    @property
+    def retrieval_from_layer(self) -> int:
+        """The first layer the runtime consults this policy at: the routed member's own (StreamingLLM and ReKV's
+        reference mode set 0), as the runtime would consult that member alone; ``dense_layers`` otherwise."""
+        p = None if self.route is None else self.members[self.route]
+        first = None if p is None else p.retrieval_from_layer
+        return self.dense_layers if first is None else int(first)
 
     def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
                stage: str) -> Selection | None:
@@ -167,7 +195,8 @@ class StudyPolicy:
         rec = StepRecord("text", "decode" if n_new == 1 else "question", start, n_new, np.zeros(L), np.zeros(L),
                          np.zeros((L, H)), np.zeros((L, H)), np.full((L, H), -1.0), np.zeros(L, bool),
                          np.full((L, H), -1.0))
-        if hasattr(self.members.get(self.route), "tables"):
+        routed = self.members.get(self.route)
+        if routed is not None and routed.tables is not None:
             for f in ("clusters", "clusters_before"):
                 setattr(rec, f, np.full((L, H), np.nan))
             for f in ("table_tokens", "prefix_frac", "hc_bytes", "rows"):
@@ -202,7 +231,7 @@ class StudyPolicy:
         self._prev[layer] = [ix.clone() for ix in idx]
         for name, pos in self.targets.items():
             self._cur_recall[name][layer] = target_recall(pos, candidates, idx)
-        if hasattr(p, "tables"):
+        if p is not None and p.tables is not None:
             t = p.tables[layer]
             rec.clusters[layer] = _per_head(t.n_clusters, H)
             rec.table_tokens[layer] = t.n_tokens

@@ -48,7 +48,9 @@ def pack_bits(bits: torch.Tensor) -> torch.Tensor:
 
 
 def hash_bits(keys: torch.Tensor, hyperplanes: torch.Tensor) -> torch.Tensor:
-    """Hash codes of ``keys[..., D]`` under ``hyperplanes[n_hp, D]`` -> int64 ``[...]`` (bit i = [key·h_i > 0])."""
+    """Step 1 (§IV.B, Fig. 8; ``reference.hash_bits_ref``).
+
+    Hash codes of ``keys[..., D]`` under ``hyperplanes[n_hp, D]`` -> int64 ``[...]`` (bit i = [key·h_i > 0])."""
     return pack_bits(projection_signs(keys, hyperplanes))
 
 

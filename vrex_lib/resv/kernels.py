@@ -36,7 +36,9 @@ def _popcount(x) -> int:
 
 @njit(cache=True)
 def pack_codes(proj):
-    """Hash codes from the hyperplane projections ``proj [G, N, n_hp]`` (float64, n_hp <= 64): bit i set iff
+    """Step 1 (§IV.B, Fig. 8; ``reference.hash_bits_ref``).
+
+    Hash codes from the hyperplane projections ``proj [G, N, n_hp]`` (float64, n_hp <= 64): bit i set iff
     proj[..., i] > 0 (bit 63 is the int64 sign bit) -> int64 ``[G, N]``."""
     G, N, n_hp = proj.shape
     codes = np.zeros((G, N), np.int64)
@@ -52,7 +54,9 @@ def pack_codes(proj):
 
 @njit(cache=True)
 def cluster_founder(new_codes, x, th, codes, counts, cent, cent64, ncl, assign) -> None:
-    """One frame into the HC table, founder rule (docs/DECISIONS.md D4), in place: per group g and token t in
+    """Step 2 (§IV.B; ``reference.cluster_ref`` and the running means of ``HashClusterTableRef``).
+
+    One frame into the HC table, founder rule (docs/DECISIONS.md D4), in place: per group g and token t in
     arrival order, the nearest cluster by Hamming distance of the codes (ties -> the lowest index; clusters
     opened earlier in the frame included) is joined when the distance is < ``th``, else t opens cluster
     ``ncl[g]`` with its own code. The joined cluster's count grows by one and its mean takes the reference's
@@ -145,7 +149,9 @@ def _sigma_prefix(wi, ci, idx, k, order, acc, key, lo, hi, certain):
 
 @njit(cache=True)
 def _row_float(wi, bi, ci, n, ratio, early_exit, order, acc, idx, key, mass) -> int:
-    """Clusters selected in one row (σ's first ones, written to ``order``). ``early_exit``: 1 = σ(0) alone, then
+    """Step 4 (§IV.C, Eq. 1-3; ``reference.wicsum_select_ref``, float weights).
+
+    Clusters selected in one row (σ's first ones, written to ``order``). ``early_exit``: 1 = σ(0) alone, then
     the top binary orders of the weight, then the whole of σ; 2 = the same without the σ(0) shortcut; 0 = the
     whole of σ at once (the reference's procedure). Every stage is exact for the rows it decides:
 
@@ -211,7 +217,9 @@ def _row_float(wi, bi, ci, n, ratio, early_exit, order, acc, idx, key, mass) -> 
 
 @njit(cache=True)
 def _row_int(wi, ci, n, ratio_q, frac_bits, heap, order) -> int:
-    """Clusters selected in one row under the integer rule (σ's first ones, written to ``order``)."""
+    """Step 4 (§IV.C, Eq. 1-3; ``reference.wicsum_select_ref``, integer weights: the WTU's rule).
+
+    Clusters selected in one row under the integer rule (σ's first ones, written to ``order``)."""
     total = 0
     for j in range(n):
         total += wi[j] * ci[j]
@@ -286,7 +294,9 @@ def wicsum_blocks_int(w, off, n_rows, width, crow, counts, row0, ratio_q, frac_b
 
 @njit(cache=True)
 def scale_center(s, off, n_rows, width, scaling, center) -> None:
-    """In place over the blocks of :func:`wicsum_blocks_float`: ``s · scaling``, then, with ``center``, each row minus
+    """Step 3 (§IV.C; the weights of ``reference.select_tokens_ref``).
+
+    In place over the blocks of :func:`wicsum_blocks_float`: ``s · scaling``, then, with ``center``, each row minus
     its maximum -- the reference's ``(q·K^T)·scaling`` and ``s − max s`` (the same float64 operations)."""
     for b in range(width.shape[0]):
         n = width[b]
@@ -305,7 +315,9 @@ def scale_center(s, off, n_rows, width, scaling, center) -> None:
 # ------------------------------------------------------------------------------------------- positions
 @njit(cache=True)
 def member_positions(cluster_mask, groups, assign, pos, a, b, in_cand, use_cand, union):
-    """Cache positions of the tokens ``a..b-1`` of the table's order whose cluster is marked: set m reads
+    """Step 5 (the member positions of ``reference.select_tokens_ref``).
+
+    Cache positions of the tokens ``a..b-1`` of the table's order whose cluster is marked: set m reads
     ``cluster_mask[m, assign[groups[m], t]]``; with ``use_cand`` only tokens with ``in_cand[t]``; ``union``: one
     set, the tokens marked in any. Returns (positions of every set back to back, their sizes ``[M]``), each set
     in token order (ascending when the table's positions increase)."""

@@ -1,7 +1,37 @@
-"""The plain reference of ReSV: Python loops and NumPy, written to be obviously correct.
+"""ReSV as the paper states it (§IV.B–C, Fig. 8–9, Eq. 1–3): the specification to read first.
 
-It is the golden model of the MyHDL DRE (``vrex_lib/hw``) and the oracle of the fast torch path
-(tests check they agree exactly). Same semantics as the fast path; see :mod:`vrex_lib.resv`.
+Plain Python loops and NumPy, written to be obviously correct, one function per step:
+
+    Step 1  hash bits (§IV.B, Fig. 8)                  hash_bits_ref: bit i of a key's code = [key·H_i > 0]
+    Step 2  Hamming clustering, the HC table (§IV.B)   cluster_ref (one frame), HashClusterTableRef (a layer)
+    Step 3  cluster scores and weights (§IV.C)         select_tokens_ref: Score = q·Key_cluster^T/√d,
+                                                       w = exp(Score − max Score) (softmax numerators, D1)
+    Step 4  WiCSum (§IV.C, Eq. 1–3, Fig. 9)            wicsum_select_ref: Sum (Eq. 1), Th (Eq. 2), Acc (Eq. 3)
+    Step 5  selected clusters -> token positions       select_tokens_ref (union over a KV head's rows, D2)
+
+The fast path the runtime runs computes exactly the same (``tests/test_resv.py``, ``tests/test_resv_fastpath.py``
+compare assignments, codes, counts, bit-exact running means and selected tokens); each of its functions names its
+step: Step 1 ``table.HashClusterTable._hash`` with ``kernels.pack_codes``; Step 2 ``kernels.cluster_founder``
+(``table.HashClusterTable.add_frame``); Step 3 ``select._weights`` with ``kernels.scale_center``; Step 4
+``kernels.wicsum_blocks_float`` / ``wicsum_blocks_int`` (``select._wicsum_heads``; ``wicsum.wicsum_rows`` for a
+plain weight matrix); Step 5 ``kernels.member_positions`` (``select._positions``). ``select.select_tokens`` runs
+Steps 3-5 for one layer; ``retrieval/resv_policy.py`` calls Step 2 per frame and Steps 3-5 per step.
+
+It is also the golden model of the MyHDL DRE (``vrex_lib/hw``): the exact rules the HCU and WTU implement.
+
+HCU (Step 2, ``cluster_ref(codes_new, cluster_codes, th)``):
+  for each new code in arrival order: d_j = popcount(code XOR cluster_code_j) over all clusters, including
+  those opened earlier in this frame; if min_j d_j < th (strict) join argmin (ties -> lowest j), else append
+  a new cluster whose code is the token's code. Cluster codes never change (founder rule, D4).
+WTU (Step 4, ``wicsum_select_ref(weights, counts, ratio)`` with integer weights):
+  * weights are quantised ``q = round(w · (2^16 − 1))`` (``wicsum.quantize_weights``, w in [0, 1], half-to-even);
+  * the ratio is Q0.16: ``ratio_q = round(Th_r-wics · 2^16)`` (0.3 -> 19661);
+  * Sum = Σ_j q_j · TC_j (exact integer); walk clusters in descending q, ties -> lower cluster index;
+    Acc(t) = running Σ q·TC; stop at the FIRST t with ``Acc(t) · 2^16 > ratio_q · Sum`` (strict) and select
+    clusters σ(0..t); if no t qualifies (Sum == 0 or ratio_q >= 2^16) select every cluster.
+  No division or floor is needed: both sides are exact integers (Acc·2^16 < 2^63 for Sum < 2^47).
+  ``wicsum_select(..., quant_bits=16)`` / ``select_tokens(..., quant_bits=16)`` run the software with exactly
+  this arithmetic.
 """
 from __future__ import annotations
 
@@ -16,8 +46,9 @@ from .wicsum import RATIO_FRAC_BITS, quantize_weights, ratio_q
 MASK64 = (1 << 64) - 1
 
 
+# ------------------------------------------------------------------ Step 1: hash bits (§IV.B, Fig. 8)
 def hash_bits_ref(keys: np.ndarray, hyperplanes: np.ndarray) -> list[int]:
-    """Codes of ``keys [N, D]``: bit i set iff the float64 dot product with hyperplane i is > 0.
+    """Step 1. Codes of ``keys [N, D]``: bit i set iff the float64 dot product with hyperplane i is > 0.
 
     Returned as Python ints in int64 two's-complement range (bit 63 -> negative), like the fast path.
     """
@@ -38,6 +69,7 @@ def hamming_ref(a: int, b: int) -> int:
     return bin((int(a) ^ int(b)) & MASK64).count("1")
 
 
+# ------------------------------------------------------------------ Step 2: Hamming clustering (§IV.B)
 def nearest_cluster_ref(code: int, cluster_codes: list[int], th: int) -> int | None:
     """Index of the nearest cluster with distance < th (lowest index on ties), or None."""
     best, best_d = None, None
@@ -49,7 +81,7 @@ def nearest_cluster_ref(code: int, cluster_codes: list[int], th: int) -> int | N
 
 
 def cluster_ref(codes_new: list[int], cluster_codes: list[int], th: int) -> tuple[list[int], list[int]]:
-    """Cluster one frame's codes against the existing cluster codes (founder's-code rule, docs/DECISIONS.md D4).
+    """Step 2 for one frame: its codes against the existing cluster codes (founder's-code rule, D4).
 
     Tokens in order: nearest cluster if Hamming < th (strict), ties -> lowest index; else a new cluster
     with the token's code, which later tokens of the same frame can join.
@@ -67,7 +99,9 @@ def cluster_ref(codes_new: list[int], cluster_codes: list[int], th: int) -> tupl
 
 
 class HashClusterTableRef:
-    """Loop version of :class:`vrex_lib.resv.HashClusterTable` (same constructor, same state, lists)."""
+    """Step 2 for a layer, the HC table: per cluster its code, ``Key_cluster`` (running mean of the members' keys),
+    token count TC and member positions. Loop version of :class:`vrex_lib.resv.HashClusterTable` (same
+    constructor, same state, lists)."""
 
     def __init__(self, n_kv_heads: int, head_dim: int, cfg: ReSVConfig | None = None, layer: int = 0,
                  hyperplanes=None):
@@ -135,8 +169,9 @@ class HashClusterTableRef:
         return sorted(p for j in cluster_ids for p in self.members[g][j])
 
 
+# ------------------------------------------------------------------ Step 4: WiCSum (§IV.C, Eq. 1-3, Fig. 9)
 def wicsum_select_ref(weights, counts, ratio: float, quant_bits: int | None = None) -> np.ndarray:
-    """Eq. (1)-(3) row by row with loops -> bool ``[rows, C]``.
+    """Step 4, Eq. (1)-(3) row by row with loops -> bool ``[rows, C]``.
 
     Integer weights (or float weights with ``quant_bits``): t* = first t with Acc(t)·2^16 > round(ratio·2^16)·Sum,
     exact integers. Float weights: float64, first t with Acc(t) > ratio·Sum. Order: descending weight,
@@ -157,16 +192,17 @@ def wicsum_select_ref(weights, counts, ratio: float, quant_bits: int | None = No
         else:
             row = [float(v) for v in w[i]]
             tc = [float(v) for v in cnt[i]]
-        order = sorted(range(C), key=lambda j: (-row[j], j))
+        order = sorted(range(C), key=lambda j: (-row[j], j))  # σ: descending weight, ties -> lower index
         total = 0 if integer else 0.0
-        for j in order:  # Sum in σ order (exact for integers; matches the fast path for floats)
+        for j in order:  # Eq. (1): Sum = Σ w·TC, in σ order (exact for integers; matches the fast path for floats)
             total += row[j] * tc[j]
         acc = 0 if integer else 0.0
         chosen = []
         stop = False
         for j in order:
-            acc += row[j] * tc[j]
+            acc += row[j] * tc[j]  # Eq. (3): Acc(t) = Σ_{k<=t} w_σ(k)·TC_σ(k)
             chosen.append(j)
+            # Eq. (2): Th = Th_r-wics·Sum; stop at the first t with Acc(t) > Th (integer: Q0.16 ratio, exact)
             stop = acc * (1 << RATIO_FRAC_BITS) > rq * total if integer else acc > ratio * total
             if stop:
                 break
@@ -175,9 +211,12 @@ def wicsum_select_ref(weights, counts, ratio: float, quant_bits: int | None = No
     return out
 
 
+# ------------------------------------------------------------------ Steps 3-5: one layer's selection (§IV.C)
 def select_tokens_ref(query, table: HashClusterTableRef, ratio: float | None = None, cfg: ReSVConfig | None = None,
                       scaling: float | None = None, quant_bits: int | None = None) -> list[list[int]]:
-    """Loop version of :func:`vrex_lib.resv.select_tokens`; returns the per-head (per-q-head) position lists."""
+    """Steps 3-5 for one layer: scores and weights per KV head's rows, WiCSum per row, the union's member
+    positions. Loop version of :func:`vrex_lib.resv.select_tokens`; returns the per-head (per-q-head) position
+    lists."""
     cfg = cfg or table.cfg
     ratio = cfg.ratio if ratio is None else ratio
     q = np.asarray(query, dtype=np.float32)
@@ -189,10 +228,11 @@ def select_tokens_ref(query, table: HashClusterTableRef, ratio: float | None = N
     for h in range(Hkv):
         cent = table.head_centroids(h).astype(np.float64)
         rows = q[h * grp:(h + 1) * grp].reshape(grp * Nq, D).astype(np.float64)
-        s = (rows @ cent.T) * scaling
-        w = np.exp(s - s.max(1, keepdims=True)) if cfg.score == "softmax" and s.shape[1] else s
+        s = (rows @ cent.T) * scaling  # Step 3: Score_cluster = q·Key_cluster^T/√d
+        w = np.exp(s - s.max(1, keepdims=True)) if cfg.score == "softmax" and s.shape[1] else s  # weights (D1)
         mask = wicsum_select_ref(w, table.head_counts(h), ratio, quant_bits) if s.shape[1] else \
-            np.zeros((grp * Nq, 0), bool)
+            np.zeros((grp * Nq, 0), bool)  # Step 4, per row
+        # Step 5: a KV head fetches the union of its rows' clusters (D2)
         head_sets.append([j for j in range(mask.shape[1]) if mask[:, j].any()])
         for a in range(grp):
             m = mask[a * Nq:(a + 1) * Nq]

@@ -16,8 +16,9 @@ import torch
 
 from ..config import ReSVConfig
 from ..selection import Selection
-from .table import HashClusterTable, single_thread, to_numpy
 from . import kernels
+from .table import HashClusterTable, to_numpy
+from .threads import single_thread
 from .wicsum import RATIO_FRAC_BITS, quantize_weights, ratio_q
 
 # ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
@@ -73,7 +74,9 @@ _EARLY_EXIT = 1  # the float WiCSum's stages (kernels._row_float); tests force t
 
 def _weights(q: np.ndarray, table: HashClusterTable, n_c: np.ndarray, scaling: float, softmax: bool,
              quant_bits: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """WiCSum weights of every KV head's rows ``q [Hkv, R, D]`` over its own ``n_c[h]`` clusters, held back to
+    """Step 3 (§IV.C; ``reference.select_tokens_ref``).
+
+    WiCSum weights of every KV head's rows ``q [Hkv, R, D]`` over its own ``n_c[h]`` clusters, held back to
     back: flat ``[Σ_h R·n_c[h]]`` (head h's ``[R, n_c[h]]`` row-major from ``off[h]``), softmax numerators (or
     raw scores) in float64, or int64 when quantised to ``quant_bits``; returns (weights, off).
 
@@ -96,7 +99,9 @@ def _weights(q: np.ndarray, table: HashClusterTable, n_c: np.ndarray, scaling: f
 
 
 def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
-    """WiCSum of every row of every KV head, in one compiled call over all heads
+    """Steps 3-4 (§IV.C, Eq. 1-3).
+
+    WiCSum of every row of every KV head, in one compiled call over all heads
     (:func:`vrex_lib.resv.kernels.wicsum_blocks_float`) -> (selected bool ``[Hkv, R, C]`` padded to the largest
     cluster count, their union over each head's rows ``[Hkv, C]``, clusters selected per row ``[Hkv, R]``, rows
     whose Σ w·TC <= 0 (raw scores only; 0 for softmax))."""
@@ -153,7 +158,9 @@ def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) ->
 
 def _positions(table: HashClusterTable, cluster_mask: np.ndarray, head: np.ndarray, candidates,
                union: bool = False) -> list[torch.Tensor]:
-    """Sorted cache positions of the members of the clusters marked in ``cluster_mask [M, C]`` (set m belongs to
+    """Step 5.
+
+    Sorted cache positions of the members of the clusters marked in ``cluster_mask [M, C]`` (set m belongs to
     KV head ``head[m]``), restricted to ``candidates``; ``union``: one set (the union of all) repeated M times."""
     T = table.n_tokens
     a, b, in_cand = 0, T, None

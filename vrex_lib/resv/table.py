@@ -24,7 +24,6 @@ latency-bound: a NumPy op costs ~1 µs, a torch op several); the torch-facing at
 """
 from __future__ import annotations
 
-import contextlib
 import math
 
 import numpy as np
@@ -33,54 +32,13 @@ import torch
 from ..config import ReSVConfig
 from . import kernels
 from .hashing import layer_seed, make_hyperplanes
+from .threads import single_thread
+
 
 def _popcount(x: np.ndarray) -> np.ndarray:
     """Set bits of each int64 (all 64, two's complement) -> uint8. ``np.bitwise_count`` counts the bits of the
     absolute value of a signed integer, hence the unsigned view."""
     return np.bitwise_count(x.view(np.uint64))
-
-
-def _find_openblas_threads():
-    """(get, set) of the OpenBLAS bundled with NumPy (the wheels' ``scipy_openblas``), or None if not found."""
-    import ctypes
-    import glob
-    import os
-
-    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(libdir, "*openblas*"))):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix in (("scipy_openblas", "64_"), ("scipy_openblas", ""), ("openblas", "64_"),
-                               ("openblas", "")):
-            get, set_ = (getattr(lib, f"{prefix}_{n}_num_threads{suffix}", None) for n in ("get", "set"))
-            if get is not None and set_ is not None:
-                return get, set_
-    return None
-
-
-_OPENBLAS = _find_openblas_threads()
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Run tiny, latency-bound array ops on one thread, torch's and NumPy's BLAS alike: on a busy CPU, waking a
-    thread pool costs milliseconds per op (measured on the shared 2-core box: ~9 ms for a 1600-element torch
-    min, 60-80 ms for a [33, 64] x [64, 690] NumPy matmul with OpenBLAS's 2 threads, 0.3 ms on one)."""
-    n = torch.get_num_threads()
-    nb = int(_OPENBLAS[0]()) if _OPENBLAS is not None else 1
-    if n != 1:
-        torch.set_num_threads(1)
-    if nb != 1:
-        _OPENBLAS[1](1)
-    try:
-        yield
-    finally:
-        if n != 1:
-            torch.set_num_threads(n)
-        if nb != 1:
-            _OPENBLAS[1](nb)
 
 
 def to_numpy(x, dtype) -> np.ndarray:
@@ -207,12 +165,16 @@ class HashClusterTable:
         return x
 
     def _hash(self, x: np.ndarray) -> np.ndarray:
-        """float32 ``[..., Dg]`` -> int64 codes ``[...]`` (bit i = [x·h_i > 0] in float64, bit 63 = sign bit)."""
+        """Step 1 (§IV.B, Fig. 8; ``reference.hash_bits_ref``).
+
+        float32 ``[..., Dg]`` -> int64 codes ``[...]`` (bit i = [x·h_i > 0] in float64, bit 63 = sign bit)."""
         proj = x.astype(np.float64) @ self._hp64_t
         return kernels.pack_codes(proj.reshape(-1, *proj.shape[-2:])).reshape(proj.shape[:-1])
 
     def add_frame(self, keys: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        """Hash and cluster one frame's post-RoPE keys ``[Hkv, N, D]`` at cache ``positions [N]``.
+        """Steps 1-2 (§IV.B; ``reference.HashClusterTableRef.add_frame``).
+
+        Hash and cluster one frame's post-RoPE keys ``[Hkv, N, D]`` at cache ``positions [N]``.
 
         Returns the cluster index of every new token, ``[Hkv, N]`` int64 (equal rows in concat mode).
         """

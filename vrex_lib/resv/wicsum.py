@@ -12,7 +12,7 @@ and the selection is σ(0..t*) with t* the *first* t where Acc_i(t) > Th_i (stri
 
 Two arithmetics, the same in :func:`wicsum_select` (torch) and ``reference.wicsum_select_ref`` (loops):
   * float:   float64 accumulation, test ``Acc > ratio · Sum``.
-  * integer: see the module docstring of :mod:`vrex_lib.resv` (Q0.16 ratio, ``Acc·2^16 > ratio_q·Sum``).
+  * integer: see the module docstring of :mod:`vrex_lib.resv.reference` (Q0.16 ratio, ``Acc·2^16 > ratio_q·Sum``).
 """
 from __future__ import annotations
 
@@ -84,7 +84,9 @@ def descending_order(key: torch.Tensor) -> torch.Tensor:
 
 def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, quant_bits: int | None = None,
                   return_prefix: bool = False, valid: torch.Tensor | None = None):
-    """WiCSum selection: ``weights [rows, C]``, ``counts [C]`` (or ``[rows, C]``) -> bool ``[rows, C]``.
+    """Step 4 (§IV.C, Eq. 1-3; ``reference.wicsum_select_ref``), in torch.
+
+    WiCSum selection: ``weights [rows, C]``, ``counts [C]`` (or ``[rows, C]``) -> bool ``[rows, C]``.
 
     Integer ``weights`` use the integer rule; float weights the float rule, or, with ``quant_bits``, are first
     quantised by :func:`quantize_weights` (exactly the hardware's arithmetic). With ``return_prefix`` also
@@ -132,7 +134,9 @@ def wicsum_select(weights: torch.Tensor, counts: torch.Tensor, ratio: float, qua
 
 def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, n_valid: np.ndarray | None = None,
                 early_exit: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """WiCSum on host arrays, all rows at once, compiled (:mod:`vrex_lib.resv.kernels`): ``w [rows, C]`` (float64
+    """Step 4 (§IV.C, Eq. 1-3; ``reference.wicsum_select_ref``), compiled.
+
+    WiCSum on host arrays, all rows at once, compiled (:mod:`vrex_lib.resv.kernels`): ``w [rows, C]`` (float64
     weights, or int64 quantised weights: the integer rule), ``counts [C]`` or ``[rows, C]``, ``n_valid [rows]``
     (the row's real clusters are its first n_valid columns; the rest is padding and is never read; default C).
 

@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable
 
 from .. import methods
-from .base import RetrievalPolicy, Selection, Stage
+from .base import PolicyBase, RetrievalPolicy, Selection, Stage, check_policy
 from .flexgen import FlexGen
 from .full import FullAttention
 from .infinigen import InfiniGen, InfiniGenP

@@ -9,10 +9,10 @@ from __future__ import annotations
 import torch
 
 from ._common import all_of
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 
-class FlexGen:
+class FlexGen(PolicyBase):
     name = "flexgen"
     #: FlexGen fetches (all of) the offloaded KV at frame steps too; it just never *selects*.
     retrieves_at_frame = True

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import torch
 
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 
-class FullAttention:
+class FullAttention(PolicyBase):
     """Selects nothing and fetches nothing: ``select`` returns ``None`` (= attend to all candidates)."""
 
     name = "full"

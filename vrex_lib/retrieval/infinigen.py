@@ -30,7 +30,9 @@ What the reference code (snu-comparch/InfiniGen, ``accuracy/``) does, and how it
 
 Here the threshold is each head's own row maximum (``threshold="per_head"``, as the speedup code does), with
 the accuracy code's ``≥``, ``/√d`` and relative cap; ``threshold="head0"`` is the accuracy code's head-0 maximum
-for every head (query head 0's row for the same token). The cap is ``cap`` × candidates, 0.5 by default (the
+for every head (query head 0's row for the same token). The cap is ``int(cap × tokens in the cache)``, the
+step's own tokens included, as the reference's ``int(src_len × budget)`` (:meth:`InfiniGen.cap_tokens`), 0.5 by
+default (the
 V-Rex paper's accuracy runs: "up to 50 %"); every table and figure of this artifact uses 0.5 (Table II and
 Fig. 19/20 in notebook 03, and the workload file behind the measured-workload rows of Fig. 4 and 13-18);
 ``cap=0.2`` is the reference's default budget. A multi-token step (the question, ``]\nAssistant:``) selects
@@ -64,7 +66,7 @@ import torch
 from .. import _io
 from ..config import check_int, check_real
 from ._common import Stopwatch, kv_rows, row_probs, scaled_scores, topk_sorted
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 INFINIGEN_MODES: tuple[str, ...] = ("reference", "oracle")
 #: Whose row maximum the "critical" threshold is taken from: each head's own (speedup code) or head 0's for
@@ -175,7 +177,7 @@ def calibrate(model, text_path: str | os.PathLike = CALIBRATION_TEXT, ratio: flo
 
 # ---------------------------------------------------------------------------------------------- policies
 
-class InfiniGen:
+class InfiniGen(PolicyBase):
     """Threshold-then-cap token selection during text generation only.
 
     mode:          'reference' (default: skewing, previous-layer speculation, layers 0-1 dense) or 'oracle'.
@@ -301,7 +303,7 @@ class InfiniGen:
         rows = None
         with Stopwatch() as sw:
             logits, n_dims = self._logits(layer, query.detach(), keys.detach(), candidates)   # [Hkv, R, C]
-            cap_k = int(self.cap * n_c)
+            cap_k = self.cap_tokens(int(keys.shape[1]), n_c, fixed_topk)
             if fixed_topk:
                 k = cap_k
             else:
@@ -314,10 +316,18 @@ class InfiniGen:
                 rows, k = self.row_sets(logits, crit, candidates, cap_k, n_tok)
         r = logits.shape[1]
         stats = dict(rows=hkv * r, scored=hkv * n_c, score_dims=n_dims,
-                     score_macs=hkv * r * n_c * n_dims, k=k, select_s=sw.seconds)
+                     score_macs=hkv * r * n_c * n_dims, k=k, cap_k=cap_k, select_s=sw.seconds)
         if rows is not None:
             return Selection.per_row(rows, n_c, stats)
         return Selection(indices, n_c, stats)
+
+    def cap_tokens(self, n_cache: int, n_candidates: int, fixed_topk: bool = False) -> int:
+        """The most tokens one selection may keep. InfiniGen's cap is the reference's ``int(src_len × budget)``
+        (``kv_cache_mask``: ``fetch_max``), ``src_len`` the whole cache this step attends over, its own tokens
+        included: ``int(cap × n_cache)`` -- not a share of the candidates, which leave out the sinks, the recent
+        window and the step's own tokens (D381). InfiniGenP's fixed frame-stage top-k is ``cap`` × candidates
+        (the V-Rex paper's extension, D61)."""
+        return int(self.cap * (n_candidates if fixed_topk else n_cache))
 
     @staticmethod
     def row_sets(logits: torch.Tensor, crit: torch.Tensor, candidates: torch.Tensor, cap_k: int, n_tok: int

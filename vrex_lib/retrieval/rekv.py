@@ -51,13 +51,13 @@ import torch
 from ..config import check_int, check_real
 from ..runtime.capture import attach_pre_rope
 from ._common import Stopwatch
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 REKV_MODES: tuple[str, ...] = ("question", "frame", "legacy")
 RETRIEVE_SIZE = 64  # Becomebright/ReKV video_qa/base.py --retrieve_size (load_model(topk=64)): frames per question
 
 
-class ReKV:
+class ReKV(PolicyBase):
     name = "rekv"
     #: The default (reference) mode retrieves only for questions; ``mode='frame'``/``'legacy'`` instances set True.
     retrieves_at_frame = False

@@ -24,7 +24,7 @@ from ..config import ReSVConfig, check_int
 from ..resv import HashClusterTable, cluster_weights, select_tokens, wicsum_select
 from ..resv.rescore import RANKS, rescore_select
 from ._common import Stopwatch, kv_rows
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 
 def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = None) -> ReSVConfig:
@@ -46,7 +46,7 @@ def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = No
     return cfg
 
 
-class ReSV:
+class ReSV(PolicyBase):
     """ReSV (paper §IV) with :class:`~vrex_lib.config.ReSVConfig` defaults; kwargs override its fields
     (e.g. ``ReSV(ratio=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
 
@@ -100,7 +100,7 @@ class ReSV:
         return Selection([i.to(candidates.device) for i in r.indices], int(candidates.numel()), stats)
 
 
-class ReSVNoClustering:
+class ReSVNoClustering(PolicyBase):
     """Fig. 19 "ReSV w/o clustering": WiCSum (same weights, same Th_r-wics) over every cached key."""
 
     name = "resv_noclust"

@@ -4,21 +4,26 @@ Models with Attention Sinks", ICLR 2024): everything older than the window is ev
 The runtime already attends to the sinks (the system prompt, as StreamingLLM's ``start_size`` initial tokens) and
 to the recent frame window; this policy keeps, among the candidates, the ``window`` newest positions of the cache --
 by default every candidate still on the device (the KV store's device tier, D6), so the method uses the same device
-memory as every other and drops what the others offload. Positions keep their original RoPE angles (the cache holds
-post-RoPE keys; StreamingLLM's re-indexing of positions inside the cache is not reproduced, docs/DECISIONS.md D300).
+memory as every other and drops what the others offload, at every layer (layer 0 included: the policy sets
+``retrieval_from_layer = 0``, so the runtime's dense layers do not apply to it; D380). Positions keep their original
+RoPE angles (the cache holds post-RoPE keys; StreamingLLM's re-indexing of positions inside the cache is not
+reproduced, docs/DECISIONS.md D300).
 """
 from __future__ import annotations
 
 import torch
 
 from ..config import check_int
-from .base import Selection, Stage
+from .base import PolicyBase, Selection, Stage
 
 
-class StreamingLLM:
+class StreamingLLM(PolicyBase):
     name = "streamingllm"
     #: It never fetches the offloaded tier: dropped tokens are gone (Table II's "Retrieval @ frame": no).
     retrieves_at_frame = False
+    #: Consulted from layer 0, whatever ``RuntimeConfig.dense_layers`` says: StreamingLLM evicts at every layer
+    #: (its cache holds only sinks and the window), so a dense layer would attend tokens it has dropped (D300).
+    retrieval_from_layer = 0
 
     def __init__(self, window: int | None = None):
         self.window = None if window is None else check_int("streamingllm", "window", window, 1)

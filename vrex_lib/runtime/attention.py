@@ -20,6 +20,10 @@ Per layer ℓ and forward step (docs/DECISIONS.md D5; the contract of :mod:`vrex
 4. per (layer, KV head) counts land in the step's record (-> :mod:`vrex_lib.runtime.trace`), including
    ``reused``: how many of the selected positions the previous applied step of the same stage also selected in
    that (layer, KV head) -- what a "Retrieved KV" region (Fig. 12) holding the last selection would not refetch.
+
+:func:`vrex_attention` runs these as named steps: :func:`_check_step`, the policy's ``observe``, :func:`_consult`,
+:func:`_track_reuse`, then :func:`_attend_all` or :func:`_gather_selected` + :func:`_attend_selected`, and
+:func:`_measure_error` when asked.
 """
 from __future__ import annotations
 
@@ -109,43 +113,69 @@ def _dense(query, key, value, scaling, start):
 def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask,
                    scaling: float | None = None, dropout: float = 0.0, vrex_step: StepContext | None = None,
                    **kwargs):
-    """The registered attention function; returns (attn_output [B, Lq, Hq, D], None)."""
+    """The registered attention function; returns (attn_output [B, Lq, Hq, D], None).
+
+    One layer of one step, in the order of the module docstring: check the step, let the policy observe the new
+    keys, consult it, count the reuse, then attend to everything or to the selection, and measure the error."""
     if vrex_step is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
-    step = vrex_step
-    layer = int(module.layer_idx)
-    _, hq, lq, d = query.shape
-    hkv, s = key.shape[1], key.shape[2]
+    step, layer = vrex_step, int(module.layer_idx)
+    start = _check_step(step, layer, query, key)
+    if step.policy is not None:
+        step.policy.observe(layer, key[0, :, start:], start, step.stage, step.frame_id)
+    sel = _consult(step, layer, query, key)
+    if step.applied[layer]:
+        _track_reuse(step, layer, key.shape[1], None if sel is None else sel.indices)
+    if sel is None:
+        return _attend_all(step, layer, query, key, value, scaling, start).transpose(1, 2), None
+    out = _attend_selected(step, layer, sel, query, _gather_selected(step, layer, sel, key), scaling)
+    if step.measure_attn_error:
+        _measure_error(step, layer, out, query, key, value, scaling, start)
+    return out.transpose(1, 2), None
+
+
+def _check_step(step: StepContext, layer: int, query: torch.Tensor, key: torch.Tensor) -> int:
+    """The cache must hold what the session expects (``start`` + this step's tokens); returns ``start``."""
+    lq, s = query.shape[2], key.shape[2]
     start = s - lq
     if start != step.start or lq != step.n_new:
         raise RuntimeError(f"layer {layer}: cache holds {s} tokens with {lq} new, the session expected "
                            f"start {step.start} and {step.n_new} new (was the KVStore shared or cropped?)")
-    store, policy = step.store, step.policy
-    if policy is not None:
-        policy.observe(layer, key[0, :, start:], start, step.stage, step.frame_id)
+    return start
 
-    sel = None
-    first = getattr(policy, "retrieval_from_layer", None)
-    if policy is not None and layer >= (step.dense_layers if first is None else first) and step.n_candidates > 0:
-        step.applied[layer] = True
-        sel = policy.select(layer, query[0], key[0], step.candidates, step.stage)
-        if sel is not None:
-            _check(sel, step, layer, hkv)
-            if sel.stats:
-                step.record_stats(layer, sel.stats)
 
-    if step.applied[layer]:
-        _track_reuse(step, layer, hkv, None if sel is None else sel.indices)
+def _consult(step: StepContext, layer: int, query: torch.Tensor, key: torch.Tensor):
+    """Ask the policy for its selection when this layer is one it is consulted at (``retrieval_from_layer``, else
+    the runtime's ``dense_layers``) and there are candidates; check it and record its stats. None = everything."""
+    policy = step.policy
+    if policy is None or step.n_candidates <= 0:
+        return None
+    first = policy.retrieval_from_layer
+    if layer < (step.dense_layers if first is None else first):
+        return None
+    step.applied[layer] = True
+    sel = policy.select(layer, query[0], key[0], step.candidates, step.stage)
+    if sel is not None:
+        _check(sel, step, layer, key.shape[1])
+        if sel.stats:
+            step.record_stats(layer, sel.stats)
+    return sel
 
-    if sel is None:
-        out = _dense(query, key, value, scaling, start)
-        store.account_all(layer)
-        step.selected[layer] = step.n_candidates
-        step.attended[layer] = s
-        return out.transpose(1, 2), None
 
-    group = hq // hkv
+def _attend_all(step: StepContext, layer: int, query, key, value, scaling, start: int) -> torch.Tensor:
+    """Full causal attention over the whole cache, every token booked as read ([1, Hq, Lq, D])."""
+    out = _dense(query, key, value, scaling, start)
+    step.store.account_all(layer)
+    step.selected[layer] = step.n_candidates
+    step.attended[layer] = key.shape[2]
+    return out
+
+
+def _gather_selected(step: StepContext, layer: int, sel, key: torch.Tensor) -> list:
+    """Per KV head g, the K/V of sinks ∪ sel.indices[g] ∪ recent ∪ own, read through the KV store (booked by
+    tier): [(k [n_g, D], v [n_g, D])]."""
+    hkv, s = key.shape[1], key.shape[2]
     if key.device.type == "cpu" and all(ix.device.type == "cpu" for ix in sel.indices):  # NumPy: cheaper ops
         sinks, recent_own = np.arange(0, step.n_sink), np.arange(step.window_start, s)
         idx = [torch.from_numpy(np.concatenate([sinks, sel.indices[g].numpy(), recent_own])) for g in range(hkv)]
@@ -153,13 +183,20 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         sinks = torch.arange(0, step.n_sink, device=key.device)
         recent_own = torch.arange(step.window_start, s, device=key.device)
         idx = [torch.cat([sinks, sel.indices[g].to(key.device), recent_own]) for g in range(hkv)]
-    kv = store.gather(layer, idx)
+    return step.store.gather(layer, idx)
+
+
+def _attend_selected(step: StepContext, layer: int, sel, query: torch.Tensor, kv: list, scaling) -> torch.Tensor:
+    """Each KV head's query group attends to its gathered K/V ([1, Hq, Lq, D]); the step's own tokens (the last
+    ``lq`` columns) causally, and on a per-row selection each query token only to its own set."""
+    _, hq, lq, d = query.shape
+    hkv = len(kv)
+    group = hq // hkv
     out = query.new_empty(1, hq, lq, d)
-    n_own = lq
     full_mask = None
     if lq > 1:  # context columns visible to every query row; the step's own tokens (last lq columns) causal
         n_max = max(k.shape[0] for k, _ in kv)
-        full_mask = torch.ones(lq, n_max, dtype=torch.bool, device=query.device).tril(diagonal=n_max - n_own)
+        full_mask = torch.ones(lq, n_max, dtype=torch.bool, device=query.device).tril(diagonal=n_max - lq)
     for g in range(hkv):
         kg, vg = kv[g]
         n = kg.shape[0]
@@ -168,18 +205,24 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
             mask = full_mask[:, n_max - n:]  # the same causal pattern for n columns: a view of the widest one
             if sel.rows is not None:
                 mask = mask.clone()
-                _restrict_rows(mask, sel.indices[g].to(key.device), sel.rows[g], step.n_sink)
+                _restrict_rows(mask, sel.indices[g].to(query.device), sel.rows[g], step.n_sink)
         qg = query[:, g * group:(g + 1) * group]
         out[:, g * group:(g + 1) * group] = F.scaled_dot_product_attention(
             qg, kg[None, None], vg[None, None], attn_mask=mask, scale=scaling, enable_gqa=True)
         step.selected[layer, g] = int(sel.indices[g].numel())
         step.attended[layer, g] = n
-    if step.measure_attn_error:
-        ref = _dense(query, key, value, scaling, start)
-        diff = (out - ref).float().reshape(1, hkv, group * lq * d).norm(dim=-1)
-        base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
-        step.attn_err[layer] = (diff / base)[0].cpu().numpy()
-    return out.transpose(1, 2), None
+    return out
+
+
+def _measure_error(step: StepContext, layer: int, out, query, key, value, scaling, start: int) -> None:
+    """Relative error of the selected attention vs full attention, per KV head (``attn_err``)."""
+    _, hq, lq, d = query.shape
+    hkv = key.shape[1]
+    group = hq // hkv
+    ref = _dense(query, key, value, scaling, start)
+    diff = (out - ref).float().reshape(1, hkv, group * lq * d).norm(dim=-1)
+    base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
+    step.attn_err[layer] = (diff / base)[0].cpu().numpy()
 
 
 def _restrict_rows(mask: torch.Tensor, union: torch.Tensor, rows: list[torch.Tensor], n_sink: int) -> None:

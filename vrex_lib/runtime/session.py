@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from ..config import RuntimeConfig
+from ..retrieval.base import check_policy
 from .attention import StepContext
 from .kvstore import KVStore
 from .model import FRAME_TOKENS, StreamingVideoLLM
@@ -107,13 +108,14 @@ class StreamingSession:
                  observers: Iterable[StepObserver] = ()):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
         self.observers: list[StepObserver] = list(observers)
-        # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
-        # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
-        # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
-        self._members = [policy] + list(getattr(policy, "policies", {}).values()) if policy is not None else []
+        # Every policy gets the model once per session (``bind``: the attention inputs for pre-RoPE scoring or
+        # previous-layer speculation, the weights; vrex_lib.runtime.capture); a composite policy's members (its
+        # ``policies``: the shadow measurement, the long-context study) are bound too.
+        if policy is not None:
+            check_policy(policy)
+        self._members = [policy, *policy.policies.values()] if policy is not None else []
         for p in self._members:
-            if hasattr(p, "bind"):
-                p.bind(model)
+            p.bind(model)
         self.reset()
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
@@ -126,8 +128,7 @@ class StreamingSession:
             self.policy.reset(m.n_layers, m.n_kv_heads, m.head_dim)
         # A policy that decides by tier (keep what is on the device, drop the rest) reads the store's boundary.
         for p in self._members:
-            if hasattr(p, "bind_store"):
-                p.bind_store(self.store)
+            p.bind_store(self.store)
         meta = dict(model=m.name, n_layers=m.n_layers, n_kv_heads=m.n_kv_heads, n_q_heads=m.n_q_heads,
                     head_dim=m.head_dim, bytes_per_elem=m.kv_bytes_per_elem,
                     paper_bytes_per_elem=self.cfg.paper_kv_bytes_per_elem, frame_tokens=FRAME_TOKENS,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..retrieval.base import PolicyBase
 from ..runtime.attention import StepContext
 
 #: Offload-tier block sizes, in tokens of one (layer, KV head) K or V row, at which a selection's blocks are counted:
@@ -73,11 +74,12 @@ class StepRecord:
     extra: dict = field(default_factory=dict)
 
 
-def _is_resv_like(policy) -> bool:
-    return hasattr(policy, "tables")
+def _is_resv_like(policy: PolicyBase) -> bool:
+    """The policy keeps ReSV's HC tables (the ``tables`` hook), whose clusters the records count."""
+    return policy.tables is not None
 
 
-class ShadowPolicy:
+class ShadowPolicy(PolicyBase):
     """Runs ``policies`` ({method name: policy}) in shadow; see the module docstring.
 
     Register it as the session's policy and observer; toggle :attr:`active`; read and clear :attr:`records`
@@ -210,8 +212,8 @@ def _add_blocks(rec: StepRecord, offloaded: torch.Tensor, n_sink: int, table, he
             a[1] += runs
 
 
-def _first_layer(policy, dense_layers: int) -> int:
-    first = getattr(policy, "retrieval_from_layer", None)
+def _first_layer(policy: PolicyBase, dense_layers: int) -> int:
+    first = policy.retrieval_from_layer
     return dense_layers if first is None else int(first)
 
 
