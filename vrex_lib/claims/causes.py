@@ -5,9 +5,9 @@ Causes (:data:`vrex_lib.report.CAUSES`):
 * ``paper-inconsistent`` -- an implied-by-printed check (:func:`implied_checks`) shows the printed value lies outside
   what the paper's own stated inputs allow (Table I's link, Table II's ratios, the printed latencies) for EVERY
   admissible value of the choices the check depends on (:data:`CHECK_CHOICES`: the KVMU capacity D6 and the
-  frame-to-frame reuse D221), and ours is within the claim's tolerance of the bound; where the contradiction
-  vanishes for part of those ranges the row is DEPENDS instead, naming the choice and the range
-  (:func:`inconsistency`); ``check`` names the check's INFO row;
+  frame-to-frame reuse D221), and ours is within the claim's tolerance of the bound (:func:`inconsistency`);
+  ``check`` names the check's INFO row. A check whose contradiction vanishes for part of those ranges is evidence
+  of nothing: it never makes a row DEPENDS (only our simulator can, :mod:`vrex_lib.claims.robustness`, D400);
 * ``stand-in-workload`` -- the measured-workload column FAILs where the paper-stated column PASSes (a real
   counterfactual: the workload alone flips the verdict);
 * ``model`` -- ours, with the responsible term of the simulation, its share, the value it would need for a PASS and
@@ -321,7 +321,7 @@ def part_term(name: str, part: float, whole: float, needs: float, unit: str = "m
     note = ((f"x{factor:.2f} is within" if ok else f"x{factor:.2f} is outside") + f" x{lo:g}-x{hi:g}: {why}"
             if needs > 0 else "implausible: it would need a negative value")
     return dict(report.model_term(name, part / whole if whole else 0.0,
-                                  f"{name} at {needs:.4g} {unit} (now {part:.4g} {unit})", note),
+                                  f"{needs:.4g} {unit} (now {part:.4g} {unit})", note),
                 factor=factor if needs > 0 else float("inf"))
 
 
@@ -341,8 +341,7 @@ def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper
 
 def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
     """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
-    return part_term(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,
-                  target(printed, ours, tol), unit)
+    return part_term(name, ours, ours, target(printed, ours, tol), unit)
 
 
 def _best(cands: list[dict]) -> dict:
@@ -411,7 +410,8 @@ def perf_term(key: str, ours: float | None, printed: float, tol: paper.Tolerance
         bar, base = d.loc[key.rsplit(".", 1)[1]], d.loc["agx_flexgen"]
         return _best(_latency_terms(bar, key.rsplit(".", 1)[1], float(base.latency_ms) / tgt)
                      + _latency_terms(base, "agx_flexgen", tgt * float(bar.latency_ms)))
-    return whole_term(f"the simulated {key}", ours, printed, tol, paper.get(key).unit if key in paper.REGISTRY else "")
+    return whole_term("our simulated value as a whole", ours, printed, tol,
+                      paper.get(key).unit if key in paper.REGISTRY else "")
 
 
 def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, checks: list[ImpliedCheck],
@@ -436,19 +436,15 @@ def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, c
                               f"({_measured_source(measured_label)}) gives {r.reproduced:.4g}: the workload alone "
                               "flips the verdict")
             return r
-        r.cause, r.check, r.pass_range, r.term = twin.cause, twin.check, twin.pass_range, twin.term
+        r.cause, r.check, r.term = twin.cause, twin.check, twin.term
         r.cause_detail = (f"fails with the paper-stated workload too ({twin.reproduced:.4g}), so the workload does "
                           f"not explain it: {twin.cause_detail}")
         return r
     if printed is not None:
         inc = inconsistency(key, r.reproduced, r.tolerance, printed, checks)
-        if inc is not None:
-            label, detail, cid, rng = inc
-            r.check = cid
-            if label == "paper-inconsistent":
-                r.cause, r.cause_detail = label, detail
-                return r
-            r.pass_range, r.cause_detail = rng, detail
+        if inc is not None and inc[0] == "paper-inconsistent":
+            r.cause, r.cause_detail, r.check = inc[0], inc[1], inc[2]
+            return r
     r.term = perf_term(key, r.reproduced, r.paper, r.tolerance, res, note)
     if not r.cause_detail:
         r.cause_detail = model_reason(key, res, note) if res is not None else "ours (docs/PERF_MODEL.md)"
@@ -477,8 +473,6 @@ def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res
                           cause=paper_row[3], cause_detail=paper_row[4])
     attribute(r, key, measured=measured, res=res, checks=checks, printed=printed, note=note,
               measured_label=measured_label, twin=twin)
-    if r.pass_range:
-        return "model", r.cause_detail
     if not measured and printed is None:
         for c in checks:  # constructed checks, no sweep: the side of the miss and the bound decide
             if key in c.claims and c.violated and ours is not None and c.near_bound(ours, tol):

@@ -1,0 +1,153 @@
+"""The verdict engine under mutation (issue 42): DEPENDS only where our simulator passes at a named point of the
+admissible product, robustness over that product, and seeded defects that each make a check fail."""
+from __future__ import annotations
+
+import pytest
+
+from vrex_lib import choices, report
+from vrex_lib.claims import robustness as ROB
+
+KEY = "fig13.edge.b1.frame.vrex8_ms.40k"  # printed 254 ms, latency: PASS within 190.5-317.5 ms
+OTHER = "fig13.edge.b1.frame.vrex8_ms.1k"  # printed 121 ms
+
+
+def _interaction_run(**ov):
+    """KEY passes only where D6 is 32768 AND D101 is 32 (each alone moves it, neither alone passes); OTHER PASSes
+    at the defaults and at D6=2048 or D103=False alone, and FAILs only where both hold; the rest is ignored."""
+    cap = ov.get("recent_capacity", 4096)
+    port = ov.get("system_core_port_bytes_per_cycle", 64)
+    dense = ov.get("dense_resident", True)
+    v = 400.0 - (60.0 if cap == 32768 else 0.0) - (60.0 if port == 32 else 0.0)
+    o = 121.0 + (30.0 if cap == 2048 else 0.0) + (30.0 if not dense else 0.0)  # PASS up to 151.25 ms
+    return {KEY: (v, ""), OTHER: (o, "")}
+
+
+@pytest.fixture(scope="module")
+def rg():
+    return ROB.regrade(None, ids=("D6", "D101", "D103"), run=_interaction_run)
+
+
+def test_choices_are_read_generically_from_the_table():
+    ok, excluded = ROB.swept_choices(lambda **ov: {})
+    assert set(ok) | set(excluded) == set(choices.CHOICES)
+    assert all(choices.get(c).override for c in ok) and "D221" in excluded
+
+
+def test_a_pass_only_in_the_product_is_found_and_named(rg):
+    r = rg[KEY]
+    assert r.default == report.FAIL and set(r.depends_on) == {"D6", "D101"}
+    # one choice at a time never passes: only the combination does
+    assert all(verd == report.FAIL for pts in r.by_choice.values() for _, _, verd in pts)
+    assert r.pass_range().startswith("D6=32768, D101=32 (")
+    row = report.row(KEY, 400.0)
+    r.apply(row)
+    assert row.verdict() == report.DEPENDS
+    assert ROB.verify_depends([row], _interaction_run) == []
+
+
+def test_a_robust_claim_that_flips_in_the_product_is_not_robust(rg):
+    r = rg[OTHER]
+    assert r.default == report.PASS and set(r.depends_on) == {"D6", "D103"}
+    assert all(verd == report.PASS for pts in r.by_choice.values() for _, _, verd in pts)  # one at a time: robust
+    assert r.robustness().startswith("depends on D6, D103: FAIL at D6=2048, D103=False")
+    assert "(3 of 30 points flip)" in r.robustness() and r.design.kind == "full product"
+    s = ROB.summary(rg)
+    assert s["flip"] == 2 and s["claims"] == 2
+
+
+def test_seeded_defect_a_depends_with_no_passing_point_is_caught(rg):
+    row = report.row(KEY, 400.0)
+    row.pass_range = "D6=32768 (1 of 30 points pass)"  # D6 alone does not pass
+    assert row.verdict() == report.DEPENDS
+    bad = ROB.verify_depends([row], _interaction_run)
+    assert len(bad) == 1 and KEY in bad[0] and "D6=32768" in bad[0]
+    row.pass_range = "D6=99 (x)"
+    with pytest.raises(ValueError, match="not an admissible value of D6"):
+        ROB.verify_depends([row], _interaction_run)
+
+
+def test_seeded_defect_a_robust_row_that_flips_is_caught(rg):
+    row = report.row(OTHER, 121.0)
+    rg[OTHER].apply(row)
+    assert ROB.verify_robust([row], rg) == []
+    row.robustness = "robust over 30 points"  # the defect: an engine that looked one choice at a time
+    bad = ROB.verify_robust([row], rg)
+    assert len(bad) == 1 and "D6=2048, D103=False" in bad[0]
+
+
+def test_a_fail_that_passes_nowhere_is_robust_and_names_the_nearest_point():
+    def run(**ov):
+        return {KEY: (600.0 - (50.0 if ov.get("recent_capacity") == 32768 else 0.0), "")}
+    r = ROB.regrade(None, ids=("D6",), run=run)[KEY]
+    assert r.pass_range() == "" and r.robustness() == "robust over 5 points (nearest: 550 at D6=32768)"
+    row = report.row(KEY, 600.0)
+    r.apply(row)
+    assert row.verdict() == report.FAIL and row.pass_range == ""
+
+
+def test_the_design_is_stated_when_the_product_is_too_large():
+    ids = ("D6", "D101", "D103", "D244", "D243")
+    d = ROB.design(ids, max_full=10, lhs_size=16, seed=3)
+    assert d.full == 5 * 3 * 2 * 3 * 3 and d.kind.startswith("every corner (32)") and "seed 3" in d.kind
+    assert d.points[0] == {c: choices.get(c).default for c in ids}
+    corners = [p for p in d.points if all(p[c] in (choices.get(c).admissible[0], choices.get(c).admissible[-1])
+                                          for c in ids)]
+    assert len(corners) >= 32 and len({tuple(map(str, p.values())) for p in d.points}) == len(d.points)
+    for c in ids:  # every admissible value of every choice is visited
+        assert {str(p[c]) for p in d.points} == {str(v) for v in choices.get(c).admissible}
+    assert d.describe().endswith(f"{len(d.points)} of the product's 270 points")
+    assert ROB.design(ids, max_full=10, lhs_size=16, seed=3) == d
+
+
+def test_point_text_round_trips():
+    pt = {"D6": 16384, "D101": 32, "D103": False, "D243": 25.6e9, "D244": "packed"}
+    assert ROB.parse_point(ROB.point_text(pt)) == pt
+    assert ROB.point_text({"D6": 4096}) == "the defaults" and ROB.parse_point("the defaults") == {}
+
+
+@pytest.mark.long
+def test_every_depends_row_passes_when_resimulated_at_its_named_point():
+    """The real simulator: every DEPENDS row of the performance comparison, re-run at the point it names, PASSes;
+    every robust row holds at every point of the design (about 1-2 minutes)."""
+    from vrex_lib.claims import performance as CMP
+    from vrex_lib.perf import Workload
+
+    w = Workload.paper()
+    rg = ROB.regrade(w)
+    res = CMP.run_experiments(w)
+    rows = [r for pre in ("fig13.", "fig14.", "fig15.", "fig16.", "fig17.", "fig18.", "headline.")
+            for r in CMP.paired_rows(CMP.claim_values(res), None, paper_label="", measured_label="NOT RUN: x",
+                                     prefix=pre, res=res, robust=rg)]
+    dep = [r for r in rows if r.verdict() == report.DEPENDS]
+    assert dep and all(not r.claim.endswith(CMP.MEASURED_SUFFIX) for r in dep)
+    assert ROB.verify_depends(rows, ROB.default_run(w)) == []
+    assert ROB.verify_robust(rows, rg) == []
+
+
+def test_cause_cells_are_one_short_sentence_without_ids():
+    """Issue 47: every cause cell of the performance comparison (both workload columns, a measured column that
+    fails with the same cause as the paper-stated one included) shows at most 160 characters, no claim or check
+    id, and never calls a FAIL 'plausible'."""
+    import re
+
+    from vrex_lib.claims import performance as CMP
+    from vrex_lib.perf import Workload
+    from vrex_lib.report import content
+
+    res = CMP.run_experiments(Workload.paper())
+    cl = CMP.claim_values(res)
+    meas = {k: (v * 3, n) for k, (v, n) in cl.items()}
+    df = report.to_frame([r for pre in ("fig13.", "fig14.", "fig16.", "fig18.", "headline.")
+                          for r in CMP.paired_rows(cl, meas, paper_label="", prefix=pre, res=res,
+                                                   measured_label="profile default, model SmolLM2")], "t")
+    cells = [content._pair_cause(a, b) for a, b in content.pairs(df)]
+    shown = [content.visible(c) for c in cells if c]
+    assert len(shown) > 20 and any(s.startswith("both workloads: ") for s in shown)
+    ids = re.compile(r"\b(fig1\d|headline|implied|table\d)\.[\w.]+")
+    for s in shown:
+        assert len(s) <= content.CAUSE_CELL_MAX, s
+        assert not ids.search(s), s
+        assert "plausible" not in s, s
+    # a long detail is cut at a word and keeps its note link
+    long = content._fit("**model** — " + "word " * 60, "[[7]](#note-7)")
+    assert len(content.visible(long)) <= 160 and long.endswith("… [[7]](#note-7)")
