@@ -151,3 +151,36 @@ def test_cause_cells_are_one_short_sentence_without_ids():
     # a long detail is cut at a word and keeps its note link
     long = content._fit("**model** — " + "word " * 60, "[[7]](#note-7)")
     assert len(content.visible(long)) <= 160 and long.endswith("… [[7]](#note-7)")
+
+
+def _cand(term: str, part: float, whole: float, needs: float) -> dict:
+    from vrex_lib.claims import causes as C
+    return C.part_term(term, part, whole, needs)
+
+
+def test_a_ratio_blames_the_side_whose_change_stays_on_the_papers_axis():
+    """Seeded defect 'a model term on the wrong side': the baseline's link stall needs the smaller change (x3) but
+    would put the baseline at 6,000 ms, off a 0-2,400 ms axis; V-Rex's own step (x0.25) is the term to name."""
+    from vrex_lib.claims import causes as C
+
+    ours = C._side([_cand("V-Rex LLM ops", 400.0, 500.0, 100.0)], 500.0, 200.0, "vrex8", 2400.0)
+    base = C._side([_cand("GPU link stall", 2000.0, 3000.0, 6000.0)], 3000.0, 7000.0, "gpu", 2400.0)
+    assert not base[0]["on_axis"] and ours[0]["on_axis"]
+    pick = C.both_sides(ours, base)
+    assert pick["term"] == "V-Rex LLM ops" and "the other side: GPU link stall" in pick["plausible"]
+    # without the axis the smaller change wins: the axis is what moves the blame
+    ours2 = C._side([_cand("V-Rex LLM ops", 400.0, 500.0, 100.0)], 500.0, 200.0, "vrex8", None)
+    base2 = C._side([_cand("GPU link stall", 2000.0, 3000.0, 6000.0)], 3000.0, 7000.0, "gpu", None)
+    assert C.both_sides(ours2, base2)["term"] == "GPU link stall"
+
+
+def test_the_batch4_speedup_names_vrex_not_an_off_axis_baseline():
+    from vrex_lib.claims import performance as CMP
+    from vrex_lib.perf import Workload
+
+    res = CMP.run_experiments(Workload.paper())
+    rows = {r.claim: r for r in CMP.paired_rows(CMP.claim_values(res), None, paper_label="", prefix="fig13.edge.b4",
+                                                measured_label="NOT RUN: x", res=res)}
+    r = rows["fig13.edge.b4.frame.speedup_max"]
+    assert r.verdict() == report.FAIL and r.cause == "model"
+    assert r.term["term"].startswith("vrex8") and "off the paper's 0-8,000 ms axis" in r.term["plausible"]
