@@ -184,3 +184,30 @@ def test_the_batch4_speedup_names_vrex_not_an_off_axis_baseline():
     r = rows["fig13.edge.b4.frame.speedup_max"]
     assert r.verdict() == report.FAIL and r.cause == "model"
     assert r.term["term"].startswith("vrex8") and "off the paper's 0-8,000 ms axis" in r.term["plausible"]
+
+
+def test_one_estimate_of_record_per_table3_claim_never_by_table_order():
+    """D404: the RTL estimate where it ran grades the Table III claims; the others are INFO cross-checks, and the
+    distinct-claim count takes the graded row whatever the tables' names."""
+    import pandas as pd
+
+    from vrex_lib import paper
+    from vrex_lib.claims import table3 as T
+    from vrex_lib.report import content
+
+    assert T.record_model(["component", "rtl", "cacti+cells"]) == "rtl"
+    assert T.record_model(["component", "cacti+cells"]) == "cacti+cells"
+    assert T.record_model(["component"]) == "component"
+    with pytest.raises(ValueError, match="unknown estimate"):
+        T.record_model(["spice"])
+    key = "dre.area_share_pct"
+    rtl = [report.row(key, 9.0)]  # FAIL in the estimate of record
+    comp = T.cross_check([report.row(key, 2.0), report.row("table3.power_mw.total", 2600.0)], "component", "rtl",
+                         rtl)
+    assert comp[0].verdict() == report.INFO_V and "estimate of record is the RTL" in comp[0].note
+    assert comp[1].verdict() == report.PASS  # a claim the record does not answer stays graded
+    tabs = pd.concat([report.to_frame(comp, "t").assign(table="a_table3"),
+                      report.to_frame(rtl, "t").assign(table="z_table3_rtl")], ignore_index=True)
+    d = content.distinct_claims(tabs).set_index("claim")
+    assert d.loc[key, "verdict"] == report.FAIL and d.loc[key, "table"] == "z_table3_rtl"
+    assert paper.get(key).value == 2.0

@@ -350,14 +350,18 @@ def _is_twin(claims: pd.Series) -> pd.Series:
 
 def distinct_claims(tables: pd.DataFrame) -> pd.DataFrame:
     """One row per claim id over every comparison table: a claim shown in several tables (the headline table
-    repeats others' rows) counts once, from the first table that grades it against a printed value (the headline
-    table last); the measured-workload twins are the same claims' counterfactual column and are left out."""
+    repeats others' rows, an estimate of record has INFO cross-checks beside it) counts once, from the row that
+    grades it (PASS, CONSISTENT, DEPENDS or FAIL) before a NOT RUN one before an INFO one, the headline table
+    last; the measured-workload twins are the same claims' counterfactual column and are left out."""
     if not len(tables):
         return tables
     t = tables[~_is_twin(tables["claim"])]
-    order = t.assign(_nopaper=t["paper"].isna().astype(int), _hl=(t["table"] == layout.HEADLINE_TABLE).astype(int))
-    order = order.sort_values(["_nopaper", "_hl", "table"], kind="stable").drop_duplicates("claim")
-    return order.drop(columns=["_nopaper", "_hl"]).sort_index()
+    graded = t["verdict"].isin([PASS, CONSISTENT, DEPENDS, FAIL])
+    rank = (~graded).astype(int) + (t["verdict"] == INFO_V).astype(int)
+    order = t.assign(_nopaper=t["paper"].isna().astype(int), _rank=rank,
+                     _hl=(t["table"] == layout.HEADLINE_TABLE).astype(int))
+    order = order.sort_values(["_nopaper", "_rank", "_hl", "table"], kind="stable").drop_duplicates("claim")
+    return order.drop(columns=["_nopaper", "_rank", "_hl"]).sort_index()
 
 
 def conflicts(tables: pd.DataFrame) -> dict[str, list[tuple[str, str]]]:
