@@ -180,8 +180,11 @@ def test_main_prints_the_fail_counts_per_cause(tmp_path, capsys):
     nbs.mkdir()
     assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 0
     printed = capsys.readouterr()
-    assert "FAIL by cause: paper-inconsistent 1, stand-in-workload 1, model 1, unexplained 1" in printed.out
-    assert "NOT RUN by cause: not-run 1" in printed.out and "1 FAIL / NOT RUN rows name no cause" in printed.err
+    # per distinct claim (the measured-workload twins are the same claims' other column), rows in parentheses
+    assert ("FAIL by cause, claims (rows): paper-inconsistent 1 (1), stand-in-workload 0 (1), model 1 (1), "
+            "unexplained 0 (1)") in printed.out
+    assert "verdicts per distinct claim: " in printed.out and "(rows, measured-workload twins" in printed.out
+    assert "NOT RUN by cause, claims (rows): not-run 1 (1)" in printed.out and "1 FAIL / NOT RUN rows name no cause" in printed.err
 
 
 class _Page(HTMLParser):
@@ -403,7 +406,7 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
 
     r = make("reproduce")
     assert r.returncode == 0, r.stderr
-    assert "FAIL by cause: none" in r.stdout and (res / "report.html").is_file()
+    assert "FAIL by cause, claims (rows): none" in r.stdout and (res / "report.html").is_file()
     man = json.loads((res / "executed" / "00_dyn.manifest.json").read_text())
     assert man["tables"] == ["t_a", "t_b"]
     (res / "tables" / "t_b.csv").unlink()

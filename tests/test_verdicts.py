@@ -33,8 +33,15 @@ def test_tolerance_table_covers_every_kind_with_a_reason():
     for kind, tol in paper.QUANTITY_KINDS.items():
         assert len(tol.why) > 20, kind
     # ratios and small percentages are graded relatively: 2.5 % +- points would accept 0 %
-    for kind in ("ratio", "small_share", "retrieval_ratio", "utilisation", "block_share"):
+    for kind in ("ratio", "small_share", "retrieval_ratio", "utilisation", "small_block_share"):
         assert paper.QUANTITY_KINDS[kind].kind == "rel", kind
+    # a large block share in points; a share printed to one digit by its order of magnitude
+    assert paper.get("table3.area_pct.dpe").tol == paper.Tolerance("abs", 10.0, paper.QUANTITY_KINDS["block_share"].why)
+    assert report.row("table3.area_pct.dpe", 110.0).verdict() == report.FAIL  # +-50 % would have passed it
+    assert paper.get("table3.area_pct.hcu").qkind == "small_block_share"
+    one = "fig16.pred_share.vrex_kvpu"  # printed 0.5 %
+    assert [report.row(one, v).verdict() for v in (0.16, 1.5, 0.15, 1.6)] == [report.PASS] * 2 + [report.FAIL] * 2
+    assert str(paper.get(one).tol) == "×/÷3.16" and report.row(one, 0.0).verdict() == report.FAIL
     r = report.row("table2.ratio.resv.text.avg", 0.0)
     assert r.verdict() == report.FAIL  # 0 % is not 2.5 %
     with pytest.raises(ValueError, match="quantity kind"):

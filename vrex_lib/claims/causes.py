@@ -307,6 +307,8 @@ _PARTS = {"llm": "LLM ops", "vision_mlp": "vision tower + MLP", "kv_prediction":
 
 def target(printed: float, ours: float, tol: paper.Tolerance) -> float:
     """The nearest edge of the tolerance band around ``printed``, on ours' side: what a PASS needs."""
+    if tol.kind == "log":
+        return printed * 10 ** (-tol.value if ours < printed else tol.value)
     band = tol.value * abs(printed) if tol.kind == "rel" else tol.value
     return printed - band if ours < printed else printed + band
 

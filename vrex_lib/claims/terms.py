@@ -64,6 +64,8 @@ def _parts(df: pd.DataFrame) -> pd.DataFrame:
 
 def _target(r: report.Row) -> float:
     t = r.tolerance
+    if t.kind == "log":
+        return r.paper * 10 ** (-t.value if r.reproduced < r.paper else t.value)
     band = t.value * abs(r.paper) if t.kind == "rel" else t.value
     return r.paper - band if r.reproduced < r.paper else r.paper + band
 

@@ -93,14 +93,14 @@ for _k, _s, _e in (("agx_resv", 2.8, 4.4), ("vrex_kvpu", 6.0, 9.2), ("vrex_all",
        point=f"Fig. 16, {_k} vs AGX+FlexGen energy efficiency, batch 1, frame, 40K",
        note="4.4x for AGX+ReSV is presumed (uncertain)" if _k == "agx_resv" else "")
 pv("fig16.pred_share.agx_resv", 48, "%", F16, qkind="share", point="Fig. 16, AGX+ReSV, batch 1, frame, 40K", note="KV prediction share of AGX+ReSV latency")
-pv("fig16.pred_share.vrex_kvpu", 0.5, "%", F16, qkind="small_share",
+pv("fig16.pred_share.vrex_kvpu", 0.5, "%", F16, qkind="one_digit_share",
    point="Fig. 16, V-Rex with the KVPU, batch 1, frame, 40K",
    note="KV prediction share of latency with the KVPU")
 
 # Fig. 17 -- V-Rex48 bandwidth over one layer of frame processing.
 pv("fig17.kvpred_peak_bw_gbs", 600, "GB/s", "Fig. 17, §VI.C text",
    qkind="bandwidth", point="Fig. 17, V-Rex48, one layer of frame processing, 40K, KV-prediction peak")
-pv("fig17.retrieval_bw_pct_of_dram", 1.0, "%", "§VI.C text ('~1%')", qkind="small_share",
+pv("fig17.retrieval_bw_pct_of_dram", 1.0, "%", "§VI.C text ('~1%')", qkind="one_digit_share",
    point="Fig. 17, V-Rex48, one layer of frame processing, 40K, retrieval mean")
 
 # Fig. 18 -- roofline at 40K, batch 4 (edge).
