@@ -211,3 +211,48 @@ def test_one_estimate_of_record_per_table3_claim_never_by_table_order():
     d = content.distinct_claims(tabs).set_index("claim")
     assert d.loc[key, "verdict"] == report.FAIL and d.loc[key, "table"] == "z_table3_rtl"
     assert paper.get(key).value == 2.0
+
+
+def test_readme_numbers_are_generated_and_a_stale_number_fails(tmp_path):
+    """The README's generated blocks (counts per distinct claim, headline table, notebook times) from a small results
+    folder; a seeded stale number is reported as drift by the script's --check (exit 1) and fixed by a rewrite."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from vrex_lib.paper import Tolerance
+    from vrex_lib.report import readme
+
+    out = tmp_path / "results"
+    tol = Tolerance("rel", 0.1)
+    report.write_table("headline", [
+        report.Row("fig13.edge.b1.fps_min", "q", "FPS", 3.9, 3.8, tol, "abstract"),
+        report.Row("fig13.edge.b1.fps_min.measured_workload", "q", "FPS", 3.9, 9.0, tol, "abstract",
+                   cause="stand-in-workload", cause_detail="the measured workload selects 1 %")],
+        profile="t", title="Headline claims", out=out)
+    report.write_table("fig16", [report.Row("fig16.x", "q", "x", 8.1, 3.0, tol, "Fig. 16", cause="model",
+                                            cause_detail="d")], profile="t", title="Fig. 16", out=out)
+    (out / "executed").mkdir()
+    (out / "executed" / "06_performance.ipynb").write_text(json.dumps(dict(metadata=dict(papermill=dict(
+        duration=63.4)), cells=[])))
+    blocks = readme.generate(out)
+    assert blocks["counts"].startswith("Per distinct claim: 1 PASS · 0 CONSISTENT · 0 DEPENDS · 1 FAIL")
+    assert "(Rows, measured-workload twins and repeats included: 1 PASS" in blocks["counts"]
+    assert "| `06_performance` | 63 s |" in blocks["times"] and "#note-" not in blocks["headline"]
+    body = "intro\n" + "".join(f"<!-- readme:{n} -->\nold\n<!-- /readme:{n} -->\n" for n in readme.BLOCKS) + "end\n"
+    md = tmp_path / "README.md"
+    md.write_text(body)
+    script = [sys.executable, str(Path(__file__).parents[1] / "scripts" / "readme_numbers.py"), "--results", str(out),
+              "--readme", str(md)]
+    assert subprocess.run(script + ["--check"], capture_output=True, text=True).returncode == 1
+    assert subprocess.run(script, capture_output=True, text=True).returncode == 0
+    assert subprocess.run(script + ["--check"], capture_output=True, text=True).returncode == 0
+    assert md.read_text().startswith("intro\n") and md.read_text().endswith("end\n")
+    stale = md.read_text().replace("1 FAIL", "2 FAIL", 1)  # the seeded defect: one stale number
+    md.write_text(stale)
+    r = subprocess.run(script + ["--check"], capture_output=True, text=True)
+    assert r.returncode == 1 and "drifted" in r.stderr and "counts" in r.stderr
+    md.write_text("no markers\n")
+    r = subprocess.run(script, capture_output=True, text=True)
+    assert r.returncode == 2 and "<!-- readme:counts -->" in r.stderr
