@@ -256,3 +256,36 @@ def test_readme_numbers_are_generated_and_a_stale_number_fails(tmp_path):
     md.write_text("no markers\n")
     r = subprocess.run(script, capture_output=True, text=True)
     assert r.returncode == 2 and "<!-- readme:counts -->" in r.stderr
+
+
+def test_server_panel_numbers_are_graded_once_registered(monkeypatch):
+    """Fig. 13(b): each printed number entered in vrex_lib.paper (latency, TPOT, speedups at batch 1 and 8, energy
+    gains) becomes a claim graded with both workloads and a cause; unregistered points stay INFO."""
+    from vrex_lib import paper
+    from vrex_lib.claims import performance as CMP
+    from vrex_lib.perf import Workload
+
+    keys = CMP.server_keys()
+    assert {"fig13.server.b8.frame.speedup_max", "fig13.server.b1.text.vrex48_ms.40k",
+            "fig13.server.b8.frame.energy_gain.1k", "fig13.server.b1.frame.vrex48_ms.1k"} <= set(keys)
+    res = CMP.run_experiments(Workload.paper())
+    assert not any(k.startswith("fig13.server.") for k in CMP.claim_values(res))  # none registered: none graded
+    test_vals = {"fig13.server.b8.frame.speedup_max": ("x", "ratio", 1000.0),   # a made-up value: a FAIL
+                 "fig13.server.b1.text.vrex48_ms.40k": ("ms", "latency", None)}  # ours itself: a PASS
+    cl0 = CMP.server_claims(res["sp"])
+    assert cl0 == {}
+    for k, (unit, kind, v) in test_vals.items():
+        if v is None:
+            d = res["sp"][(res["sp"].platform == "server") & (res["sp"].batch == 1) & (res["sp"].stage == "text")]
+            v = float(d.set_index("kv_len").vrex_ms[40000])
+        monkeypatch.setitem(paper.REGISTRY, k, paper.PaperValue(k, v, unit, "test", "result", kind))
+    cl = CMP.claim_values(res)
+    rows = {r.claim: r for r in CMP.paired_rows(cl, cl, paper_label="", measured_label="m", prefix="fig13.server.",
+                                                res=res)}
+    assert set(rows) == {k for k in test_vals} | {k + CMP.MEASURED_SUFFIX for k in test_vals}
+    assert rows["fig13.server.b1.text.vrex48_ms.40k"].verdict() == report.PASS
+    r = rows["fig13.server.b8.frame.speedup_max"]
+    assert r.verdict() == report.FAIL and r.cause == "model" and r.term and "a100+FlexGen" in r.term["plausible"] + \
+        r.term["term"]
+    info = {x.claim for x in CMP.server_info_rows(res, "w")}
+    assert "fig13.server.b1.text.40k" not in info and "fig13.server.b1.text.1k" in info

@@ -370,12 +370,12 @@ def _point(key: str, note: str) -> tuple[str, str, int, int] | None:
     if key == "headline.speedup_max":
         w = _where(note)
         return (w[3], w[0], w[1], w[2]) if w else None
-    m = re.match(r"fig13\.edge\.b(\d+)\.(frame|text)\.", key)
+    m = re.match(r"fig13\.(edge|server)\.b(\d+)\.(frame|text)\.", key)
     if m:
         tail = key.rsplit(".", 1)[1]
         kv = int(tail[:-1]) * 1000 if tail.endswith("k") and tail[:-1].isdigit() else (
             1000 if tail.endswith("min") else 40000)
-        return ("edge", m.group(2), kv, int(m.group(1)))
+        return (m.group(1), m.group(3), kv, int(m.group(2)))
     m = re.match(r"fig13\.edge\.b1\.(fps|tpot_vrex8)_(min|max)", key)
     if m:
         stage = "frame" if m.group(1) == "fps" else "text"
@@ -437,7 +437,7 @@ def perf_term(key: str, ours: float | None, printed: float, tol: paper.Tolerance
         gpu, acc = ("agx_orin", "vrex8") if plat == "edge" else ("a100", "vrex48")
         v, f = _grid_row(res, acc, stage, kv, batch), _grid_row(res, gpu, stage, kv, batch, "flexgen")
         if v is not None:
-            if ".vrex8_ms." in key or "tpot" in key:
+            if ".vrex8_ms." in key or ".vrex48_ms." in key or "tpot" in key:
                 return _best(_latency_terms(v, acc, tgt))
             if "fps" in key:
                 return _best(_latency_terms(v, acc, 1000.0 / tgt))

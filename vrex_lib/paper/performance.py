@@ -4,7 +4,10 @@ Tolerances come from each claim's quantity kind (``paper.QUANTITY_KINDS``); ``po
 batch, stage and context length where each number is printed. A printed range is two claims, each graded at the point
 its end is printed. The abstract's ranges are the Fig. 13 claims they repeat (one claim id each; the headline table
 refers to them), except its 19.7x, printed only as the server batch-8 frame-processing maximum. The server rows of Fig. 13(b) are deliberately NOT here: they are
-held out as a validation set (docs/DECISIONS.md D28); notebook 06 simulates and plots them without verdicts.
+held out as a validation set (docs/DECISIONS.md D28); notebook 06 simulates and plots them. Each one entered here under
+the names of :func:`vrex_lib.claims.performance.server_keys` (``fig13.server.b8.frame.speedup_max``,
+``fig13.server.b1.text.vrex48_ms.40k``, ``fig13.server.b1.frame.energy_gain.1k``, ...) is graded like the edge panel,
+with both workloads and a cause.
 """
 from ._core import pv
 
