@@ -519,6 +519,11 @@ def findings(tables: pd.DataFrame, base: Path) -> dict:
             out[FINDING_KINDS["confirmed"]].append(
                 f"{len(ok)} claims PASS at every point of the open choices they depend on: "
                 + ", ".join(f"`{cell(c)}`" for c in ok["claim"]))
+        plain = d[(d["verdict"] == PASS) & (_col(d, "robustness") == "")]
+        if len(plain):
+            out[FINDING_KINDS["confirmed"]].append(
+                f"{len(plain)} claims PASS where no open choice applies: "
+                + ", ".join(f"`{cell(c)}`" for c in plain["claim"]))
         far = rob[(rob["verdict"] == FAIL) & (rob["cause"] == "model")]
         for r in far.itertuples():
             out[FINDING_KINDS["not-reproduced"]].append(
