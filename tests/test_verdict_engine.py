@@ -289,3 +289,27 @@ def test_server_panel_numbers_are_graded_once_registered(monkeypatch):
         r.term["term"]
     info = {x.claim for x in CMP.server_info_rows(res, "w")}
     assert "fig13.server.b1.text.40k" not in info and "fig13.server.b1.text.1k" in info
+
+
+def test_findings_say_what_they_mean(tmp_path):
+    """Issue 42's vocabulary: a robust model FAIL is 'not reproduced' with its term and the nearest admissible value,
+    a DEPENDS names its point, robust PASSes are listed as confirmed."""
+    import pandas as pd
+
+    from vrex_lib.paper import Tolerance
+    from vrex_lib.report import content
+
+    tol = Tolerance("rel", 0.1)
+    fail = report.Row("fig16.x", "q", "x", 8.1, 3.0, tol, cause="model", cause_detail="d",
+                      robustness="robust over 92 points (nearest: 3.01 at D6=32768)",
+                      term=report.model_term("V-Rex link stall", 0.8, "190 ms (now 1,259 ms)", "x0.15 is outside"))
+    dep = report.Row("fig13.y", "q", "ms", 254.0, 440.0, tol, pass_range="D6=16384 (18 of 270 points pass)",
+                     robustness="depends on D6: PASS at D6=16384 (18 of 270 points flip)")
+    ok = report.Row("fig13.z", "q", "ms", 121.0, 120.0, tol, robustness="robust over 92 points")
+    tabs = report.to_frame([fail, dep, ok], "t").assign(table="fig")
+    f = content.findings(tabs, tmp_path)
+    g = {x["name"]: " ".join(x["items"]) for x in f["groups"]}
+    nr = g["Not reproduced by our model"]
+    assert "`fig16.x`" in nr and "V-Rex link stall would need 190 ms" in nr and "FAIL at all 92 points" in nr
+    assert "D6=16384" in g["Depends on an open choice"] and "`fig13.z`" in g["Confirmed"]
+    assert set(g) <= set(content.FINDING_KINDS.values())
