@@ -96,8 +96,8 @@ def test_report_opens_with_the_headline_claims_then_follows_the_paper(built):
     assert "measured: **stand-in-workload**" in row
     assert "| 19.7× | 21× | **PASS** | 79× | **FAIL** | measured: **unexplained** |" in first_screen
     # a cause cell is one short sentence; its detail and check id sit behind a footnote link
-    assert ("**model** — DPE logic switching (80% of it) would need DPE at 2100 mW (now 600), ×3.5, beyond what "
-            "the cited devices allow [[") in first_screen
+    assert ("**model** — DPE logic switching (80% of it) would need DPE at 2100 mW (now 600), ×3.5, beyond the "
+            "cited devices' range [[") in first_screen
     assert "**not-run** — PROFILE=full on a GPU [[" in first_screen
     details = md[md.index("## Cause details"):]
     assert "`implied.vrex8.max_sel_frac_pcie.40k`: the paper's own inputs allow at most 1.2 FPS; see implied" in details

@@ -110,7 +110,7 @@ def _factor_words(plaus: str) -> str:
     if "negative" in plaus or not m:
         return "a negative value, which no device gives"
     inside = "within" in plaus and "outside" not in plaus
-    return f"×{m.group(1)}, " + ("within" if inside else "beyond") + " what the cited devices allow"
+    return f"×{m.group(1)}, " + ("within" if inside else "beyond") + " the cited devices' range"
 
 
 def _sentence(verdict: str, cause: str, detail: str, r: pd.Series | None) -> str:
@@ -124,9 +124,10 @@ def _sentence(verdict: str, cause: str, detail: str, r: pd.Series | None) -> str
         term = _get(r, "term")
         share = r["term_share"] if "term_share" in r.index and not _missing(r["term_share"]) else None
         needs = _get(r, "term_needs")
-        return (f"{term}{f' ({share:.0%} of it)' if share is not None else ''} would need {needs}, "
+        part = f" ({share:.0%} of it)" if share is not None and share < 0.995 else ""
+        return (f"{term}{part} would need {needs}, "
                 f"{_factor_words(_get(r, 'term_plausible'))}")
-    return _short(_no_ids(detail), 110)
+    return _short(_no_ids(detail).removeprefix("NOT RUN: "), 50 if cause == "not-run" else 110)
 
 
 def _no_ids(text: str) -> str:
@@ -184,6 +185,12 @@ def _pair_cause(a: pd.Series, b: pd.Series | None) -> str:
     if same:
         return _fit("both workloads: " + ta.rsplit(" [[", 1)[0], ta[len(ta.rsplit(" [[", 1)[0]) + 1:])
     room = CAUSE_CELL_MAX - len("paper-stated: ; measured: ")
+
+    def bare(t: str, row: pd.Series) -> str:  # a NOT RUN side shrinks to its label; what would run it is behind the note
+        head, _, link = t.rpartition(" [[")
+        return f"{head.split(' — ')[0]} [[{link}" if row["verdict"] == MISSING and link else t
+    if len(visible(ta)) + len(visible(tb)) > room:
+        ta, tb = bare(ta, a), bare(tb, b)
     la, lb = len(visible(ta)), len(visible(tb))
     if la + lb > room:  # the shorter keeps its length up to half the room, the longer gets the rest
         ka = max(room // 2, room - lb) if la > lb else min(la, room // 2)
