@@ -97,6 +97,9 @@ def test_the_design_is_stated_when_the_product_is_too_large():
         assert {str(p[c]) for p in d.points} == {str(v) for v in choices.get(c).admissible}
     assert d.describe().endswith(f"{len(d.points)} of the product's 270 points")
     assert ROB.design(ids, max_full=10, lhs_size=16, seed=3) == d
+    big = ("D6", "D101", "D103", "D244", "D243", "D104", "D246")  # 2^7 corners: 64 drawn
+    d7 = ROB.design(big, max_full=10, lhs_size=16, seed=3)
+    assert d7.kind.startswith("64 of the 128 corners drawn at random") and len(d7.points) <= 64 + 21 + 16
 
 
 def test_point_text_round_trips():

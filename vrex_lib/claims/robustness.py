@@ -31,6 +31,8 @@ from .. import choices, report
 MAX_FULL = 128
 #: Latin-hypercube points added to the corners and the one-at-a-time points when the product is larger.
 LHS_SIZE = 64
+#: The most corners a design takes: all 2^k of them up to this, else this many drawn at random (seeded).
+MAX_CORNERS = 64
 #: The design's seed.
 SEED = 0
 
@@ -103,7 +105,8 @@ def _defaults(ids) -> dict:
 
 def design(ids: tuple[str, ...], max_full: int = MAX_FULL, lhs_size: int = LHS_SIZE, seed: int = SEED) -> Design:
     """The points over the choices ``ids``: the full product when it has at most ``max_full`` points, else the
-    corners, the one-at-a-time points and a seeded Latin hypercube of ``lhs_size`` points (each choice's values
+    corners (at most :data:`MAX_CORNERS`, drawn when there are more), the one-at-a-time points and a seeded Latin
+    hypercube of ``lhs_size`` points (each choice's values
     spread evenly over the hypercube's strata, the strata permuted independently per choice)."""
     levels = [choices.get(cid).admissible for cid in ids]
     full = math.prod(len(x) for x in levels)
@@ -112,13 +115,19 @@ def design(ids: tuple[str, ...], max_full: int = MAX_FULL, lhs_size: int = LHS_S
         pts = [dict(zip(ids, combo)) for combo in itertools.product(*levels)]
         kind = "full product"
     else:
-        pts = [dict(zip(ids, combo)) for combo in itertools.product(*[(lv[0], lv[-1]) for lv in levels])]
-        pts += [dict(base, **{cid: v}) for cid, lv in zip(ids, levels) for v in lv]
         rng = np.random.default_rng(seed)
+        ends = [(lv[0], lv[-1]) for lv in levels]
+        if 2 ** len(ids) <= MAX_CORNERS:
+            pts = [dict(zip(ids, combo)) for combo in itertools.product(*ends)]
+            corners = f"every corner ({2 ** len(ids)})"
+        else:
+            bits = rng.integers(0, 2, size=(MAX_CORNERS, len(ids)))
+            pts = [{cid: e[b] for cid, e, b in zip(ids, ends, row)} for row in bits]
+            corners = f"{MAX_CORNERS} of the {2 ** len(ids)} corners drawn at random"
+        pts += [dict(base, **{cid: v}) for cid, lv in zip(ids, levels) for v in lv]
         cols = [[lv[int(i * len(lv) / lhs_size)] for i in rng.permutation(lhs_size)] for lv in levels]
         pts += [dict(zip(ids, row)) for row in zip(*cols)]
-        kind = (f"every corner ({2 ** len(ids)}), every one-at-a-time point and a {lhs_size}-point Latin hypercube "
-                f"(seed {seed})")
+        kind = f"{corners}, every one-at-a-time point and a {lhs_size}-point Latin hypercube (seed {seed})"
     seen, uniq = set(), [base]
     seen.add(tuple(base.values()))
     for p in pts:
@@ -361,6 +370,6 @@ def frame(rg: Mapping[str, Regrade]) -> "pandas.DataFrame":  # noqa: F821
                         columns=["claim", "point", "ours", "verdict", "default_verdict", "depends_on"])
 
 
-__all__ = ["Design", "LHS_SIZE", "MAX_FULL", "Regrade", "SEED", "default_run", "design", "frame", "grade",
+__all__ = ["Design", "LHS_SIZE", "MAX_CORNERS", "MAX_FULL", "Regrade", "SEED", "default_run", "design", "frame", "grade",
            "overrides", "parse_point", "point_text", "regrade", "summary", "summary_line", "swept_choices",
            "verify_depends", "verify_robust"]
