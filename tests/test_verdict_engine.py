@@ -316,3 +316,15 @@ def test_findings_say_what_they_mean(tmp_path):
     assert "`fig16.x`" in nr and "V-Rex link stall would need 190 ms" in nr and "FAIL at all 92 points" in nr
     assert "D6=16384" in g["Depends on an open choice"] and "`fig13.z`" in g["Confirmed"]
     assert set(g) <= set(content.FINDING_KINDS.values())
+
+
+def test_the_report_gives_how_many_verdicts_flip(rg, tmp_path):
+    from vrex_lib.report import content
+
+    df = ROB.findings_frame(rg)
+    assert df.statement[0].startswith("2 of 2 graded performance claims change verdict somewhere in the full product")
+    out = tmp_path / "results"
+    report.write_wide_table("findings_robustness", df, profile="t", out=out)
+    f = content.findings(content.collect_tables(out), out)
+    assert any(g["name"] == "Depends on an open choice" and "2 of 2 graded" in " ".join(g["items"])
+               for g in f["groups"])

@@ -359,6 +359,20 @@ def summary_line(rg: Mapping[str, Regrade]) -> str:
             f"the other {s['claims'] - s['flip']} hold at every point")
 
 
+def findings_frame(rg: Mapping[str, Regrade]) -> "pandas.DataFrame":  # noqa: F821
+    """The regrade as one finding of the report's opening (kind 'depends', :mod:`vrex_lib.claims.findings`): how
+    many verdicts flip in the design, which, and the design."""
+    import pandas as pd
+
+    s = summary(rg)
+    ex = "; ".join(f"{c}: {why}" for c, why in s["excluded"].items())
+    return pd.DataFrame([dict(finding="perf.robustness", kind="depends",
+                              statement=summary_line(rg) + ".",
+                              evidence=f"flipping: {', '.join(s['flipping']) or 'none'}; not varied: {ex or 'none'} "
+                                       "(claims.robustness, D401; every point in perf_robustness.csv)")],
+                        columns=["finding", "kind", "statement", "evidence"])
+
+
 def frame(rg: Mapping[str, Regrade]) -> "pandas.DataFrame":  # noqa: F821
     """One row per (claim, design point): the point (its non-default choices), ours and the verdict, beside the
     default verdict and the choices the claim depends on."""
@@ -371,5 +385,5 @@ def frame(rg: Mapping[str, Regrade]) -> "pandas.DataFrame":  # noqa: F821
 
 
 __all__ = ["Design", "LHS_SIZE", "MAX_CORNERS", "MAX_FULL", "Regrade", "SEED", "default_run", "design", "frame", "grade",
-           "overrides", "parse_point", "point_text", "regrade", "summary", "summary_line", "swept_choices",
+           "findings_frame", "overrides", "parse_point", "point_text", "regrade", "summary", "summary_line", "swept_choices",
            "verify_depends", "verify_robust"]

@@ -505,7 +505,8 @@ def _table_findings(base: Path, out: dict) -> tuple[list[str], list[str]]:
             continue
         read.append(f"[tables/{path.name}](tables/{path.name})")
         for r in df.itertuples():
-            kind = "beyond" if path.stem in BEYOND_TABLES else _KIND_OF.get(str(r.kind).strip(), "not-run")
+            k = str(r.kind).strip()
+            kind = "beyond" if path.stem in BEYOND_TABLES else (k if k in FINDING_KINDS else _KIND_OF.get(k, "not-run"))
             out[FINDING_KINDS[kind]].append(f"{cell(_text(r.statement))} `{cell(_text(r.finding))}` "
                                             + note(_text(r.evidence)))
     return read, bad
