@@ -384,6 +384,6 @@ def frame(rg: Mapping[str, Regrade]) -> "pandas.DataFrame":  # noqa: F821
                         columns=["claim", "point", "ours", "verdict", "default_verdict", "depends_on"])
 
 
-__all__ = ["Design", "LHS_SIZE", "MAX_CORNERS", "MAX_FULL", "Regrade", "SEED", "default_run", "design", "frame", "grade",
-           "findings_frame", "overrides", "parse_point", "point_text", "regrade", "summary", "summary_line", "swept_choices",
-           "verify_depends", "verify_robust"]
+__all__ = ["Design", "LHS_SIZE", "MAX_CORNERS", "MAX_FULL", "Regrade", "SEED", "default_run", "design",
+           "findings_frame", "frame", "grade", "overrides", "parse_point", "point_text", "regrade", "summary",
+           "summary_line", "swept_choices", "verify_depends", "verify_robust"]

@@ -46,17 +46,18 @@ class Tolerance:
 
 INFO = Tolerance("none")
 
-#: The one tolerance table: quantity kind -> the tolerance every claim of that kind is graded with, and why.
-#: Relative where the quantity is a ratio or a small percentage (an absolute band of points around 2.5 % would
-#: accept 0 %); absolute points only for shares of a whole large enough that points are the natural unit.
 #: The one plausibility rule for a 'model' cause's responsible term: (lowest factor, highest factor, why). A term of
 #: a model built from cited device numbers that would have to move further than this for a PASS needs a device
-#: other than the one cited (claims.causes; shown as the last row of :func:`vrex_lib.paper.tolerance_table`).
+#: other than the one cited (claims.causes, claims.terms; docs/DECISIONS.md D403).
 PLAUSIBLE_TERM: tuple[float, float, str] = (
     0.5, 2.0, "a simulator term is built from cited device numbers (bandwidths, efficiencies, per-op costs, "
               "docs/PERF_MODEL.md); the published spread of one such number across sources and measurements stays "
               "within x0.5-x2, so a needed change beyond it would need a device other than the one cited")
 
+#: The one tolerance table: quantity kind -> the tolerance every claim of that kind is graded with, and why.
+#: Relative where the quantity is a ratio or a small percentage (an absolute band of points around 2.5 % would
+#: accept 0 %); absolute points only for shares of a whole large enough that points are the natural unit; the
+#: order of magnitude for a share printed to one significant digit (D406).
 QUANTITY_KINDS: dict[str, Tolerance] = {
     "latency": Tolerance("rel", 0.25, "a latency or frame rate from a first-principles simulator vs the paper's "
                                       "unreleased one, built from cited device numbers"),
