@@ -79,7 +79,8 @@ def test_a_fail_that_passes_nowhere_is_robust_and_names_the_nearest_point():
     def run(**ov):
         return {KEY: (600.0 - (50.0 if ov.get("recent_capacity") == 32768 else 0.0), "")}
     r = ROB.regrade(None, ids=("D6",), run=run)[KEY]
-    assert r.pass_range() == "" and r.robustness() == "robust over 5 points (nearest: 550 at D6=32768)"
+    assert r.pass_range() == ""
+    assert r.robustness() == "robust over 5 points: none within the swept ranges passes (nearest: 550 at D6=32768)"
     row = report.row(KEY, 600.0)
     r.apply(row)
     assert row.verdict() == report.FAIL and row.pass_range == ""
@@ -304,7 +305,8 @@ def test_findings_say_what_they_mean(tmp_path):
 
     tol = Tolerance("rel", 0.1)
     fail = report.Row("fig16.x", "q", "x", 8.1, 3.0, tol, cause="model", cause_detail="d",
-                      robustness="robust over 92 points (nearest: 3.01 at D6=32768)",
+                      robustness="robust over 92 points: none within the swept ranges passes (nearest: 3.01 at "
+                                 "D6=32768)",
                       term=report.model_term("V-Rex link stall", 0.8, "190 ms (now 1,259 ms)", "x0.15 is outside"))
     dep = report.Row("fig13.y", "q", "ms", 254.0, 440.0, tol, pass_range="D6=16384 (18 of 270 points pass)",
                      robustness="depends on D6: PASS at D6=16384 (18 of 270 points flip)")
@@ -313,7 +315,8 @@ def test_findings_say_what_they_mean(tmp_path):
     f = content.findings(tabs, tmp_path)
     g = {x["name"]: " ".join(x["items"]) for x in f["groups"]}
     nr = g["Not reproduced by our model"]
-    assert "`fig16.x`" in nr and "V-Rex link stall would need 190 ms" in nr and "FAIL at all 92 points" in nr
+    assert "`fig16.x`" in nr and "V-Rex link stall would need 190 ms" in nr
+    assert "FAIL at all 92 points: none within the swept ranges passes" in nr
     assert "D6=16384" in g["Depends on an open choice"] and "`fig13.z`" in g["Confirmed"]
     assert set(g) <= set(content.FINDING_KINDS.values())
 

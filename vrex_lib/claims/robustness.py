@@ -186,7 +186,8 @@ class Regrade:
             if self.default == report.FAIL:
                 pt, o = self.best()
                 if o is not None:
-                    return f"robust over {self._size()} (nearest: {o:.4g} at {point_text(pt)})"
+                    return (f"robust over {self._size()}: none within the swept ranges passes (nearest: {o:.4g} at "
+                            f"{point_text(pt)})")
             return f"robust over {self._size()}"
         ids = list(dict.fromkeys([*self.depends_on, *(c for c, v in fl[0].items() if v != choices.get(c).default)]))
         other = "FAIL" if self.default == report.PASS else "PASS"
