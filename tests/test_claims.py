@@ -39,6 +39,9 @@ def test_workload_cause_depends_on_the_workload():
     c, d = workload_cause(STANDIN, "spans are short", "our choice D1")
     assert c == "stand-in-workload" and "SmolLM2-135M-Instruct + the patch-dct" in d and d.endswith("spans are short")
     assert workload_cause(PAPERLIKE, "spans are short", "our choice D1") == ("model", "our choice D1")
+    # a stand-in profile alone is no counterfactual: without a named driver the cause is the model
+    c, d = workload_cause(STANDIN, "", "our choice D1")
+    assert c == "model" and d.startswith("our choice D1") and "no measured quantity" in d
 
 
 # ---------------------------------------------------------------------------------------------- Table I

@@ -170,9 +170,24 @@ def test_key_write_preload_and_updater():
     assert got[2]["kw_we"] == 0 and got[3]["kw_we"] == 0  # a join writes nothing; a full memory neither
 
 
-def test_key_bank_writes_only_its_lane():
-    P = dict(clk=sig(), we=sig(), wrow=sig(2), wlane=sig(2), wdata=sig(8), rrow=sig(2), rdata=sig(8))
+# Writes to lane 2's bank: its own lane, then another lane's write to the same row, a write with we low, and a
+# read of a row only other lanes wrote. A bank that ignores ``wlane`` (or ``we``) reads 0x11 / 0x33 / 0x44 instead.
+_LANE_STEPS = [dict(we=1, wrow=1, wlane=2, wdata=0x22, rrow=1), dict(we=1, wrow=1, wlane=1, wdata=0x11, rrow=1),
+               dict(we=0, wrow=1, wlane=2, wdata=0x33, rrow=1), dict(we=1, wrow=0, wlane=3, wdata=0x44, rrow=0),
+               dict(we=0, rrow=0)]
+
+
+def _lane_reads(blk) -> list[int]:
+    P = dict(clk=Signal(bool(0)), we=sig(), wrow=sig(2), wlane=sig(2), wdata=sig(8), rrow=sig(2), rdata=sig(8))
     args = (P["clk"], P["we"], P["wrow"], P["wlane"], P["wdata"], P["rrow"], P["rdata"], 2, 4)
-    got = clocked(key_bank, args, P, [dict(we=1, wrow=1, wlane=1, wdata=0x11), dict(wlane=2, wdata=0x22),
-                           dict(we=0, wlane=2, wdata=0x33, rrow=1)], ["rdata"])
-    assert got[2]["rdata"] == 0x22
+    return [g["rdata"] for g in clocked(blk, args, P, _LANE_STEPS, ["rdata"])]
+
+
+def test_key_bank_writes_only_its_lane():
+    assert _lane_reads(key_bank) == [0x22, 0x22, 0x22, 0x00, 0x00]
+
+    @block
+    def no_lane_filter(clk, we, wrow, wlane, wdata, rrow, rdata, lane, rows):  # the mutant: every lane's write lands
+        return ram(clk, we, wrow, wdata, ((rrow, rdata),), rows)
+
+    assert _lane_reads(no_lane_filter) != [0x22, 0x22, 0x22, 0x00, 0x00]  # the check above can fail

@@ -36,7 +36,7 @@ def _results(out: Path) -> Path:
     R = report.Row
     report.write_table("headline", [
         R("fig13.edge.b1.fps_min", "fig13.edge.b1.fps_min [V-Rex: paper-stated workload]", "FPS", 3.9, 1.9, TOL,
-          "abstract", cause="paper-inconsistent", cause_detail="see implied.vrex8.max_sel_frac_pcie.40k",
+          "abstract", cause="paper-inconsistent", cause_detail="the paper's own inputs allow at most 1.2 FPS; see implied.vrex8.max_sel_frac_pcie.40k",
           check="implied.vrex8.max_sel_frac_pcie.40k"),
         R("fig13.edge.b1.fps_min.measured_workload", "fig13.edge.b1.fps_min [V-Rex: measured workload]", "FPS", 3.9,
           11.5, TOL, "abstract", cause="stand-in-workload", cause_detail="SmolLM2 selects 1 %"),
@@ -92,13 +92,15 @@ def test_report_opens_with_the_headline_claims_then_follows_the_paper(built):
     # every headline claim with both V-Rex columns, its verdicts and causes, on the first screen
     row = next(ln for ln in first_screen.splitlines() if "frame rate, low end" in ln)
     assert "| 3.9 FPS | 1.9 FPS | **FAIL** | 11.5 FPS | **FAIL** |" in row
-    assert "paper-stated: **paper-inconsistent** — see implied" in row and "measured: **stand-in-workload**" in row
+    assert "paper-stated: **paper-inconsistent** — the paper's own inputs allow at most 1.2 FPS [[" in row
+    assert "measured: **stand-in-workload**" in row
     assert "| 19.7× | 21× | **PASS** | 79× | **FAIL** | measured: **unexplained** |" in first_screen
     # a cause cell is one short sentence; its detail and check id sit behind a footnote link
-    assert "**model** — DPE logic switching (80%) would need DPE at 2100 mW (now 600), implausible [[" in first_screen
+    assert ("**model** — DPE logic switching (80% of it) would need DPE at 2100 mW (now 600), ×3.5, beyond the "
+            "cited devices' range [[") in first_screen
     assert "**not-run** — PROFILE=full on a GPU [[" in first_screen
     details = md[md.index("## Cause details"):]
-    assert "`implied.vrex8.max_sel_frac_pcie.40k`: see implied.vrex8.max_sel_frac_pcie.40k" in details
+    assert "`implied.vrex8.max_sel_frac_pcie.40k`: the paper's own inputs allow at most 1.2 FPS; see implied" in details
     assert '<a id="note-1"></a>**[1]**' in details
     # headline claims no table holds are shown as absent, not dropped
     assert "peak throughput, V-Rex8 |  | – | – | – |  |  | not in these results: no table holds" in first_screen
@@ -179,8 +181,11 @@ def test_main_prints_the_fail_counts_per_cause(tmp_path, capsys):
     nbs.mkdir()
     assert report.main(["--results", str(out), "--notebooks", str(nbs)]) == 0
     printed = capsys.readouterr()
-    assert "FAIL by cause: paper-inconsistent 1, stand-in-workload 1, model 1, unexplained 1" in printed.out
-    assert "NOT RUN by cause: not-run 1" in printed.out and "1 FAIL / NOT RUN rows name no cause" in printed.err
+    # per distinct claim (the measured-workload twins are the same claims' other column), rows in parentheses
+    assert ("FAIL by cause, claims (rows): paper-inconsistent 1 (1), stand-in-workload 0 (1), model 1 (1), "
+            "unexplained 0 (1)") in printed.out
+    assert "verdicts per distinct claim: " in printed.out and "(rows, measured-workload twins" in printed.out
+    assert "NOT RUN by cause, claims (rows): not-run 1 (1)" in printed.out and "1 FAIL / NOT RUN rows name no cause" in printed.err
 
 
 class _Page(HTMLParser):
@@ -402,7 +407,7 @@ def test_make_reproduce_manifest_and_stale_report(tmp_path):
 
     r = make("reproduce")
     assert r.returncode == 0, r.stderr
-    assert "FAIL by cause: none" in r.stdout and (res / "report.html").is_file()
+    assert "FAIL by cause, claims (rows): none" in r.stdout and (res / "report.html").is_file()
     man = json.loads((res / "executed" / "00_dyn.manifest.json").read_text())
     assert man["tables"] == ["t_a", "t_b"]
     (res / "tables" / "t_b.csv").unlink()

@@ -33,8 +33,15 @@ def test_tolerance_table_covers_every_kind_with_a_reason():
     for kind, tol in paper.QUANTITY_KINDS.items():
         assert len(tol.why) > 20, kind
     # ratios and small percentages are graded relatively: 2.5 % +- points would accept 0 %
-    for kind in ("ratio", "small_share", "retrieval_ratio", "utilisation", "block_share"):
+    for kind in ("ratio", "small_share", "retrieval_ratio", "utilisation", "small_block_share"):
         assert paper.QUANTITY_KINDS[kind].kind == "rel", kind
+    # a large block share in points; a share printed to one digit by its order of magnitude
+    assert paper.get("table3.area_pct.dpe").tol == paper.Tolerance("abs", 10.0, paper.QUANTITY_KINDS["block_share"].why)
+    assert report.row("table3.area_pct.dpe", 110.0).verdict() == report.FAIL  # +-50 % would have passed it
+    assert paper.get("table3.area_pct.hcu").qkind == "small_block_share"
+    one = "fig16.pred_share.vrex_kvpu"  # printed 0.5 %
+    assert [report.row(one, v).verdict() for v in (0.16, 1.5, 0.15, 1.6)] == [report.PASS] * 2 + [report.FAIL] * 2
+    assert str(paper.get(one).tol) == "×/÷3.16" and report.row(one, 0.0).verdict() == report.FAIL
     r = report.row("table2.ratio.resv.text.avg", 0.0)
     assert r.verdict() == report.FAIL  # 0 % is not 2.5 %
     with pytest.raises(ValueError, match="quantity kind"):
@@ -111,23 +118,24 @@ def test_peak_and_memory_sizes_are_consistent_not_pass():
 
 
 def _fake_run(**ov):
-    """A claim whose value follows D6: 100 at 2048, 80 at 4096 (default), 60 above; another that never moves."""
+    """A claim whose value follows D6: 330 at 2048, 400 at 4096 (default), 260 above; another that never moves."""
     cap = ov.get("recent_capacity", 4096)
     return {"fig13.edge.b1.frame.vrex8_ms.40k": ({2048: 330.0, 4096: 400.0}.get(cap, 260.0), ""),
             "fig13.edge.b1.frame.vrex8_ms.1k": (121.0, "")}
 
 
-def test_regrade_names_the_choice_and_the_range_over_which_a_fail_passes():
+def test_regrade_names_the_point_and_the_range_over_which_a_fail_passes():
     rg = ROB.regrade(None, ids=("D6",), run=_fake_run)
     r40, r1 = rg["fig13.edge.b1.frame.vrex8_ms.40k"], rg["fig13.edge.b1.frame.vrex8_ms.1k"]
-    assert r40.default == report.FAIL and r40.pass_range() == "D6 at 8192-32768 tokens"
-    assert r40.robustness() == "depends on D6 (PASS at 8192-32768 tokens)"
-    assert r1.default == report.PASS and r1.robustness() == "robust"
+    assert r40.default == report.FAIL
+    assert r40.pass_range() == "D6=8192 (3 of 5 points pass; D6 at 8192-32768 tokens)"
+    assert r40.robustness() == "depends on D6: PASS at D6=8192 (3 of 5 points flip)"
+    assert r1.default == report.PASS and r1.robustness() == "robust over 5 points"
     row = report.row("fig13.edge.b1.frame.vrex8_ms.40k", 400.0)
     r40.apply(row)
     assert row.verdict() == report.DEPENDS and row.robustness.startswith("depends on D6")
     df = report.to_frame([row], "t")
-    assert df.verdict[0] == "DEPENDS" and "D6 at 8192-32768" in df.cause_detail[0]
+    assert df.verdict[0] == "DEPENDS" and df.cause_detail[0].startswith("PASS at D6=8192 (")
 
 
 def test_regrade_over_the_simulator_covers_every_swept_choice(res):
@@ -135,7 +143,8 @@ def test_regrade_over_the_simulator_covers_every_swept_choice(res):
     r = rg["fig13.edge.b1.frame.vrex8_ms.40k"]
     assert [v for v, _, _ in r.by_choice["D6"]] == list(choices.get("D6").admissible)
     assert len({o for _, o, _ in r.by_choice["D6"]}) > 1  # the capacity moves the 40K latency
-    assert all(x.robustness() in ("", "robust") or x.robustness().startswith("depends on D") for x in rg.values())
+    assert r.design.kind == "full product" and len(r.points) == 10 and "D6" in r.depends_on
+    assert all(x.robustness().startswith(("robust", "depends on D")) for x in rg.values() if x.robustness())
 
 
 def test_every_paper_inconsistent_cause_holds_over_every_admissible_choice(res):
@@ -205,7 +214,10 @@ def test_report_opens_with_every_findings_table_and_renders_without_one(tmp_path
                                                         evidence="5/5 for every baseline")]), profile="t", out=out)
     md = report.build_report(out, notebook_dir=tmp_path).read_text()
     found = md[md.index("## Findings"):md.index("## Headline claims")]
-    assert "**Refuted robustly**" in found and "ReSV answers 0/5 passkeys" in found and "hash reading" in found
+    # the retrieval study's findings under their own heading; the paper's self-contradiction under its own
+    beyond = found[found.index("**Beyond the paper: our retrieval findings**"):]
+    assert "ReSV answers 0/5 passkeys" in beyond and "hash reading" not in beyond
+    assert "hash reading" in found[found.index("**The paper contradicts its own inputs**"):]
     assert "tables/findings_retrieval.csv" in found
     assert "5/5 for every baseline" in md[md.index("## Cause details"):]
     assert md.count("ReSV answers 0/5 passkeys") == 1  # not repeated as an appendix table

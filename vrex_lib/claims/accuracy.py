@@ -186,7 +186,7 @@ def _nan_cause(prov: Provenance, ev: StudyEvidence, what: str) -> dict:
 def _infinigen_cause(prov: Provenance, ev: StudyEvidence, method: str, stage: str) -> tuple[str, str]:
     c = ev.infinigen.get((method, stage))
     if c is None:
-        return workload_cause(prov, ev.streams(), "InfiniGen inside this runtime (D61)")
+        return workload_cause(prov, "", "InfiniGen inside this runtime (D61)")
     if c.n_layers_dense == c.n_layers_applied:
         fact = (f"every layer it is consulted in ({c.n_layers_applied} of this model's {ev.n_layers}) attends densely "
                 "(InfiniGen's reference keeps layers 0-1 dense), so it fetches 100 %")
@@ -205,7 +205,7 @@ def _infinigen_cause(prov: Provenance, ev: StudyEvidence, method: str, stage: st
 def _rekv_cause(prov: Provenance, ev: StudyEvidence, stage: str) -> tuple[str, str]:
     b = ev.rekv
     if b is None:
-        return workload_cause(prov, ev.streams(), "ReKV inside this runtime (D60)")
+        return workload_cause(prov, "", "ReKV inside this runtime (D60)")
     within = b.max_blocks <= b.budget_blocks
     if stage == "frame":
         if not within:
@@ -228,10 +228,10 @@ def ratio_cause(method: str, stage: str, prov: Provenance, ev: StudyEvidence) ->
         return _infinigen_cause(prov, ev, method, stage)
     if method == "rekv":
         return _rekv_cause(prov, ev, stage)
-    return workload_cause(prov, f"ReSV's ratio follows how the model's attention concentrates over its cache: "
-                          f"{ev.n_layers} layers x {ev.n_kv_heads} KV heads, {ev.streams()}; not separated here from "
-                          "ReSV's own choices D1-D4 (notebook 02's sensitivity shows their effect)",
-                          "ReSV's choices where the paper is silent (D1-D4) and the ratio's definition (D7)")
+    # the model's attention concentration is not separated here from ReSV's own choices D1-D4: no driver
+    return workload_cause(prov, "", "ReSV's choices where the paper is silent (D1-D4) and the ratio's definition "
+                          f"(D7), on {ev.n_layers} layers x {ev.n_kv_heads} KV heads of {ev.streams()} (notebook 02's "
+                          "sensitivity shows their effect)")
 
 
 # --------------------------------------------------------------------------------------------------- rows
@@ -517,8 +517,8 @@ def fig20_summary(plh: pd.DataFrame) -> Fig20Summary:
 
 def fig20_rows(s: Fig20Summary, prov: Provenance, ev: StudyEvidence, sample_id: str) -> list[report.Row]:
     """Fig. 20: the lowest / highest per-layer ReSV ratio and ReKV / ReSV tokens on the sample."""
-    c, d = workload_cause(prov, f"one sample ({sample_id}) of {ev.n_layers} layers x {ev.n_kv_heads} KV heads, "
-                          f"{ev.streams()}", "per-layer ratios of this runtime's ReSV (D1-D4)")
+    c, d = workload_cause(prov, "", f"per-layer ratios of this runtime's ReSV (D1-D4) on one sample ({sample_id}) "
+                          f"of {ev.n_layers} layers x {ev.n_kv_heads} KV heads, {ev.streams()}")
     rekv, resv = s.avg["rekv"], s.avg["resv"]
     if rekv >= 99.9:
         why = (f"ReKV attends to {rekv:.1f} % of the frame-stage candidates on this sample (dense while encoding "

@@ -5,9 +5,9 @@ Causes (:data:`vrex_lib.report.CAUSES`):
 * ``paper-inconsistent`` -- an implied-by-printed check (:func:`implied_checks`) shows the printed value lies outside
   what the paper's own stated inputs allow (Table I's link, Table II's ratios, the printed latencies) for EVERY
   admissible value of the choices the check depends on (:data:`CHECK_CHOICES`: the KVMU capacity D6 and the
-  frame-to-frame reuse D221), and ours is within the claim's tolerance of the bound; where the contradiction
-  vanishes for part of those ranges the row is DEPENDS instead, naming the choice and the range
-  (:func:`inconsistency`); ``check`` names the check's INFO row;
+  frame-to-frame reuse D221), and ours is within the claim's tolerance of the bound (:func:`inconsistency`);
+  ``check`` names the check's INFO row. A check whose contradiction vanishes for part of those ranges is evidence
+  of nothing: it never makes a row DEPENDS (only our simulator can, :mod:`vrex_lib.claims.robustness`, D400);
 * ``stand-in-workload`` -- the measured-workload column FAILs where the paper-stated column PASSes (a real
   counterfactual: the workload alone flips the verdict);
 * ``model`` -- ours, with the responsible term of the simulation, its share, the value it would need for a PASS and
@@ -298,16 +298,17 @@ def _measured_source(label: str) -> str:
 
 # ---- model terms ----------------------------------------------------------------------------------------------
 
-#: How far one simulator term can move before it needs a device other than the one cited (the plausibility of a
-#: 'model' cause's required value).
-PLAUSIBLE_TERM = (0.5, 2.0, "a simulator term built from cited device numbers (bandwidths, efficiencies, per-op "
-                            "costs, docs/PERF_MODEL.md); beyond x0.5-x2 it would need a device other than the one cited")
+#: How far one simulator term can move before it needs a device other than the one cited: the one plausibility rule
+#: of the tolerance table (:data:`vrex_lib.paper.PLAUSIBLE_TERM`).
+PLAUSIBLE_TERM = paper.PLAUSIBLE_TERM
 _PARTS = {"llm": "LLM ops", "vision_mlp": "vision tower + MLP", "kv_prediction": "KV prediction",
           "retrieval_exposed": "exposed link stall (KV fetch)"}
 
 
 def target(printed: float, ours: float, tol: paper.Tolerance) -> float:
     """The nearest edge of the tolerance band around ``printed``, on ours' side: what a PASS needs."""
+    if tol.kind == "log":
+        return printed * 10 ** (-tol.value if ours < printed else tol.value)
     band = tol.value * abs(printed) if tol.kind == "rel" else tol.value
     return printed - band if ours < printed else printed + band
 
@@ -321,7 +322,7 @@ def part_term(name: str, part: float, whole: float, needs: float, unit: str = "m
     note = ((f"x{factor:.2f} is within" if ok else f"x{factor:.2f} is outside") + f" x{lo:g}-x{hi:g}: {why}"
             if needs > 0 else "implausible: it would need a negative value")
     return dict(report.model_term(name, part / whole if whole else 0.0,
-                                  f"{name} at {needs:.4g} {unit} (now {part:.4g} {unit})", note),
+                                  f"{needs:.4g} {unit} (now {part:.4g} {unit})", note),
                 factor=factor if needs > 0 else float("inf"))
 
 
@@ -341,8 +342,7 @@ def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper
 
 def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
     """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
-    return part_term(f"{name} as a whole (no finer breakdown is recorded for it)", ours, ours,
-                  target(printed, ours, tol), unit)
+    return part_term(name, ours, ours, target(printed, ours, tol), unit)
 
 
 def _best(cands: list[dict]) -> dict:
@@ -370,12 +370,12 @@ def _point(key: str, note: str) -> tuple[str, str, int, int] | None:
     if key == "headline.speedup_max":
         w = _where(note)
         return (w[3], w[0], w[1], w[2]) if w else None
-    m = re.match(r"fig13\.edge\.b(\d+)\.(frame|text)\.", key)
+    m = re.match(r"fig13\.(edge|server)\.b(\d+)\.(frame|text)\.", key)
     if m:
         tail = key.rsplit(".", 1)[1]
         kv = int(tail[:-1]) * 1000 if tail.endswith("k") and tail[:-1].isdigit() else (
             1000 if tail.endswith("min") else 40000)
-        return ("edge", m.group(2), kv, int(m.group(1)))
+        return (m.group(1), m.group(3), kv, int(m.group(2)))
     m = re.match(r"fig13\.edge\.b1\.(fps|tpot_vrex8)_(min|max)", key)
     if m:
         stage = "frame" if m.group(1) == "fps" else "text"
@@ -384,34 +384,80 @@ def _point(key: str, note: str) -> tuple[str, str, int, int] | None:
     return None
 
 
+def _axis_ms(plat: str, stage: str, batch: int) -> float | None:
+    """The top of the latency axis the paper plots for this panel (Fig. 13(a)); None where it prints none."""
+    key = f"fig13.{plat}.axis_ms.b{batch}.{stage}"
+    return paper.value(key) if key in paper.REGISTRY else None
+
+
+def _side(terms: list[dict], whole_ms: float, needs_whole_ms: float, system: str, axis: float | None) -> list[dict]:
+    """Mark each candidate term of one system: ``admissible`` when its factor is within :data:`PLAUSIBLE_TERM` and
+    the system's latency it implies stays on the paper's plotted axis."""
+    lo, hi, _ = PLAUSIBLE_TERM
+    for t in terms:
+        t["system"], t["after_ms"], t["axis_ms"] = system, needs_whole_ms, axis
+        t["on_axis"] = axis is None or needs_whole_ms <= axis
+        t["admissible"] = t["on_axis"] and lo <= t["factor"] <= hi
+        if not t["on_axis"]:
+            t["plausible"] = (f"{t['plausible'].split(':')[0]}; it would put {system} at {needs_whole_ms:,.0f} ms, "
+                              f"off the paper's 0-{axis:,.0f} ms axis")
+    return terms
+
+
+def both_sides(ours_side: list[dict], base_side: list[dict]) -> dict:
+    """The responsible term of a ratio: the smallest admissible change on either system's side (``admissible``:
+    :func:`_side`), else the smallest change that keeps the latency on the plotted axis, else the smallest change;
+    its plausibility note names the other side's best candidate too (attribution on both sides, D403)."""
+    cands = ours_side + base_side
+    pick = _best([c for c in cands if c.get("admissible")] or [c for c in cands if c.get("on_axis", True)] or cands)
+    other = [c for c in (base_side if pick in ours_side else ours_side)]
+    if other:
+        o = _best(other)
+        off = ("" if o.get("on_axis", True) else
+               f"; {o['system']} at {o['after_ms']:,.0f} ms, off the paper's 0-{o['axis_ms']:,.0f} ms axis")
+        pick = dict(pick, plausible=f"{pick['plausible']}; the other side: {o['term']} would need {o['needs']} "
+                                    f"(x{o['factor']:.2f}{off})")
+    return pick
+
+
 def perf_term(key: str, ours: float | None, printed: float, tol: paper.Tolerance, res: Mapping | None,
               note: str = "") -> dict | None:
     """The responsible term of a performance FAIL (:func:`vrex_lib.report.model_term`): the simulated part of the
     claim's quantity whose change alone (the others held) brings ours to the nearest edge of the tolerance band
-    with the smallest change, its share, that value and whether it is plausible (:data:`PLAUSIBLE_TERM`). Claims
-    without a recorded breakdown name the simulated quantity as a whole (share 1)."""
+    with the smallest change, its share, that value and whether it is plausible (:data:`PLAUSIBLE_TERM`). For a
+    ratio both systems' terms are candidates and a change is judged against the plausibility rule and the paper's
+    own plotted axis (:func:`both_sides`). Claims without a recorded breakdown name the simulated quantity as a
+    whole (share 1)."""
     if ours is None or res is None or tol.kind == "none":
         return None
     tgt = target(printed, ours, tol)
     pt = _point(key, note)
-    if pt is not None and not key.split(".")[-2:-1] == ["energy_gain"] and ".energy_gain." not in key:
+    if pt is not None and ".energy_gain." not in key:
         plat, stage, kv, batch = pt
         gpu, acc = ("agx_orin", "vrex8") if plat == "edge" else ("a100", "vrex48")
         v, f = _grid_row(res, acc, stage, kv, batch), _grid_row(res, gpu, stage, kv, batch, "flexgen")
         if v is not None:
-            if ".vrex8_ms." in key or "tpot" in key:
+            if ".vrex8_ms." in key or ".vrex48_ms." in key or "tpot" in key:
                 return _best(_latency_terms(v, acc, tgt))
             if "fps" in key:
                 return _best(_latency_terms(v, acc, 1000.0 / tgt))
             if "speedup" in key and f is not None:
-                return _best(_latency_terms(v, acc, float(f.latency_ms) / tgt)
-                             + _latency_terms(f, gpu + "+FlexGen", tgt * float(v.latency_ms)))
+                axis = _axis_ms(plat, stage, batch)
+                v_ms, f_ms = float(f.latency_ms) / tgt, tgt * float(v.latency_ms)
+                return both_sides(_side(_latency_terms(v, acc, v_ms), float(v.latency_ms), v_ms, acc, axis),
+                                  _side(_latency_terms(f, gpu + "+FlexGen", f_ms), float(f.latency_ms), f_ms,
+                                        gpu + "+FlexGen", axis))
     if key.startswith("fig16.speedup.") and "f16" in res:
         d = res["f16"].set_index("label")
         bar, base = d.loc[key.rsplit(".", 1)[1]], d.loc["agx_flexgen"]
-        return _best(_latency_terms(bar, key.rsplit(".", 1)[1], float(base.latency_ms) / tgt)
-                     + _latency_terms(base, "agx_flexgen", tgt * float(bar.latency_ms)))
-    return whole_term(f"the simulated {key}", ours, printed, tol, paper.get(key).unit if key in paper.REGISTRY else "")
+        axis = _axis_ms("edge", "frame", 1)  # its AGX+FlexGen bar is Fig. 13(a)'s batch-1 frame step at 40K
+        b_ms, f_ms = float(base.latency_ms) / tgt, tgt * float(bar.latency_ms)
+        return both_sides(_side(_latency_terms(bar, key.rsplit(".", 1)[1], b_ms), float(bar.latency_ms), b_ms,
+                                key.rsplit(".", 1)[1], axis),
+                          _side(_latency_terms(base, "agx_flexgen", f_ms), float(base.latency_ms), f_ms,
+                                "agx_flexgen", axis))
+    return whole_term("our simulated value as a whole", ours, printed, tol,
+                      paper.get(key).unit if key in paper.REGISTRY else "")
 
 
 def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, checks: list[ImpliedCheck],
@@ -436,19 +482,15 @@ def attribute(r: report.Row, key: str, *, measured: bool, res: Mapping | None, c
                               f"({_measured_source(measured_label)}) gives {r.reproduced:.4g}: the workload alone "
                               "flips the verdict")
             return r
-        r.cause, r.check, r.pass_range, r.term = twin.cause, twin.check, twin.pass_range, twin.term
+        r.cause, r.check, r.term = twin.cause, twin.check, twin.term
         r.cause_detail = (f"fails with the paper-stated workload too ({twin.reproduced:.4g}), so the workload does "
                           f"not explain it: {twin.cause_detail}")
         return r
     if printed is not None:
         inc = inconsistency(key, r.reproduced, r.tolerance, printed, checks)
-        if inc is not None:
-            label, detail, cid, rng = inc
-            r.check = cid
-            if label == "paper-inconsistent":
-                r.cause, r.cause_detail = label, detail
-                return r
-            r.pass_range, r.cause_detail = rng, detail
+        if inc is not None and inc[0] == "paper-inconsistent":
+            r.cause, r.cause_detail, r.check = inc[0], inc[1], inc[2]
+            return r
     r.term = perf_term(key, r.reproduced, r.paper, r.tolerance, res, note)
     if not r.cause_detail:
         r.cause_detail = model_reason(key, res, note) if res is not None else "ours (docs/PERF_MODEL.md)"
@@ -477,8 +519,6 @@ def cause_for(key: str, ours: float | None, verdict: str, *, measured: bool, res
                           cause=paper_row[3], cause_detail=paper_row[4])
     attribute(r, key, measured=measured, res=res, checks=checks, printed=printed, note=note,
               measured_label=measured_label, twin=twin)
-    if r.pass_range:
-        return "model", r.cause_detail
     if not measured and printed is None:
         for c in checks:  # constructed checks, no sweep: the side of the miss and the bound decide
             if key in c.claims and c.violated and ours is not None and c.near_bound(ours, tol):

@@ -17,8 +17,9 @@ from .resv import hc_overhead_pct
 
 COLUMNS = ["finding", "kind", "statement", "evidence"]
 #: confirmed: holds robustly; refuted: the printed numbers or a counterfactual contradict it robustly;
-#: uncheckable: needs what this machine or the paper does not give.
-KINDS = ("confirmed", "refuted", "uncheckable")
+#: uncheckable: needs what this machine or the paper does not give; or one of the report's headings directly
+#: (:data:`vrex_lib.report.content.FINDING_KINDS`, D408).
+KINDS = ("confirmed", "refuted", "uncheckable", "paper-inconsistent", "not-reproduced", "depends", "beyond", "not-run")
 
 
 def hash_hc_finding(head_dim: int = LLAMA3_8B.head_dim, n_kv_heads: int = LLAMA3_8B.n_kv_heads) -> dict:

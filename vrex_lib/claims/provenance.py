@@ -38,10 +38,15 @@ class Provenance:
         return f"{self.model}{enc} on {self.data} (profile {self.profile})"
 
 
-def workload_cause(prov: Provenance, specific: str, model_reason: str) -> tuple[str, str]:
-    """(cause, cause_detail) of a miss: ``stand-in-workload`` with what differs (``specific``: the evidence for
-    this row) unless the inputs are the paper's, then ``model`` with ``model_reason``."""
+def workload_cause(prov: Provenance, driver: str, model_reason: str) -> tuple[str, str]:
+    """(cause, cause_detail) of a miss, by counterfactual (docs/DECISIONS.md D190, D405): ``stand-in-workload`` only
+    when ``driver`` names what of this profile's inputs drives the miss -- the statistic recomputed on the
+    paper-stated input, or the measured quantity that sets the value (e.g. 'every layer it is consulted in attends
+    densely') -- and the inputs are not the paper's; else ``model`` with ``model_reason`` (a stand-in profile
+    alone is no evidence that the workload explains a miss)."""
     if prov.paper_workload:
         return "model", model_reason
-    detail = f"measured on {prov.describe()}, not {PAPER_WORKLOAD}"
-    return "stand-in-workload", f"{detail}; {specific}" if specific else detail
+    if not driver:
+        return "model", (f"{model_reason}; measured on {prov.describe()}, but no measured quantity of that input is "
+                         "shown to drive the miss")
+    return "stand-in-workload", f"measured on {prov.describe()}, not {PAPER_WORKLOAD}; {driver}"

@@ -19,6 +19,7 @@ Table I's system power (V-Rex + DRAM + PCIe + storage) is rebuilt from the simul
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -108,6 +109,39 @@ def _block_rows(b: pd.DataFrame, causes: dict[str, str], suffix: str) -> list[re
                                ("power_mw", "power_mW", "power"), ("power_pct", "power_pct", "power")):
             rows.append(report.row(f"table3.{q}.{k}", b.loc[blk, col], quantity=f"{blk} {_LABEL[q]}{suffix}",
                                    cause="model", cause_detail=causes.get(f"{blk}.{unit_q}", "")))
+    return rows
+
+
+#: The estimates from the most faithful down (docs/DECISIONS.md D404): the one that ran first in this order is the
+#: estimate of record of every Table III claim; the others are INFO cross-checks (:func:`cross_check`).
+RECORD_ORDER: tuple[str, ...] = ("rtl", "cacti+cells", "component")
+
+
+def record_model(ran: Iterable[str]) -> str:
+    """The estimate of record among the estimates that ran (:data:`RECORD_ORDER`); none ran is an error."""
+    ran = set(ran)
+    bad = ran - set(MODELS)
+    if bad:
+        raise ValueError(f"unknown estimate(s) {sorted(bad)}: choose from {sorted(MODELS)}")
+    for m in RECORD_ORDER:
+        if m in ran:
+            return m
+    raise ValueError("record_model: no Table III estimate ran")
+
+
+def cross_check(rows: list[report.Row], model: str, record: str,
+                record_rows: Iterable[report.Row] = ()) -> list[report.Row]:
+    """``rows`` of the estimate ``model`` as graded where it is the estimate of record; otherwise each row whose
+    claim ``record_rows`` (the record's rows) grade becomes an INFO cross-check beside the printed value, with a note
+    naming the estimate of record (a claim only this estimate answers stays graded)."""
+    if model == record:
+        return rows
+    graded = {r.claim for r in record_rows if r.paper is not None and r.reproduced is not None}
+    for r in rows:
+        if r.claim in graded and r.reproduced is not None:
+            r.tolerance = paper.INFO
+            r.note = "; ".join(x for x in (f"INFO cross-check: the estimate of record is the {MODELS[record]} (D404)",
+                                           r.note) if x)
     return rows
 
 

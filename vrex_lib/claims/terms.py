@@ -9,8 +9,8 @@ The term is the largest group of same-kind parts of the row's quantity (of the b
 for a total, of the DRE or the rest of the core for a DRE share, whichever needs the smaller change): e.g. all the
 DPE's synthesised units together, named by their largest members. ``needs`` is the value
 of that term alone that brings the row to the nearest edge of its tolerance band, everything else fixed.
-``plausible`` compares the needed factor with :data:`PLAUSIBLE`: how far a term of that kind can move in a
-synthesis of the same design at 14 nm, with the reason.
+``plausible`` compares the needed factor with the one plausibility rule (:data:`vrex_lib.paper.PLAUSIBLE_TERM`);
+:data:`PLAUSIBLE` gives each kind's reason for moving at all.
 """
 from __future__ import annotations
 
@@ -18,23 +18,24 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from .. import report
+from .. import paper, report
 
-#: kind -> (lowest factor, highest factor, why): how far a term can move in a synthesis of the same design.
-PLAUSIBLE: dict[str, tuple[float, float, str]] = {
-    "logic switching": (0.5, 2.0, "a 14 nm library's switching energy vs NanGate 45 nm cells scaled by "
-                                  "Stillmaker-Baas: their HP/LP 45 nm fits differ x1.16, glitches 0-40 %, net loads "
-                                  "at fan-out 1-4 and timing-driven upsizing together span about x0.5-x2"),
-    "per-op datapath": (0.25, 4.0, "cited per-operation energies of one operation differ several-fold between "
-                                   "sources (Horowitz vs Aladdin, notebook 05 §5)"),
-    "registers and clock": (0.5, 2.0, "clock gating could halve the flip-flops' clock energy; a skew-balanced "
-                                      "tree of larger buffers could double the tree"),
-    "SRAM": (0.5, 2.0, "CACTI's cell flavours, temperature and banking (notebook 05 §6) span about x0.5-x2"),
-    "logic area": (0.7, 1.5, "pre-layout cell area of the same RTL: complex cells (AOI/OAI, full adders) shrink "
-                             "it, timing upsizing grows it"),
-    "datapath area": (0.25, 4.0, "cited per-operation areas differ several-fold between sources"),
-    "register area": (0.7, 1.5, "flip-flop flavours (with enable, scan) and sizing"),
-    "SRAM area": (0.5, 2.0, "macro compilers' array efficiency and periphery"),
+#: kind -> why a term of that kind can move at all in a synthesis of the same design; how far it may move is the one
+#: plausibility rule of the tolerance table (:data:`vrex_lib.paper.PLAUSIBLE_TERM`, docs/DECISIONS.md D403).
+PLAUSIBLE: dict[str, str] = {
+    "logic switching": "a 14 nm library's switching energy vs NanGate 45 nm cells scaled by Stillmaker-Baas: their "
+                       "HP/LP 45 nm fits differ x1.16, glitches 0-40 %, net loads at fan-out 1-4 and timing-driven "
+                       "upsizing",
+    "per-op datapath": "cited per-operation energies of one operation differ between sources (Horowitz vs Aladdin, "
+                       "notebook 05 §5)",
+    "registers and clock": "clock gating could halve the flip-flops' clock energy; a skew-balanced tree of larger "
+                           "buffers could double the tree",
+    "SRAM": "CACTI's cell flavours, temperature and banking (notebook 05 §6)",
+    "logic area": "pre-layout cell area of the same RTL: complex cells (AOI/OAI, full adders) shrink it, timing "
+                  "upsizing grows it",
+    "datapath area": "cited per-operation areas differ between sources",
+    "register area": "flip-flop flavours (with enable, scan) and sizing",
+    "SRAM area": "macro compilers' array efficiency and periphery",
 }
 
 
@@ -64,6 +65,8 @@ def _parts(df: pd.DataFrame) -> pd.DataFrame:
 
 def _target(r: report.Row) -> float:
     t = r.tolerance
+    if t.kind == "log":
+        return r.paper * 10 ** (-t.value if r.reproduced < r.paper else t.value)
     band = t.value * abs(r.paper) if t.kind == "rel" else t.value
     return r.paper - band if r.reproduced < r.paper else r.paper + band
 
@@ -81,7 +84,8 @@ def _needs(kind: str, r: report.Row, value: float, part: float, total: float) ->
 
 def _entry(r: report.Row, name: str, kind: str, part: float, share: float, needs: float, unit: str) -> dict:
     factor = needs / part if part else float("inf")
-    lo, hi, why = PLAUSIBLE[kind]
+    lo, hi, _ = paper.PLAUSIBLE_TERM
+    why = PLAUSIBLE[kind]
     ok = needs > 0 and lo <= factor <= hi
     return dict(claim=r.claim, term=name, kind=kind, share=share, value=part, needs=needs, factor=factor, unit=unit,
                 target=_target(r), plausible=bool(ok),

@@ -17,6 +17,7 @@ import importlib
 import pkgutil
 
 from ._core import INFO, QUANTITY_KINDS, REGISTRY, PaperValue, Tolerance, pv, register
+from ._core import PLAUSIBLE_TERM  # noqa: F401  (the one plausibility rule of a model term)
 
 # Import every section module so REGISTRY is complete whichever one a caller needs.
 for _m in pkgutil.iter_modules(__path__):

@@ -6,11 +6,13 @@ configuration) are the one exception and are marked ``kind="input"``.
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["result", "input", "derived"]
-TolKind = Literal["rel", "abs", "none"]
+TolKind = Literal["rel", "abs", "log", "none"]
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,7 @@ class Tolerance:
     """How far a reproduced number may be from the paper's and still PASS.
 
     kind='rel': |ours - paper| <= value * |paper|; kind='abs': |ours - paper| <= value (same unit);
+    kind='log': |log10(ours / paper)| <= value (the same order of magnitude; ours must be positive);
     kind='none': informational, never judged.
     """
 
@@ -28,20 +31,33 @@ class Tolerance:
     def check(self, paper: float, ours: float) -> bool | None:
         if self.kind == "none":
             return None
+        if self.kind == "log":
+            return ours > 0 and paper > 0 and abs(math.log10(ours / paper)) <= self.value + 1e-12
         err = abs(ours - paper)
         return err <= (self.value * abs(paper) if self.kind == "rel" else self.value) + 1e-12
 
     def __str__(self) -> str:
         if self.kind == "none":
             return "info"
+        if self.kind == "log":
+            return f"×/÷{10 ** self.value:.3g}"
         return f"±{self.value * 100:g}%" if self.kind == "rel" else f"±{self.value:g}"
 
 
 INFO = Tolerance("none")
 
+#: The one plausibility rule for a 'model' cause's responsible term: (lowest factor, highest factor, why). A term of
+#: a model built from cited device numbers that would have to move further than this for a PASS needs a device
+#: other than the one cited (claims.causes, claims.terms; docs/DECISIONS.md D403).
+PLAUSIBLE_TERM: tuple[float, float, str] = (
+    0.5, 2.0, "a simulator term is built from cited device numbers (bandwidths, efficiencies, per-op costs, "
+              "docs/PERF_MODEL.md); the published spread of one such number across sources and measurements stays "
+              "within x0.5-x2, so a needed change beyond it would need a device other than the one cited")
+
 #: The one tolerance table: quantity kind -> the tolerance every claim of that kind is graded with, and why.
 #: Relative where the quantity is a ratio or a small percentage (an absolute band of points around 2.5 % would
-#: accept 0 %); absolute points only for shares of a whole large enough that points are the natural unit.
+#: accept 0 %); absolute points only for shares of a whole large enough that points are the natural unit; the
+#: order of magnitude for a share printed to one significant digit (D406).
 QUANTITY_KINDS: dict[str, Tolerance] = {
     "latency": Tolerance("rel", 0.25, "a latency or frame rate from a first-principles simulator vs the paper's "
                                       "unreleased one, built from cited device numbers"),
@@ -55,8 +71,15 @@ QUANTITY_KINDS: dict[str, Tolerance] = {
     "small_share": Tolerance("rel", 0.5, "a small percentage (< 10 %) of a whole: relative, since a band of points "
                                          "would accept zero; half the value is the order-of-magnitude agreement "
                                          "a component estimate or a stand-in model can claim"),
-    "block_share": Tolerance("rel", 0.5, "one block's share of Table III's core: a component-level estimate vs a "
-                                         "Design Compiler run, block by block"),
+    "block_share": Tolerance("abs", 10.0, "one block's share (>= 10 %) of Table III's core: a component-level "
+                                          "estimate vs a Design Compiler run, in absolute points (relative, +-50 % of "
+                                          "72.8 % would accept 36-109 %)"),
+    "small_block_share": Tolerance("rel", 0.5, "one block's small share (< 10 %) of Table III's core: relative, since "
+                                               "a band of points would accept zero; printed to 2-3 digits"),
+    "one_digit_share": Tolerance("log", 0.5, "a share printed to one significant digit ('~1%', '0.5%', '2%'): the "
+                                             "print states its order of magnitude only, so ours passes within a "
+                                             "factor sqrt(10) = 3.16 either way (+-50 % would turn agreement on the "
+                                             "order into a refutation)"),
     "power": Tolerance("rel", 0.30, "a total power (core or system) from our estimator vs the paper's synthesis and "
                                     "measurement"),
     "area": Tolerance("rel", 0.30, "a total area from our estimator vs the paper's synthesis"),

@@ -3,7 +3,7 @@
 Areas in Table III are printed to 0.01 mm^2, so the three DRE rows (0.01 / 0.02 / 0.01) carry one
 significant digit; their percentages (0.28 / 1.23 / 0.53 %) are the precise numbers to compare.
 Tolerances come from the quantity kind (``paper.QUANTITY_KINDS``): totals ('power', 'area'), blocks
-('block_power', 'block_area', 'block_share'), the DRE's small shares ('small_share').
+('block_power', 'block_area', 'block_share' / 'small_block_share'), the DRE's shares ('small_share', 'one_digit_share' where printed to one digit).
 """
 from ._core import pv
 
@@ -22,14 +22,14 @@ for _k, (_a, _ap, _p, _pp) in _BLOCKS.items():
     _at = f"Table III, {_k.upper() if _k != 'onchip_mem' else 'on-chip memory'} row"
     pv(f"table3.area_mm2.{_k}", _a, "mm2", T3, qkind="shown" if _dre else "block_area",
        note="printed to 0.01 mm2 (one significant digit): the % row is graded" if _dre else "", point=_at + ", area")
-    pv(f"table3.area_pct.{_k}", _ap, "%", T3, qkind="block_share", point=_at + ", area %")
+    pv(f"table3.area_pct.{_k}", _ap, "%", T3, qkind="block_share" if _ap >= 10 else "small_block_share", point=_at + ", area %")
     pv(f"table3.power_mw.{_k}", _p, "mW", T3, qkind="block_power", point=_at + ", power")
-    pv(f"table3.power_pct.{_k}", _pp, "%", T3, qkind="block_share", point=_at + ", power %")
+    pv(f"table3.power_pct.{_k}", _pp, "%", T3, qkind="block_share" if _pp >= 10 else "small_block_share", point=_at + ", power %")
 pv("table3.area_mm2.total", 1.89, "mm2", T3 + "; §VI.F", qkind="area", point="Table III, total row, area")
 pv("table3.power_mw.total", 2609.43, "mW", T3 + "; §VI.F ('2.61 W')", qkind="power", point="Table III, total row, power")
 
-pv("dre.area_share_pct", 2.0, "%", "Abstract; §VI.F", qkind="small_share",
-   note="Table III rows sum to 2.04%")
+pv("dre.area_share_pct", 2.0, "%", "Abstract; §VI.F", qkind="one_digit_share",
+   note="printed '2%' (one digit); Table III rows sum to 2.04%")
 pv("dre.power_share_pct", 2.2, "%", "Abstract; Table III (57.04 mW / 2609.43 mW = 2.19%)", qkind="small_share")
 pv("dre.power_share_pct_body", 2.4, "%", "§VI.F body text", qkind="shown",
    note="inconsistent with the paper's own Table III and abstract (2.2%); shown, not judged")

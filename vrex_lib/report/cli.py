@@ -12,6 +12,7 @@ import pandas as pd
 from .. import _io
 from ..config import results_dir
 from . import manifest, stale
+from .content import totals_line
 from .rows import CAUSES, FAIL, MISSING, UNEXPLAINED
 from .render import REPORT_HTML, build_report, mark_stale
 from .tables import SUMMARY_ID, damaged_tables, mixed_profiles
@@ -37,13 +38,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def print_counts(summary: pd.DataFrame, out: TextIO | None = None) -> None:
-    """The FAIL and NOT RUN counts per cause (what `make reproduce` prints at its end) to ``out`` (stdout)."""
+    """The verdict totals per distinct claim with the rows in parentheses, then the FAIL and NOT RUN counts per
+    cause the same way (what `make reproduce` prints at its end; the README and REPORT count alike) to ``out``."""
     out = out or sys.stdout
+    print(f"verdicts per distinct claim: {totals_line(summary, 'claims')}", file=out)
+    print(f"  (rows, measured-workload twins and repeats included: {totals_line(summary, 'rows')})", file=out)
     for verdict in (FAIL, MISSING):
         sub = summary[(summary["verdict"] == verdict) & (summary["rows"] > 0)]
         order = {c: i for i, c in enumerate([*CAUSES, UNEXPLAINED])}
-        by = sorted(zip(sub["cause"], sub["rows"]), key=lambda cr: order.get(cr[0], len(order)))
-        print(f"  {verdict} by cause: " + (", ".join(f"{c} {int(n)}" for c, n in by) or "none"), file=out)
+        by = sorted(zip(sub["cause"], sub["claims"], sub["rows"]), key=lambda cr: order.get(cr[0], len(order)))
+        print(f"  {verdict} by cause, claims (rows): " + (", ".join(f"{c} {int(n)} ({int(r)})" for c, n, r in by)
+                                                          or "none"), file=out)
 
 
 def _incomplete(results: Path, notebooks: str | None) -> list[str]:
@@ -89,9 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = pd.read_csv(results / "tables" / f"{SUMMARY_ID}.csv", keep_default_na=False)
     print(f"wrote {path} and {path.parent / REPORT_HTML}")
-    totals = ", ".join(f"{int(summary[summary['verdict'] == v]['rows'].sum())} {v}"
-                       for v in dict.fromkeys(summary["verdict"]))
-    print(f"verdicts: {totals} (per cause: {results / 'tables' / SUMMARY_ID}.csv)")
+    print(f"per cause: {results / 'tables' / SUMMARY_ID}.csv")
     print_counts(summary)
     n_unexplained = int(summary[summary["cause"] == UNEXPLAINED]["rows"].sum())
     if n_unexplained:

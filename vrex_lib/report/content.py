@@ -90,40 +90,112 @@ def _get(r: pd.Series, col: str) -> str:
     return _text(r[col]) if col in r.index else ""
 
 
+#: The most visible characters a cause cell shows (issue 47; the rest is behind its note link).
+CAUSE_CELL_MAX = 160
+
+
+def visible(text: str) -> str:
+    """What a reader sees of a Markdown cell: link targets and emphasis marks dropped."""
+    import re
+
+    t = re.sub(r"\[\[(\d+)\]\]\(#[^)]*\)", r"[\1]", str(text))
+    return re.sub(r"\*\*|`", "", t)
+
+
+def _factor_words(plaus: str) -> str:
+    """'x0.31, beyond what the cited devices allow' from a term's plausibility note (never the word 'plausible')."""
+    import re
+
+    m = re.search(r"x(\d[\d.]*|inf)", plaus)
+    if "negative" in plaus or not m:
+        return "a negative value, which no device gives"
+    inside = "within" in plaus and "outside" not in plaus
+    return f"×{m.group(1)}, " + ("within" if inside else "beyond") + " the cited devices' range"
+
+
+def _sentence(verdict: str, cause: str, detail: str, r: pd.Series | None) -> str:
+    """The plain sentence of one row's cause (no ids, no arithmetic: that is behind the note)."""
+    if verdict == DEPENDS:
+        point, _, rest = _text(detail).removeprefix("PASS at ").partition(" (")
+        return f"passes at {point} ({rest.split(';')[0].rstrip(')')})" if rest else f"passes at {point}"
+    if verdict == CONSISTENT:
+        return "by construction"
+    if cause == "model" and r is not None:
+        term = _get(r, "term")
+        share = r["term_share"] if "term_share" in r.index and not _missing(r["term_share"]) else None
+        needs = _get(r, "term_needs")
+        part = f" ({share:.0%} of it)" if share is not None and share < 0.995 else ""
+        return (f"{term}{part} would need {needs}, "
+                f"{_factor_words(_get(r, 'term_plausible'))}")
+    return _short(_no_ids(detail).removeprefix("NOT RUN: "), 50 if cause == "not-run" else 110)
+
+
+def _no_ids(text: str) -> str:
+    """``text`` without dotted ids (claim keys, check ids such as implied.vrex8.max_sel_frac_pcie.40k)."""
+    import re
+
+    t = re.sub(r"\(?`?\b[a-z][\w-]*(?:\.[\w-]+){2,}\b`?\)?", "", _text(text))
+    return re.sub(r"\s+([,;:.)])", r"\1", re.sub(r"\s{2,}", " ", t)).strip(" ,;:")
+
+
 def cause_text(verdict: str, cause: object, detail: object, r: pd.Series | None = None) -> str:
-    """One short sentence for a row's cause cell (the detail and check id behind a footnote link): '**model** —
-    LLM ops would need 140 ms [3]' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, the pass
-    range of a DEPENDS row, what a CONSISTENT row checks; '' otherwise."""
+    """One plain sentence for a row's cause cell, the detail, the arithmetic and the check id behind a footnote
+    link: '**model** — V-Rex8 LLM ops (85% of it) would need 123 ms (now 400 ms), ×0.31, beyond what the cited
+    devices allow [3]' for a FAIL / NOT RUN row, '**unexplained**' when it names no cause, the passing point of a
+    DEPENDS row, what a CONSISTENT row checks; '' otherwise. At most :data:`CAUSE_CELL_MAX` visible characters."""
     term = _get(r, "term") if r is not None else "x"
     check = _get(r, "check") if r is not None else ""
-    if verdict == DEPENDS:
-        return f"**depends** — PASS for {_short(_text(detail).removeprefix('PASS for '), 120)} " + note(detail, check)
-    if verdict == CONSISTENT:
-        return "by construction " + note(detail)
+    if verdict in (DEPENDS, CONSISTENT):
+        head = "**depends** — " if verdict == DEPENDS else ""
+        return _fit(head + cell(_sentence(verdict, "", _text(detail), r)), note(detail, check))
     c = cause_of(verdict, _text(cause), term)
     if not c:
         return ""
     if c == UNEXPLAINED:
         return f"**{c}**" + (f" (`{cell(_text(cause))}` is not one of the causes)" if _text(cause) else "")
+    long = _text(detail)
     if c == "model" and r is not None:
-        share = r["term_share"] if "term_share" in r.index and not _missing(r["term_share"]) else None
-        plaus = _get(r, "term_plausible")
-        ok = "implausible" if ("outside" in plaus or "implausible" in plaus or "negative" in plaus) else "plausible"
-        long = "; ".join(x for x in (_text(detail), f"term: {term}", f"needs {_get(r, 'term_needs')}", plaus) if x)
-        return (f"**model** — {cell(term)}{f' ({share:.0%})' if share is not None else ''} would need "
-                f"{cell(_get(r, 'term_needs'))}, {ok} " + note(long, check))
-    if c == NO_TERM:
-        return f"**{c}** — {_short(detail)} " + note(detail, check)
-    return f"**{c}** — {_short(detail)} " + note(detail, check) if _text(detail) else f"**{c}**"
+        long = "; ".join(x for x in (long, f"term: {term}", f"needs {_get(r, 'term_needs')}",
+                                     _get(r, "term_plausible")) if x)
+    if not long:
+        return f"**{c}**"
+    return _fit(f"**{c}** — " + cell(_sentence(verdict, c, _text(detail), r)), note(long, check))
+
+
+def _fit(text: str, link: str, limit: int = CAUSE_CELL_MAX) -> str:
+    """``text`` cut at a word so that it and ``link`` show at most ``limit`` characters."""
+    room = limit - len(visible(link)) - 1
+    if len(visible(text)) > room:
+        cut = len(text) - (len(visible(text)) - room) - 1
+        text = text[:cut].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return f"{text} {link}".strip()
 
 
 def _pair_cause(a: pd.Series, b: pd.Series | None) -> str:
+    """The cause cell of a claim and its measured-workload twin: 'both workloads: ...' once where the two name
+    the same cause and sentence, else each side labelled (one side alone when the other has none)."""
     ta = cause_text(a["verdict"], a["cause"], a["cause_detail"], a)
     tb = "" if b is None else cause_text(b["verdict"], b["cause"], b["cause_detail"], b)
     if not tb or tb == ta:
         return ta
     if not ta:
         return f"measured: {tb}"
+    same = (b is not None and a["verdict"] == b["verdict"] == FAIL and _text(a["cause"]) == _text(b["cause"])
+            and _get(a, "term") == _get(b, "term"))
+    if same:
+        return _fit("both workloads: " + ta.rsplit(" [[", 1)[0], ta[len(ta.rsplit(" [[", 1)[0]) + 1:])
+    room = CAUSE_CELL_MAX - len("paper-stated: ; measured: ")
+
+    def bare(t: str, row: pd.Series) -> str:  # a NOT RUN side shrinks to its label; what would run it is behind the note
+        head, _, link = t.rpartition(" [[")
+        return f"{head.split(' — ')[0]} [[{link}" if row["verdict"] == MISSING and link else t
+    if len(visible(ta)) + len(visible(tb)) > room:
+        ta, tb = bare(ta, a), bare(tb, b)
+    la, lb = len(visible(ta)), len(visible(tb))
+    if la + lb > room:  # the shorter keeps its length up to half the room, the longer gets the rest
+        ka = max(room // 2, room - lb) if la > lb else min(la, room // 2)
+        kb = room - min(la, ka)
+        ta, tb = (_fit(t.rsplit(" [[", 1)[0], t[len(t.rsplit(" [[", 1)[0]) + 1:], k) for t, k in ((ta, ka), (tb, kb)))
     return f"paper-stated: {ta}; measured: {tb}"
 
 
@@ -165,8 +237,10 @@ def _verdict_cell(r: pd.Series) -> str:
     import re
 
     rob = _get(r, "robustness")
-    tail = "" if not rob else (" · robust" if rob == "robust" else
-                               " · depends on " + ", ".join(dict.fromkeys(re.findall(r"D\d+", rob))))
+    tail = "" if not rob else (" · robust" if rob.startswith("robust") else
+                               " · depends on " + ", ".join(dict.fromkeys(re.findall(r"D\d+", rob.split(":")[0]))))
+    if r["verdict"] == DEPENDS:
+        tail = ""  # the cause cell names the passing point
     return f"**{r['verdict']}**{tail}"
 
 
@@ -283,14 +357,18 @@ def _is_twin(claims: pd.Series) -> pd.Series:
 
 def distinct_claims(tables: pd.DataFrame) -> pd.DataFrame:
     """One row per claim id over every comparison table: a claim shown in several tables (the headline table
-    repeats others' rows) counts once, from the first table that grades it against a printed value (the headline
-    table last); the measured-workload twins are the same claims' counterfactual column and are left out."""
+    repeats others' rows, an estimate of record has INFO cross-checks beside it) counts once, from the row that
+    grades it (PASS, CONSISTENT, DEPENDS or FAIL) before a NOT RUN one before an INFO one, the headline table
+    last; the measured-workload twins are the same claims' counterfactual column and are left out."""
     if not len(tables):
         return tables
     t = tables[~_is_twin(tables["claim"])]
-    order = t.assign(_nopaper=t["paper"].isna().astype(int), _hl=(t["table"] == layout.HEADLINE_TABLE).astype(int))
-    order = order.sort_values(["_nopaper", "_hl", "table"], kind="stable").drop_duplicates("claim")
-    return order.drop(columns=["_nopaper", "_hl"]).sort_index()
+    graded = t["verdict"].isin([PASS, CONSISTENT, DEPENDS, FAIL])
+    rank = (~graded).astype(int) + (t["verdict"] == INFO_V).astype(int)
+    order = t.assign(_nopaper=t["paper"].isna().astype(int), _rank=rank,
+                     _hl=(t["table"] == layout.HEADLINE_TABLE).astype(int))
+    order = order.sort_values(["_nopaper", "_rank", "_hl", "table"], kind="stable").drop_duplicates("claim")
+    return order.drop(columns=["_nopaper", "_rank", "_hl"]).sort_index()
 
 
 def conflicts(tables: pd.DataFrame) -> dict[str, list[tuple[str, str]]]:
@@ -401,15 +479,20 @@ def sections(out: str | os.PathLike | None, notebook_dir: str | os.PathLike | No
 
 FINDINGS_PREFIX = "findings_"
 FINDINGS_COLUMNS = ("finding", "kind", "statement", "evidence")
-FINDING_KINDS = {"confirmed": "Confirmed robustly", "refuted": "Refuted robustly",
-                 "uncheckable": "Uncheckable here"}
+#: The report's opening headings (issue 42's vocabulary), in order; a findings table's ``kind`` (confirmed /
+#: refuted / uncheckable, :data:`vrex_lib.claims.findings.KINDS`) maps onto them, and the retrieval study's own
+#: findings (:data:`BEYOND_TABLES`) go under their own heading.
+FINDING_KINDS = {"paper-inconsistent": "The paper contradicts its own inputs",
+                 "not-reproduced": "Not reproduced by our model",
+                 "confirmed": "Confirmed", "depends": "Depends on an open choice",
+                 "beyond": "Beyond the paper: our retrieval findings", "not-run": "Not run here"}
+_KIND_OF = {"refuted": "paper-inconsistent", "confirmed": "confirmed", "uncheckable": "not-run"}
+#: Findings tables of what this artifact found beyond the paper's claims.
+BEYOND_TABLES = ("findings_retrieval",)
 
 
-def findings(tables: pd.DataFrame, base: Path) -> dict:
-    """The report's opening: {kind heading: [bullet, ...]} from the verdicts (robust PASSes of the headline claims,
-    robust FAILs whose term a PASS needs is implausible, DEPENDS and NOT RUN claims) and every ``findings_*`` table
-    under ``results/tables`` (columns :data:`FINDINGS_COLUMNS`), plus the tables read."""
-    out: dict[str, list[str]] = {h: [] for h in FINDING_KINDS.values()}
+def _table_findings(base: Path, out: dict) -> tuple[list[str], list[str]]:
+    """The bullets of every ``findings_*`` table into ``out``; (tables read, tables that could not be)."""
     read, bad = [], []
     for path in sorted((base / "tables").glob(f"{FINDINGS_PREFIX}*.csv")):
         try:
@@ -423,35 +506,48 @@ def findings(tables: pd.DataFrame, base: Path) -> dict:
             continue
         read.append(f"[tables/{path.name}](tables/{path.name})")
         for r in df.itertuples():
-            head = FINDING_KINDS.get(str(r.kind).strip(), FINDING_KINDS["uncheckable"])
-            out[head].append(f"{cell(_text(r.statement))} `{cell(_text(r.finding))}` " + note(_text(r.evidence)))
+            k = str(r.kind).strip()
+            kind = "beyond" if path.stem in BEYOND_TABLES else (k if k in FINDING_KINDS else _KIND_OF.get(k, "not-run"))
+            out[FINDING_KINDS[kind]].append(f"{cell(_text(r.statement))} `{cell(_text(r.finding))}` "
+                                            + note(_text(r.evidence)))
+    return read, bad
+
+
+def findings(tables: pd.DataFrame, base: Path) -> dict:
+    """The report's opening: {heading: [bullet, ...]} under :data:`FINDING_KINDS`: every ``findings_*`` table
+    under ``results/tables`` (columns :data:`FINDINGS_COLUMNS`), and from the verdicts the robust PASSes (listed),
+    the robust 'model' FAILs (with the term, what it would need and the nearest value any admissible point gives),
+    the DEPENDS claims (with their passing point) and the NOT RUN ones; plus the tables read."""
+    out: dict[str, list[str]] = {h: [] for h in FINDING_KINDS.values()}
+    read, bad = _table_findings(base, out)
     d = distinct_claims(tables)
     if len(d):
-        listed = {claim for _, _, claim, _ in layout.HEADLINE}
-        rob = d[_col(d, "robustness") == "robust"]
-        ok = rob[(rob["verdict"] == PASS) & rob["claim"].isin(listed)]
-        for r in ok.itertuples():
+        rob = d[_col(d, "robustness").str.startswith("robust")]
+        ok = rob[rob["verdict"] == PASS]
+        if len(ok):
             out[FINDING_KINDS["confirmed"]].append(
-                f"`{cell(r.claim)}`: ours {value(r.reproduced, r.unit)} vs printed {value(r.paper, r.unit)}, PASS "
-                "at every admissible value of every open choice")
-        far = rob[(rob["verdict"] == FAIL) & (rob["cause"] == "model")
-                  & _col(rob, "term_plausible").str.contains("outside|negative|implausible")]
+                f"{len(ok)} claims PASS at every point of the open choices they depend on: "
+                + ", ".join(f"`{cell(c)}`" for c in ok["claim"]))
+        plain = d[(d["verdict"] == PASS) & (_col(d, "robustness") == "")]
+        if len(plain):
+            out[FINDING_KINDS["confirmed"]].append(
+                f"{len(plain)} claims PASS where no open choice applies: "
+                + ", ".join(f"`{cell(c)}`" for c in plain["claim"]))
+        far = rob[(rob["verdict"] == FAIL) & (rob["cause"] == "model")]
         for r in far.itertuples():
-            out[FINDING_KINDS["refuted"]].append(
-                f"`{cell(r.claim)}` not reproduced: ours {value(r.reproduced, r.unit)} vs printed "
-                f"{value(r.paper, r.unit)} at every admissible value of every open choice; a PASS needs "
-                f"{cell(_text(r.term_needs))}, " + cell(_short(_text(r.term_plausible), 60)) + " "
+            out[FINDING_KINDS["not-reproduced"]].append(
+                f"`{cell(r.claim)}`: ours {value(r.reproduced, r.unit)} vs printed {value(r.paper, r.unit)}; "
+                f"{cell(_text(r.term))} would need {cell(_text(r.term_needs))}; "
+                f"{cell(_text(r.robustness).replace('robust over', 'FAIL at all'))} "
                 + note(_text(r.cause_detail), _text(getattr(r, "check", ""))))
         dep = d[d["verdict"] == DEPENDS]
-        if len(dep):
-            out[FINDING_KINDS["uncheckable"]].append(
-                f"{len(dep)} claims DEPEND on a choice the paper leaves open (they PASS for part of its admissible "
-                "range): " + ", ".join(f"`{cell(c)}`" for c in dep["claim"]))
+        for r in dep.itertuples():
+            out[FINDING_KINDS["depends"]].append(f"`{cell(r.claim)}` {cell(_text(r.cause_detail))}")
         nr = d[d["verdict"] == MISSING]
         if len(nr):
-            out[FINDING_KINDS["uncheckable"]].append(
+            out[FINDING_KINDS["not-run"]].append(
                 f"{len(nr)} claims are NOT RUN here (they need the full profile, a GPU or a tool this machine "
-                "lacks; each names what would run it)")
+                "lacks; each names what would run it): " + ", ".join(f"`{cell(c)}`" for c in nr["claim"]))
     return dict(groups=[dict(name=k, items=v) for k, v in out.items() if v], tables=read, bad=bad)
 
 

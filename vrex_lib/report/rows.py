@@ -2,8 +2,9 @@
 
 Verdicts (:data:`VERDICTS`, docs/DECISIONS.md D220): PASS / FAIL (within / outside the claim's tolerance),
 CONSISTENT (within it, but the value holds by construction: ``consistent`` says what the check checks, a
-self-consistency, not a reproduction), DEPENDS (outside it at the artifact's defaults but inside it for part of an
-unspecified choice's admissible range: ``pass_range`` names the choice and that range), INFO (nothing printed to
+self-consistency, not a reproduction), DEPENDS (outside it at the artifact's defaults but inside it at some point of the
+admissible product of the open choices it depends on, by our simulator: ``pass_range`` names that point and the
+sub-range, :mod:`vrex_lib.claims.robustness`), INFO (nothing printed to
 judge against) and NOT RUN. ``robustness`` ('robust' / 'depends on Dnn ...') says whether a PASS or FAIL holds over
 every admissible value of the choices it depends on.
 """
@@ -59,7 +60,7 @@ class Row:
     consistent: str = ""
     #: 'robust' / 'depends on Dnn (...)' for a row re-graded over the choices it depends on; '' when none.
     robustness: str = ""
-    #: a FAIL that PASSes for part of a choice's admissible range: the choice and that range ('D6 at 16384-32768').
+    #: a FAIL that PASSes at a point of the choices' admissible product: 'D6=16384, D101=32 (3 of 92 points pass)'.
     pass_range: str = ""
     #: the id of the check or evidence behind the cause (an implied-by-printed row, a sweep), shown behind a link.
     check: str = ""
@@ -134,7 +135,7 @@ def to_frame(rows: Iterable[Row], profile: str) -> pd.DataFrame:
         if v == CONSISTENT:
             detail = r.consistent
         elif v == DEPENDS:
-            detail = f"PASS for {r.pass_range}" + (f"; {r.cause_detail}" if r.cause_detail else "")
+            detail = f"PASS at {r.pass_range}" + (f"; {r.cause_detail}" if r.cause_detail else "")
         t = r.term if (explained and r.cause == "model" and r.term) else {}
         recs.append(dict(claim=r.claim, quantity=r.quantity, unit=r.unit, paper=r.paper, reproduced=r.reproduced,
                          rel_error=r.rel_error(), tolerance=str(r.tolerance), verdict=v,
