@@ -448,3 +448,28 @@ def test_v5_tables_have_their_own_keys():
     rows = H.core_ratio_rows(H.core_ratio_frame(kv_sizes=(1000,), stages=("text",)))
     terms = H.core_ratio_rows(H.core_ratio_terms(kv_sizes=(1000,), stages=("text",)), "hwmodel.cores.terms")
     assert not {r.claim for r in rows} & {r.claim for r in terms}
+
+
+@pytest.mark.long
+def test_perf_model_doc_headline_numbers_are_the_simulators():
+    """docs/PERF_MODEL.md's headline table is vrex_lib.claims.headline_doc's output (regenerate with its --write)."""
+    from pathlib import Path
+
+    from vrex_lib.claims import headline_doc as HD
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "PERF_MODEL.md").read_text()
+    table = HD.headline_markdown()
+    assert table in doc, "stale: run python -m vrex_lib.claims.headline_doc --write docs/PERF_MODEL.md"
+    assert "energy-efficiency gain (server panels)" in table and table.count("\n| ") == 10
+
+
+def test_headline_doc_writes_between_its_markers(tmp_path):
+    from vrex_lib.claims import headline_doc as HD
+
+    p = tmp_path / "d.md"
+    p.write_text(f"intro\n{HD.BEGIN}\nold\n{HD.END}\nafter\n")
+    HD.write_doc(p, f"{HD.BEGIN}\nnew\n{HD.END}")
+    assert p.read_text() == f"intro\n{HD.BEGIN}\nnew\n{HD.END}\nafter\n"
+    (tmp_path / "e.md").write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        HD.write_doc(tmp_path / "e.md", "x")
