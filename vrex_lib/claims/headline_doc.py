@@ -9,12 +9,10 @@ so the doc's numbers are this function's. The paper column holds the printed val
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from .. import paper
+from .. import _io, paper
 from ..estimate.core import CorePowerModel
 from ..perf import Workload
 from ..perf.energy import peak_power_w
@@ -82,11 +80,7 @@ def write_doc(path: str | Path, table: str) -> None:
     if BEGIN not in text or END not in text:
         raise ValueError(f"{path}: no '{BEGIN}' ... '{END}' markers; add them where the table belongs")
     head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(head + table + tail)
-    os.replace(tmp, path)
+    _io.write_text(path, head + table + rest.split(END, 1)[1])
 
 
 def main(argv: list[str] | None = None) -> int:
