@@ -365,7 +365,7 @@ def test_stall_power_levels_by_hand():
     from vrex_lib.perf import energy as EN
 
     a, o = get_system("a100"), get_system("agx_orin")
-    assert EN.gpu_stall_power_w(a, "idle") == PC.const("a100.idle_w") == 60.0
+    assert EN.gpu_stall_power_w(a, "idle") == PC.const("a100.idle_w") and 45.0 <= PC.const("a100.idle_w") <= 63.0
     assert EN.gpu_stall_power_w(a, "context") == PC.const("a100.idle_w") + PC.const("a100.context_step_w")
     assert EN.gpu_stall_power_w(a, "board") == a.power_w == 300.0
     assert {EN.gpu_stall_power_w(o, lv) for lv in EN.STALL_POWER_LEVELS} == {o.power_w}  # no cited Orin idle
@@ -375,7 +375,7 @@ def test_stall_power_levels_by_hand():
     assert len({round(r.latency_ms, 9) for r in e.values()}) == 1
     assert e["idle"].energy_J < e["context"].energy_J < e["board"].energy_J
     stall_s = e["idle"].breakdown_ms["retrieval_exposed"] * 1e-3
-    assert e["board"].energy_J - e["idle"].energy_J == pytest.approx((300.0 - 60.0) * stall_s)
+    assert e["board"].energy_J - e["idle"].energy_J == pytest.approx((300.0 - PC.const("a100.idle_w")) * stall_s)
     with pytest.raises(ValueError, match="gpu_stall_power"):
         simulate("a100", "flexgen", "frame", 40000, workload="paper", gpu_stall_power="off")
 

@@ -141,7 +141,7 @@ _ROWS: tuple[Choice, ...] = (
            "context forces (the default: the state a FlexGen process is in), 'board' keeps Table I's busy power (the "
            "upper end, the board at its measured power for the whole step); a board with no cited idle (the AGX "
            "Orin) keeps Table I's power at every value", "gpu_stall_power",
-           source="perf/constants.py a100.idle_w (nvidia-smi readings of idle A100-SXM4 boards) and "
+           source="perf/constants.py a100.idle_w (NVML idle readings of a DGX A100-80GB board) and "
            "a100.context_step_w (Vadari, 'The Model Parking Tax', arXiv:2605.23918: +26-50 W on HBM GPUs); paper "
            "Table I board power"),
     Choice("D429", "engine of FlexGen's relay copies on a unified-memory GPU (the Orin)", "gpu", ("gpu", "cpu_ce"),

@@ -276,12 +276,12 @@ _PARKING_TAX = ("S. S. Vadari, 'The Model Parking Tax: Quantifying the Hidden En
 
 _ENERGY_ROWS: tuple[DeviceConstant, ...] = (
     # --- GPU board power while the GPU waits on the link (docs/DECISIONS.md D427) ------------------------------
-    DeviceConstant("a100.idle_w", 60.0, "W", "A100-SXM4 board, idle (P0, persistence mode, no process)", "TSMC 7 nm",
-                   "measured", "nvidia-smi readings of idle A100-SXM4 boards in public GPU-node logs: eight "
-                   "A100-SXM4-40GB at 0 % utilisation, 0 MiB used, driver 535.161.08: 57-72 W (median 61 W); single "
-                   "idle A100-SXM boards 50-57 W in public setup guides", "the bare idle (no CUDA context) of the "
-                   "board nvidia-smi reports: the floor of what it draws while it waits; the 80 GB board (same GA100 "
-                   "die, HBM2e) taken to idle alike", True),
+    DeviceConstant("a100.idle_w", (62.12 + 61.57 + 58.99 + 62.13) / 4, "W", "A100-SXM4-80GB board (DGX A100), idle",
+                   "TSMC 7 nm", "measured", "chuyishang/inference-energy @6e617d2 results_paste.md: 'DGX4 (A100-80GB)' "
+                   "idle power before four 10-minute LLM serving runs, 62.12 / 61.57 / 58.99 / 62.13 W (NVML board "
+                   "power); cross-check Slusheeking/nextgen docs/SYSTEM_HARDWARE.md: nvidia-smi, A100-SXM4-40GB, P0, "
+                   "no process, 45 W", "61.2 W, the mean: the floor of what the board draws while it waits (taken as "
+                   "the bare idle: an NVML read holds no CUDA context)"),
     DeviceConstant("a100.context_step_w", 38.0, "W", "A100 80 GB board, idle with a CUDA context held", "TSMC 7 nm",
                    "measured", _PARKING_TAX + ": a CUDA context forces a discrete DVFS transition of +26-50 W over "
                    "the bare idle on the HBM parts, independent of the memory allocated (<0.02 W/GB)",
