@@ -211,7 +211,7 @@ def test_every_choice_range_names_its_source(monkeypatch):
     from vrex_lib import choices
 
     assert choices.unsourced() == []
-    assert {"D420", "D421", "D422", "D423", "D424"} <= set(choices.CHOICES)
+    assert {"D420", "D421", "D422", "D423", "D424", "D427", "D429"} <= set(choices.CHOICES)
     bare = dataclasses.replace(choices.get("D420"), id="Dx", source=" ")
     monkeypatch.setattr(choices, "_ROWS", choices._ROWS + (bare,))
     assert choices.unsourced() == ["Dx"]  # a range without a source is caught
@@ -313,7 +313,118 @@ def test_link_energy_is_charged_once_beside_a_measured_board(system):
     # every joule once: the board's, the link's far end, the tier's; the sum is the step's energy
     assert sum(x["energy_j"] for x in r.ledger) == pytest.approx(r.energy_J, rel=1e-12)
     board = [x for x in r.ledger if x["resource"] == "compute" and x["energy_j"] > 0]
-    assert len(board) == 1 and board[0]["energy_j"] == pytest.approx(sys.power_w * r.latency_ms * 1e-3)
+    r_full = simulate(system, "flexgen", "frame", 40000, workload="paper", gpu_stall_power="board")
+    board_full = [x for x in r_full.ledger if x["resource"] == "compute" and x["energy_j"] > 0]
+    full_j = sum(x["energy_j"] for x in board_full)
+    assert len(board) == 2 and full_j == pytest.approx(sys.power_w * r.latency_ms * 1e-3)
+
+
+# ---- the energy ledger: board power while stalled (D427), the host CPU of relay copies (D428), the Orin's relay (D429)
+
+LEDGER_POINTS = POINTS + [("a100", "flexgen", "text", 40000), ("a100", "full", "text", 1000),
+                          ("vrex48", "resv", "frame", 40000), ("agx_orin", "flexgen", "frame", 5000)]
+
+
+def _board(r) -> tuple[dict, dict]:
+    working, stalled = [x for x in r.ledger if x["resource"] == "compute" and x["term"].startswith("GPU board")]
+    return working, stalled
+
+
+@pytest.mark.parametrize("stall", ["idle", "context", "board"])
+@pytest.mark.parametrize("system,method,stage,kv", LEDGER_POINTS)
+def test_energy_ledger_every_joule_once_at_every_stall_power(system, method, stage, kv, stall):
+    from vrex_lib.perf import energy as EN
+
+    relay = "cpu_ce" if (system, kv) == ("agx_orin", 5000) else "gpu"
+    r = simulate(system, method, stage, kv, workload="paper", gpu_stall_power=stall, relay_copy_engine=relay)
+    t = r.latency_ms * 1e-3
+    assert sum(x["energy_j"] for x in r.ledger) == pytest.approx(r.energy_J, rel=1e-12)
+    assert sum(r.energy_breakdown_J.values()) == pytest.approx(r.energy_J, rel=1e-12)
+    for x in r.ledger:
+        assert x["resource"] in RESOURCES and min(x["time_s"], x["energy_j"], x["bytes"]) >= 0, x
+        assert x["energy_j"] == 0 or x["time_s"] > 0, f"energy without time: {x}"
+        assert x["time_s"] <= t * (1 + 1e-9), x
+    sys = get_system(system)
+    if sys.kind == "vrex":
+        assert not [x for x in r.ledger if x["term"].startswith("GPU board")]
+        return
+    working, stalled = _board(r)
+    # the stall is the main engine's wait on the link; working + stalled is the step, each at its own power
+    assert stalled["time_s"] == pytest.approx(r.breakdown_ms["retrieval_exposed"] * 1e-3, rel=1e-9, abs=1e-15)
+    assert working["time_s"] + stalled["time_s"] == pytest.approx(t, rel=1e-12)
+    assert working["energy_j"] == pytest.approx(sys.power_w * working["time_s"], rel=1e-12)
+    stall_w = EN.gpu_stall_power_w(sys, stall)
+    assert stalled["energy_j"] == pytest.approx(stall_w * stalled["time_s"], rel=1e-12, abs=1e-15)
+    board_j = r.energy_breakdown_J["gpu_board"] + r.energy_breakdown_J["gpu_board_stall"]
+    assert board_j == pytest.approx(working["energy_j"] + stalled["energy_j"], rel=1e-12)
+    if stall == "board" or sys.idle_power_w is None:  # the busy power for the whole step: Table I x step time
+        assert board_j == pytest.approx(sys.power_w * t, rel=1e-12)
+
+
+def test_stall_power_levels_by_hand():
+    from vrex_lib.perf import energy as EN
+
+    a, o = get_system("a100"), get_system("agx_orin")
+    assert EN.gpu_stall_power_w(a, "idle") == PC.const("a100.idle_w") and 45.0 <= PC.const("a100.idle_w") <= 63.0
+    assert EN.gpu_stall_power_w(a, "context") == PC.const("a100.idle_w") + PC.const("a100.context_step_w")
+    assert EN.gpu_stall_power_w(a, "board") == a.power_w == 300.0
+    assert {EN.gpu_stall_power_w(o, lv) for lv in EN.STALL_POWER_LEVELS} == {o.power_w}  # no cited Orin idle
+    # only the energy moves: the latency is the same at every level, and a lower stall power is less energy
+    e = {lv: simulate("a100", "flexgen", "frame", 40000, workload="paper", gpu_stall_power=lv) for lv in
+         EN.STALL_POWER_LEVELS}
+    assert len({round(r.latency_ms, 9) for r in e.values()}) == 1
+    assert e["idle"].energy_J < e["context"].energy_J < e["board"].energy_J
+    stall_s = e["idle"].breakdown_ms["retrieval_exposed"] * 1e-3
+    assert e["board"].energy_J - e["idle"].energy_J == pytest.approx((300.0 - PC.const("a100.idle_w")) * stall_s)
+    with pytest.raises(ValueError, match="gpu_stall_power"):
+        simulate("a100", "flexgen", "frame", 40000, workload="paper", gpu_stall_power="off")
+
+
+def test_link_energy_and_board_power_stay_apart_at_every_stall_power():
+    """D425 + D427: the link's far end is charged by its own busy/idle time whatever the board draws while it waits,
+    and the board's stall energy is its stall power alone (the GPU's end of the link is in it, not added)."""
+    link = {}
+    for lv in ("idle", "context", "board"):
+        r = simulate("a100", "flexgen", "frame", 40000, workload="paper", gpu_stall_power=lv)
+        link[lv] = (r.energy_breakdown_J["pcie"], r.energy_breakdown_J["pcie_idle"])
+        busy = [x for x in r.ledger if x["resource"] == "link" and x["term"].startswith("transfers")][0]
+        assert busy["energy_j"] == pytest.approx(0.5 * 3.0 * 16 * busy["time_s"])
+    assert len(set(link.values())) == 1
+
+
+def test_host_cpu_copy_energy_appears_iff_host_copies_happen():
+    r = simulate("a100", "flexgen", "frame", 40000, workload="paper")
+    copy_s = 2 * r.bytes["pcie_fetch"] / PC.const("host.copy_bytes_s")
+    cpu = [x for x in r.ledger if x["resource"] == "host_cpu" and "D428" in x["term"]]
+    assert len(cpu) == 1 and cpu[0]["time_s"] == pytest.approx(copy_s)
+    assert cpu[0]["energy_j"] > 0 and cpu[0]["energy_j"] == pytest.approx(PC.const("host.cpu_package_w") * copy_s)
+    assert r.energy_breakdown_J["host_cpu_copy"] == cpu[0]["energy_j"]
+    # nothing offloaded (the cache within the GPU's 4,096 tokens): no fetch, no copy, no CPU copy energy
+    n = simulate("a100", "flexgen", "frame", 1000, workload="paper")
+    assert n.bytes["staging"] == 0 and n.energy_breakdown_J["host_cpu_copy"] == 0
+    # V-Rex48's KVMU relays nothing through host memory; the Orin's CPU is inside its module power
+    for sysn, m in (("vrex48", "resv"), ("agx_orin", "flexgen")):
+        x = simulate(sysn, m, "frame", 40000, workload="paper")
+        assert "host_cpu_copy" not in x.energy_breakdown_J
+        assert all(e["energy_j"] == 0 for e in x.ledger if e["resource"] == "host_cpu")
+
+
+def test_orin_relay_copies_on_their_engine():
+    """D429: 'cpu_ce' moves FlexGen's two relay copies off the GPU's kernels onto the CPU and copy engine after the
+    SSD read; 'gpu' keeps their LPDDR5 traffic in line with the kernels (the default, unchanged latencies)."""
+    g = simulate("agx_orin", "flexgen", "frame", 5000, 4, workload="paper")
+    c = simulate("agx_orin", "flexgen", "frame", 5000, 4, workload="paper", relay_copy_engine="cpu_ce")
+    assert any(x["phase"] == "staging" for x in g.timeline) and not any(x["engine"] == "host" for x in g.timeline)
+    assert not any(x["phase"] == "staging" for x in c.timeline)
+    fetch = {x["layer"]: x for x in c.timeline if x["phase"] == "kv_fetch"}
+    copies = [x for x in c.timeline if x["phase"] == "host_copy"]
+    assert copies and all(x["start_us"] >= fetch[x["layer"]]["end_us"] - 1e-6 for x in copies)  # after the read
+    relay = [x for x in c.ledger if x["resource"] == "host_cpu" and "D429" in x["term"]][0]
+    assert relay["energy_j"] == 0 and relay["time_s"] == pytest.approx(sum(x["end_us"] - x["start_us"] for x in copies)
+                                                                      * 1e-6)
+    assert c.latency_ms < g.latency_ms and c.bytes["pcie"] == g.bytes["pcie"]
+    with pytest.raises(ValueError, match="relay_copy_engine"):
+        simulate("agx_orin", "flexgen", "frame", 5000, workload="paper", relay_copy_engine="dma")
 
 
 def test_v5_report_tables():
@@ -339,3 +450,28 @@ def test_v5_tables_have_their_own_keys():
     rows = H.core_ratio_rows(H.core_ratio_frame(kv_sizes=(1000,), stages=("text",)))
     terms = H.core_ratio_rows(H.core_ratio_terms(kv_sizes=(1000,), stages=("text",)), "hwmodel.cores.terms")
     assert not {r.claim for r in rows} & {r.claim for r in terms}
+
+
+@pytest.mark.long
+def test_perf_model_doc_headline_numbers_are_the_simulators():
+    """docs/PERF_MODEL.md's headline table is vrex_lib.claims.headline_doc's output (regenerate with its --write)."""
+    from pathlib import Path
+
+    from vrex_lib.claims import headline_doc as HD
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "PERF_MODEL.md").read_text()
+    table = HD.headline_markdown()
+    assert table in doc, "stale: run python -m vrex_lib.claims.headline_doc --write docs/PERF_MODEL.md"
+    assert "energy-efficiency gain (server panels)" in table and table.count("\n| ") == 10
+
+
+def test_headline_doc_writes_between_its_markers(tmp_path):
+    from vrex_lib.claims import headline_doc as HD
+
+    p = tmp_path / "d.md"
+    p.write_text(f"intro\n{HD.BEGIN}\nold\n{HD.END}\nafter\n")
+    HD.write_doc(p, f"{HD.BEGIN}\nnew\n{HD.END}")
+    assert p.read_text() == f"intro\n{HD.BEGIN}\nnew\n{HD.END}\nafter\n"
+    (tmp_path / "e.md").write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        HD.write_doc(tmp_path / "e.md", "x")

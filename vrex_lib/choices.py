@@ -134,6 +134,26 @@ _ROWS: tuple[Choice, ...] = (
            "Llama-2-7B on an A100 (HBM2e) 0.74 / 0.70 (perf.validation.decode_dram_shares)", "decode_dram_eff",
            source="perf/validation.py rows dram.lpddr5.attainable and dram.hbm2e.gptfast.*.decode_share "
            "(dusty-nv/jetson-containers #532; pytorch-labs/gpt-fast README @32971d3)"),
+    Choice("D427", "GPU board power while the GPU waits on the link (the step's exposed retrieval stall)", "context",
+           ("idle", "context", "board"),
+           "the stalled GPU runs no kernel but its process holds a CUDA context and waits on its copy stream: "
+           "'idle' is the board's bare idle (nothing it draws can be lower), 'context' adds the DVFS step a held "
+           "context forces (the default: the state a FlexGen process is in), 'board' keeps Table I's busy power (the "
+           "upper end, the board at its measured power for the whole step); a board with no cited idle (the AGX "
+           "Orin) keeps Table I's power at every value", "gpu_stall_power",
+           source="perf/constants.py a100.idle_w (NVML idle readings of a DGX A100-80GB board) and "
+           "a100.context_step_w (Vadari, 'The Model Parking Tax', arXiv:2605.23918: +26-50 W on HBM GPUs); paper "
+           "Table I board power"),
+    Choice("D429", "engine of FlexGen's relay copies on a unified-memory GPU (the Orin)", "gpu", ("gpu", "cpu_ce"),
+           "FlexGen's copy worker copies page cache -> pinned buffer on the CPU (torch CPU copy_) and pinned buffer "
+           "-> GPU tensor with cudaMemcpyAsync on its copy stream (the copy engine), both beside the kernels; on the "
+           "Orin both read and write the LPDDR5 the GPU streams its weights from. 'gpu': their DRAM traffic in line "
+           "with the GPU's kernels (every copied byte delays the DRAM-bound stream: the contention's upper end, the "
+           "default); 'cpu_ce': the copies on their own engine after the SSD read, at the LPDDR5's long-stream copy "
+           "rate, overlapping the kernels with no contention (the lower end)", "relay_copy_engine",
+           source="FMInference/FlexLLMGen flexllmgen/pytorch_backend.py copy_worker_func (tmp_cpu_buf.copy_, "
+           "dst_data.copy_ under torch.cuda.stream(copy_stream)); NVIDIA CUDA for Tegra application note (one "
+           "physical SoC DRAM for host, device and pinned memory)"),
 )
 
 #: id -> :class:`Choice`, in table order.

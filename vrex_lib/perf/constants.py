@@ -271,7 +271,32 @@ _SSD_ROWS: tuple[DeviceConstant, ...] = (
                    "docs/DECISIONS.md D105: Linux page-cache readahead under FlexGen's copy threads", "", True),
 )
 
-ROWS: tuple[DeviceConstant, ...] = _DRAM_ROWS + _VREX_ROWS + _GPU_ROWS + _LINK_ROWS + _SSD_ROWS
+_PARKING_TAX = ("S. S. Vadari, 'The Model Parking Tax: Quantifying the Hidden Energy Cost of Always-On GPU Model "
+                 "Deployment', arXiv:2605.23918 (2026), nvidia-smi on H100 80 GB, A100 80 GB (HBM2e) and L40S")
+
+_ENERGY_ROWS: tuple[DeviceConstant, ...] = (
+    # --- GPU board power while the GPU waits on the link (docs/DECISIONS.md D427) ------------------------------
+    DeviceConstant("a100.idle_w", (62.12 + 61.57 + 58.99 + 62.13) / 4, "W", "A100-SXM4-80GB board (DGX A100), idle",
+                   "TSMC 7 nm", "measured", "chuyishang/inference-energy @6e617d2 results_paste.md: 'DGX4 (A100-80GB)' "
+                   "idle power before four 10-minute LLM serving runs, 62.12 / 61.57 / 58.99 / 62.13 W (NVML board "
+                   "power); cross-check Slusheeking/nextgen docs/SYSTEM_HARDWARE.md: nvidia-smi, A100-SXM4-40GB, P0, "
+                   "no process, 45 W", "61.2 W, the mean: the floor of what the board draws while it waits (taken as "
+                   "the bare idle: an NVML read holds no CUDA context)"),
+    DeviceConstant("a100.context_step_w", 38.0, "W", "A100 80 GB board, idle with a CUDA context held", "TSMC 7 nm",
+                   "measured", _PARKING_TAX + ": a CUDA context forces a discrete DVFS transition of +26-50 W over "
+                   "the bare idle on the HBM parts, independent of the memory allocated (<0.02 W/GB)",
+                   "38 W: the middle of the printed 26-50 W range (the per-part value was not read); a FlexGen process "
+                   "waiting on its copy stream holds its context, so its board idles at a100.idle_w + this step",
+                   True),
+    # --- host CPU of the server's relay copies (docs/DECISIONS.md D428) ----------------------------------------
+    DeviceConstant("host.cpu_package_w", 225.0, "W", "DGX A100 host socket (AMD EPYC 7742, 64 cores)", "TSMC 7 nm",
+                   "spec", "AMD EPYC 7742 specification: default TDP 225 W", "charged for the relay copies' time: a "
+                   "copy at the socket's full DDR4 rate (host.copy_bytes_s) keeps every memory channel and the cores "
+                   "issuing it busy; the package at TDP is the upper bound of its draw (the idle package, present "
+                   "beside V-Rex48 too, is not subtracted)"),
+)
+
+ROWS: tuple[DeviceConstant, ...] = _DRAM_ROWS + _VREX_ROWS + _GPU_ROWS + _LINK_ROWS + _SSD_ROWS + _ENERGY_ROWS
 
 _BY_KEY = {r.key: r for r in ROWS}
 if len(_BY_KEY) != len(ROWS):

@@ -4,8 +4,13 @@
   dynamic, 14 nm / 0.8 V) at the step's utilisations (:func:`core_utilisation`), x cores x step time.
 * **DRAM** (V-Rex): device pJ/bit + the accelerator's DRAM-interface (PHY) pJ/bit, x bits moved; background
   (standby + refresh per GB of the system's capacity) x time, drawn even when idle.
-* **GPUs**: Table I's measured board power (tegrastats / nvidia-smi, §VI.A; GPU DRAM included) x time. The paper
-  measured it running these workloads, so it is the board's power while busy; it is the same for every method.
+* **GPUs**: Table I's measured board power (tegrastats / nvidia-smi, §VI.A; GPU DRAM included) x the time the GPU
+  works. The paper measured it running these workloads, so it is the board's power while busy; it is the same for
+  every method. While the GPU waits on the link (the step's exposed retrieval stall) the board draws its stall power
+  (:func:`gpu_stall_power_w`, docs/DECISIONS.md D427): its bare idle, that plus a held CUDA context's step, or the
+  busy power; a board with no cited idle keeps the busy power.
+* **Host CPU** (server GPU): the host package power (``System.host_cpu_w``) x the time it runs FlexGen's relay
+  copies (D428); the Orin's CPU is inside its module power.
 * **PCIe** (both): the paper's 3 W per lane at full load (§VI.A) while the link moves data; while it is idle, the
   L0-equivalent idle time of its ASPM states (:func:`vrex_lib.perf.link.idle_power_frac`: L0, then L0s, then
   L1.2 over each idle gap of the step's timeline); without that time given, the estimator's L0-idle fraction.
@@ -36,7 +41,9 @@ class StepCounts:
     seconds: step time; macs: main-engine multiply-accumulates (LXE on V-Rex); vpe_ops: vector-lane operations;
     dram_bytes / pcie_bytes: traffic; pcie_busy_s: link busy time; pcie_idle_l0_s: the link's idle time weighted
     by its ASPM states' power (None: the estimator's L0-idle fraction of the idle time); hcu_compares / wtu_elems:
-    DRE lane-cycles; kvmu_requests: NVMe reads the KVMU issued; host_copy_bytes: host-DRAM bytes of staging copies.
+    DRE lane-cycles; kvmu_requests: NVMe reads the KVMU issued; host_copy_bytes: host-DRAM bytes of staging copies;
+    stall_s: time the main engine waits on the link (a GPU board draws its stall power then); host_copy_s: time the
+    host CPU runs relay copies.
     """
 
     seconds: float
@@ -50,10 +57,15 @@ class StepCounts:
     kvmu_requests: float = 0.0
     pcie_idle_l0_s: float | None = None
     host_copy_bytes: float = 0.0
+    stall_s: float = 0.0
+    host_copy_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.seconds > 0:
             raise ValueError(f"StepCounts.seconds must be > 0, got {self.seconds}")
+        if not 0.0 <= self.stall_s <= self.seconds or self.host_copy_s < 0:
+            raise ValueError(f"StepCounts: stall_s must lie in [0, seconds] and host_copy_s be >= 0, got "
+                             f"{self.stall_s}, {self.host_copy_s}")
 
 
 def core_utilisation(sys: System, act: StepCounts) -> dict[str, float]:
@@ -82,8 +94,26 @@ def link_share(sys: System) -> float:
     return 0.5 if sys.power_w is not None else 1.0
 
 
-def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
-    """(joules, parts in J) for one step on ``sys``."""
+#: The GPU board's power while it waits on the link (docs/DECISIONS.md D427): its bare idle, the idle with a CUDA
+#: context held, or Table I's busy power.
+STALL_POWER_LEVELS: tuple[str, ...] = ("idle", "context", "board")
+
+
+def gpu_stall_power_w(sys: System, level: str = "context") -> float:
+    """A GPU board's power while the GPU waits on the link, at ``level`` (:data:`STALL_POWER_LEVELS`); Table I's
+    power where the board has no cited idle (``idle_power_w`` None), never more than it."""
+    if level not in STALL_POWER_LEVELS:
+        raise ValueError(f"gpu_stall_power {level!r}: choose one of {', '.join(STALL_POWER_LEVELS)}")
+    if sys.power_w is None:
+        raise ValueError(f"System {sys.name}: a stall power needs a measured board power (a GPU)")
+    if level == "board" or sys.idle_power_w is None:
+        return sys.power_w
+    return min(sys.power_w, sys.idle_power_w + (sys.context_step_w if level == "context" else 0.0))
+
+
+def step_energy(sys: System, act: StepCounts, stall_power: str = "context") -> tuple[float, dict]:
+    """(joules, parts in J) for one step on ``sys``; ``stall_power``: the GPU board's level while it waits on the
+    link (:func:`gpu_stall_power_w`)."""
     parts: dict[str, float] = {}
     t = act.seconds
     busy = min(act.pcie_busy_s, t)
@@ -95,7 +125,10 @@ def step_energy(sys: System, act: StepCounts) -> tuple[float, dict]:
         parts["dram_phy"] = act.dram_bytes * 8 * _offchip.dram_phy_pj_per_bit(sys.memory) * 1e-12
         parts["dram_background"] = _offchip.dram_background_w(sys.memory, sys.dram_capacity) * t
     else:
-        parts["gpu_board"] = sys.power_w * t
+        parts["gpu_board"] = sys.power_w * (t - act.stall_s)
+        parts["gpu_board_stall"] = gpu_stall_power_w(sys, stall_power) * act.stall_s
+        if sys.offload_tier == "cpu_dram":  # a server host's CPU; the Orin's is inside its module power
+            parts["host_cpu_copy"] = sys.host_cpu_w * act.host_copy_s
     lane_w = _offchip.pcie_power_w(sys.pcie_lanes, "active") * link_share(sys)
     parts["pcie"] = lane_w * busy
     idle_l0_s = (_offchip.pcie_idle_fraction() * (t - busy) if act.pcie_idle_l0_s is None

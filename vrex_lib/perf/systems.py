@@ -21,7 +21,10 @@ every figure moves.
                       'hf_eager' = Hugging Face eager); ``kernel_dram_s`` / ``kernel_small_s``: the fixed time of one
                       kernel that streams DRAM / of one small kernel on activations (the launch mode's measured
                       start-up, docs/DECISIONS.md D240);
-* ``core_port_bytes_per_cycle`` V-Rex: one core's DRAM/NoC port (docs/DECISIONS.md D101).
+* ``core_port_bytes_per_cycle`` V-Rex: one core's DRAM/NoC port (docs/DECISIONS.md D101);
+* ``idle_power_w`` / ``context_step_w`` a GPU board's bare idle and what a held CUDA context adds (its power while
+                      it waits on the link, docs/DECISIONS.md D427); ``host_cpu_w``: the host CPU package while it
+                      runs FlexGen's relay copies (D428; 0 on the Orin, whose CPU is inside the module's power).
 
 The memory technology is a record (``memory``: :class:`vrex_lib.memtech.MemoryTech`; the offload tier's,
 ``offload_store``: the NVMe SSD record on the edge, host DDR4 on the server): its JEDEC timing feeds the DRAM model,
@@ -70,6 +73,9 @@ class System:
     staging_copies: int = 0
     unified_memory: bool = False
     power_w: float | None = None  # GPU board power (Table I); V-Rex power is computed by the energy model
+    idle_power_w: float | None = None  # GPU board's bare idle (None: no cited idle; stalls keep power_w, D427)
+    context_step_w: float = 0.0  # what a held CUDA context adds to the idle board (D427)
+    host_cpu_w: float = 0.0  # host CPU package power while it runs the relay copies (D428; 0: inside power_w)
     memory: memtech.MemoryTech = memtech.LPDDR5
     offload_store: "memtech.MemoryTech | memtech.StorageTech" = memtech.NVME_SSD
     dram_bus_bits: int = 256
@@ -219,6 +225,8 @@ def a100(stack: str = "eager") -> System:
         pcie_bw=_v("table1.pcie_bw_gbs.server") * GB, pcie_lanes=int(_v("table1.pcie_lanes.server")),
         offload_tier="cpu_dram", compute_eff=const("a100.compute_eff"), pcie_eff=const("a100.pcie_eff"),
         mem_side_eff=const("a100.mem_side_eff"), **_gpu_stack(stack=stack), power_w=_v("table1.power_w.a100"),
+        idle_power_w=const("a100.idle_w"), context_step_w=const("a100.context_step_w"),
+        host_cpu_w=const("host.cpu_package_w"),
         memory=memtech.HBM2E, dram_bus_bits=int(memtech.HBM2E.bus_bits), offload_store=memtech.DDR4,
         offload_granule=int(const("host_dram.granule_bytes")))
 

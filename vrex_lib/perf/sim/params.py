@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...config import ReSVConfig, RuntimeConfig
+from .. import energy as _energy
 from .. import link as _link
 from ..model_ops import LLAMA3_8B, SIGLIP_L384, LLMSpec, VisionSpec
 
@@ -11,6 +12,8 @@ from ..model_ops import LLAMA3_8B, SIGLIP_L384, LLMSpec, VisionSpec
 GRANULE_RULES: tuple[str, ...] = ("extent", "packed", "independent")
 #: The token layout's fetch rules of :class:`SimParams` (docs/DECISIONS.md D421).
 TOKEN_FETCH_RULES: tuple[str, ...] = ("independent", "sector", "selected")
+#: Where a unified-memory GPU's relay copies run (docs/DECISIONS.md D429).
+RELAY_COPY_ENGINES: tuple[str, ...] = ("gpu", "cpu_ce")
 #: NVMe logical block of the 'sector' token rule: the 512-B LBA format every NVMe drive offers besides 4 KiB.
 SECTOR_BYTES = 512
 
@@ -58,6 +61,12 @@ class SimParams:
     decode_dram_eff: the share of the DRAM peak a long read stream (weights, activations, KV) reaches at decode
       rate, for every system alike: 'model' (the bank-level model x the system's memory-side factor) or a published
       decode measurement's share, taken as a ceiling on the model's (docs/DECISIONS.md D424).
+    gpu_stall_power: a GPU board's power while the GPU waits on the link (docs/DECISIONS.md D427): 'idle' (its
+      bare idle), 'context' (that plus a held CUDA context's step, the default), 'board' (Table I's busy power).
+    relay_copy_engine: where FlexGen's relay copies run on a unified-memory GPU (the Orin; docs/DECISIONS.md D429):
+      'gpu' (their LPDDR5 traffic in line with the GPU's kernels: every copied byte delays the GPU's DRAM-bound
+      stream, the upper end) or 'cpu_ce' (FlexGen's copy worker: the CPU copy and the copy engine's cudaMemcpy after
+      the SSD read, beside the kernels, at the LPDDR5's copy rate: the lower end, no contention charged).
     """
 
     llm: LLMSpec = LLAMA3_8B
@@ -84,6 +93,8 @@ class SimParams:
     gpu_queue_depth: int | None = None
     gpu_resv_host_calls: int = 0
     decode_dram_eff: float | str = "model"
+    gpu_stall_power: str = "context"
+    relay_copy_engine: str = "gpu"
 
     def __post_init__(self) -> None:
         if self.retrieved_cache not in ("kvmu", "all", "none"):
@@ -103,7 +114,7 @@ class SimParams:
         self._check_hw_choices()
 
     def _check_hw_choices(self) -> None:
-        """The choices of docs/DECISIONS.md D420-D424, each with the fix in its message."""
+        """The choices of docs/DECISIONS.md D420-D424, D427 and D429, each with the fix in its message."""
         cap = self.baseline_kv_capacity
         if cap != "fit" and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
             raise ValueError(f"baseline_kv_capacity must be tokens >= 0 or 'fit', got {cap!r}")
@@ -116,6 +127,12 @@ class SimParams:
         eff = self.decode_dram_eff
         if eff != "model" and not (isinstance(eff, float) and 0 < eff <= 1):
             raise ValueError(f"decode_dram_eff must be 'model' or a share in (0, 1], got {eff!r}")
+        if self.relay_copy_engine not in RELAY_COPY_ENGINES:
+            raise ValueError(f"relay_copy_engine {self.relay_copy_engine!r}: choose one of "
+                             f"{', '.join(RELAY_COPY_ENGINES)}")
+        if self.gpu_stall_power not in _energy.STALL_POWER_LEVELS:
+            raise ValueError(f"gpu_stall_power {self.gpu_stall_power!r}: choose one of "
+                             f"{', '.join(_energy.STALL_POWER_LEVELS)}")
 
 
 @dataclass

@@ -23,6 +23,7 @@ class LayerPlan:
     traffic: LayerTraffic
     dram: list = field(default_factory=list)
     host_copy_s: float = 0.0
+    copy_after_fetch: bool = False
 
 
 @dataclass
@@ -44,12 +45,13 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
     ops = decoder_layer_ops(llm, i.n_new, B, tr.attended, n_selected=tr.sel_dev, sel_run_bytes=tr.sel_run_bytes)
     ops[1].dma_bytes, ops[1].dma_run_bytes = tr.fetch_bytes, tr.dma_run_bytes  # lands before attention
     ops[1].kv_write_bytes = write_bytes  # the oldest tokens read out for the offload tier
-    if i.sys.unified_memory and i.sys.staging_copies and tr.fetch_bytes:
-        # FlexGen's host copies of each fetched byte (read + write per copy) share the GPU's LPDDR5.
-        n = i.sys.staging_copies * tr.fetch_bytes
+    sys = i.sys
+    relay = bool(sys.unified_memory and sys.staging_copies and tr.fetch_bytes)
+    if relay and i.p.relay_copy_engine == "gpu":
+        # FlexGen's host copies of each fetched byte (read + write per copy) share the GPU's LPDDR5 (D429's upper end).
+        n = sys.staging_copies * tr.fetch_bytes
         ops.append(Op("staging", "staging", 0.0, act_bytes=n, kv_write_bytes=n, kernels=0, host_ops=0))
     times = [costs.time(o) for o in ops]
-    sys = i.sys
     ssd = sys.offload_store if sys.offload_tier == "ssd" else None
     fetch_s = _link.fetch_time_s(tr.fetch_bytes, tr.fetch_commands, link_bytes_s=sys.pcie, ssd=ssd is not None,
                                  queue_depth=i.queue_depth, read_iops=ssd.read_iops if ssd else None,
@@ -57,8 +59,12 @@ def _layer_plan(i: StepInputs, tr: LayerTraffic, costs: OpCosts, write_bytes: fl
     # FlexGen's pinned-buffer relay in host DRAM (server): each fetched byte is copied before its DMA can start.
     copy_s = (sys.staging_copies * tr.fetch_bytes / sys.host_copy_bytes_s
               if sys.staging_copies and not sys.unified_memory and sys.kind != "vrex" and tr.fetch_bytes else 0.0)
+    if relay and i.p.relay_copy_engine == "cpu_ce":
+        # FlexGen's copy worker after the SSD read lands: the CPU copies page cache -> pinned buffer, the copy engine
+        # pinned buffer -> GPU tensor; each reads and writes every byte of the LPDDR5 at its long-stream rate (D429).
+        copy_s = sys.staging_copies * tr.fetch_bytes * 2 / costs.long_rate
     return LayerPlan(ops, [t for t, _ in times], [lim for _, lim in times], fetch_s, tr, [o.dram_bytes for o in ops],
-                     copy_s)
+                     copy_s, copy_after_fetch=relay)
 
 
 class _Timeline:
@@ -85,6 +91,9 @@ class _Timeline:
         if plan.fetch_s <= 0:
             self.fetch_done[layer] = ready_s
             return
+        if plan.host_copy_s > 0 and plan.copy_after_fetch:
+            self._fetch_then_copy(layer, ready_s, plan)
+            return
         if plan.host_copy_s > 0:
             c0 = max(self.host_free, ready_s)
             self.host_free = c0 + plan.host_copy_s
@@ -95,6 +104,19 @@ class _Timeline:
         self.fetch_done[layer] = self.pcie_free
         b = plan.traffic.fetch_bytes
         self.add(layer, "kv_fetch", "pcie", start, self.pcie_free, b, b)
+
+
+    def _fetch_then_copy(self, layer: int, ready_s: float, plan: LayerPlan) -> None:
+        """A unified-memory relay (D429 'cpu_ce'): the link reads into host pages, then the CPU and copy engine copy
+        them on (engine 'host'), pipelined over layers; attention waits for the copy."""
+        start = max(self.pcie_free, ready_s)
+        self.pcie_free = start + plan.fetch_s
+        b = plan.traffic.fetch_bytes
+        self.add(layer, "kv_fetch", "pcie", start, self.pcie_free, b, b)
+        c0 = max(self.host_free, self.pcie_free)
+        self.host_free = c0 + plan.host_copy_s
+        self.add(layer, "host_copy", "host", c0, self.host_free)
+        self.fetch_done[layer] = self.host_free
 
 
 def schedule(i: StepInputs, pl: Placement) -> LayerSchedule:

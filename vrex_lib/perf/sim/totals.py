@@ -68,7 +68,10 @@ def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dic
                 e("dram", "transfers (device + PHY)", w["dram_s"], parts["dram"] + parts["dram_phy"], w["dram"]),
                 e("dram", "background (standby + refresh)", t, parts["dram_background"])]
     else:
-        out += [e("compute", "GPU board (Table I power: GPU + its DRAM)", t, parts["gpu_board"]),
+        stall = sc.stall_s
+        out += [e("compute", "GPU board, working (Table I power: GPU + its DRAM)", t - stall, parts["gpu_board"]),
+                e("compute", f"GPU board, waiting on the link (D427 '{i.p.gpu_stall_power}' power)", stall,
+                  parts["gpu_board_stall"]),
                 e("dram", "transfers (energy in the board's)", w["dram_s"], 0.0, w["dram"]),
                 e("compute", "kernel start-up (within the device time)", w["kernel_s"]),
                 e("host_cpu", "framework calls (host energy not in Table I)", w["host_s"])]
@@ -79,12 +82,19 @@ def _ledger(i: StepInputs, pl: Placement, sc: LayerSchedule, w: dict, parts: dic
         act = _energy.ssd_active_j(sys, busy_s)
         out += [e("ssd", "reads (active)", busy_s, act, pcie_bytes), e("ssd", "idle", max(0.0, t - busy_s),
                                                                         parts["ssd"] - act)]
+        if copy_s > 0:  # a unified-memory relay on the CPU and copy engine (D429 'cpu_ce')
+            out.append(e("host_cpu", "relay copies on the CPU + copy engine (energy in the module power, D429)",
+                         copy_s))
     else:
         tot = pcie_bytes + host_copy_bytes
         share = host_copy_bytes / tot if tot else 0.0
         out += [e("host_dram", "DMA reads of the offloaded KV", busy_s, parts["host_dram"] * (1 - share), pcie_bytes),
                 e("host_dram", "FlexGen pinned-buffer relay copies", copy_s, parts["host_dram"] * share,
                   host_copy_bytes)]
+    if "host_cpu_copy" in parts:
+        # the bytes are the host DRAM's (above); the CPU holds the copies' time and their package energy
+        out.append(e("host_cpu", "relay copies (host CPU package power x copy time, D428)", copy_s,
+                     parts["host_cpu_copy"]))
     return out
 
 
@@ -101,15 +111,16 @@ def totals(i: StepInputs, pl: Placement, sc: LayerSchedule) -> SimResult:
     busy_s = (pl.n_dense * sc.dense.fetch_s + (L - pl.n_dense) * sc.sparse.fetch_s
               + L * pl.offload_write_bytes_per_layer / sys.pcie)
     idle_s, idle_l0_s = _link.idle_power_frac(_link_gaps(sc.timeline, sc.total_s), p.aspm)
+    copy_s = pl.n_dense * sc.dense.host_copy_s + (L - pl.n_dense) * sc.sparse.host_copy_s
     act = _energy.StepCounts(
         seconds=sc.total_s, macs=(w["llm_flops"] + w["vis_flops"] + w["pred_flops"] - w["vector_flops"]) / 2,
         vpe_ops=w["lane_ops"], dram_bytes=w["dram"], pcie_bytes=pcie_bytes, pcie_busy_s=min(busy_s, sc.total_s),
         pcie_idle_l0_s=idle_l0_s * max(0.0, sc.total_s - busy_s) / idle_s if idle_s > 0 else 0.0,
         hcu_compares=w["n_pred"] * sc.pred.hcu_compares, wtu_elems=w["n_pred"] * sc.pred.wtu_elems,
         kvmu_requests=(pl.per_layer(L, "fetch_commands") if i.engine == "dre" else 0.0),
-        host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0)
-    energy_j, parts_j = _energy.step_energy(sys, act)
-    copy_s = pl.n_dense * sc.dense.host_copy_s + (L - pl.n_dense) * sc.sparse.host_copy_s
+        host_copy_bytes=2 * bytes_["staging"] if sys.offload_tier == "cpu_dram" else 0.0,
+        stall_s=min(sc.stall_s, sc.total_s), host_copy_s=copy_s)
+    energy_j, parts_j = _energy.step_energy(sys, act, p.gpu_stall_power)
     ledger = _ledger(i, pl, sc, w, parts_j, min(busy_s, sc.total_s), copy_s, pcie_bytes, act.host_copy_bytes)
     resident_dense = pl.n_dense * B * pl.off_tokens * i.llm.kv_bytes_per_token_layer if p.dense_resident else 0.0
     mem_bytes = (footprint_bytes(i.llm, p, i.spec, i.kv_len, B, pl.offload, i.tokens_per_frame,
