@@ -15,7 +15,7 @@ from ..retrieval import check_policy_kwargs, make_policy
 from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full_paths
 from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all,
                    _check_profile_args, _shape_from_config, config_diff, frames_action, model_identity, run_config,
-                   run_device, shard_from_env)
+                   model_files, run_device, shard_from_env)
 from .results import (RESULTS_KIND, _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path,
                       skips_file)
 from .sample import evaluate_sample
@@ -91,7 +91,8 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile, model=ident, split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
                      seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy,
-                     frame_sampling=frame_sampling)
+                     frame_sampling=frame_sampling,
+                     weights=model_files(profile, model, llm_path, vision_path, connector_path))
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
                max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
                skipped, frame_sampling)
