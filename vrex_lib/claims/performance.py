@@ -31,6 +31,7 @@ from ..perf.model_ops import LLAMA3_8B, SIGLIP_L384
 from ..perf.systems import get_system
 from ..perf.validation import validation_frame
 from ..perf.workload import Workload
+from ..workload.files import check_profile
 from . import causes as C
 
 MEASURED_SUFFIX = ".measured_workload"
@@ -234,12 +235,16 @@ def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
                                                     "measured_wl_cause"])
 
 
-def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
-    """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix."""
+def workload_for_claims(path: str | Path, extrapolation: str = "hold",
+                        profile: str | None = None) -> tuple[Workload | None, str]:
+    """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix.
+    With ``profile``, a file measured under another profile is refused (a ValueError naming both)."""
     p = Path(path)
     if not p.is_file():
         return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
                       f"--out {p}` (the paper-stated column is not a substitute)")
+    if profile is not None:
+        check_profile(p, profile)
     w = Workload.from_measurement(p, extrapolation=extrapolation)
     need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
                    if s.ratio_key and s.predictor(st) != "none"})

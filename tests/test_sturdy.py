@@ -1,0 +1,52 @@
+"""Issue 48's silent and poor cases: each a test naming the flag or file and the fix (docs/DECISIONS.md D440-D449).
+The reuse rule itself is tests/test_reuse.py; make's arguments and dry runs tests/test_make.py."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_WORKLOAD = ROOT / "tests" / "data" / "workload_tiny.json"
+
+
+def test_a_workload_file_of_another_profile_is_refused_naming_both(tmp_path):
+    """Issue 48: a smoke-profile workload file at workload_default.json was used by notebook 06 with no warning."""
+    from vrex_lib.claims import performance as CMP
+
+    d = json.loads(TINY_WORKLOAD.read_text())
+    p = tmp_path / "workload_default.json"
+    p.write_text(json.dumps(dict(d, profile="smoke")))
+    with pytest.raises(ValueError, match=r"workload_default.json holds the workload of the 'smoke' profile.*"
+                                         r"uses the 'default' profile.*--profile default"):
+        CMP.workload_for_claims(p, profile="default")
+    assert CMP.workload_for_claims(p, profile="smoke")[0] is None  # its own profile: read (NOT RUN for its gaps)
+
+
+@pytest.mark.parametrize("tol", ["0", "-1", "nan"])
+def test_plan_refuses_a_tolerance_that_is_not_positive(capsys, tol):
+    """Issue 48: `eval plan --tolerance 0` was a ZeroDivisionError and `-1` was accepted."""
+    from vrex_lib import eval as ev
+
+    assert ev.main(["plan", "--profile", "smoke", "--seconds-per-frame", "1", "--tolerance", tol]) == 2
+    err = capsys.readouterr().err
+    assert "--tolerance must be a number of points > 0" in err and err.count("\n") == 1
+
+
+def test_plan_on_a_pilot_with_no_differing_pair_uses_the_wilson_bound(tiny, tmp_path, capsys):
+    """Issue 48: a pilot with no disagreeing pair printed ±0.00 and '0 samples needed' (D340's fallback)."""
+    from vrex_lib import eval as ev
+    from vrex_lib.eval import stats
+
+    a = ev.run_eval("step", "full", "smoke", tmp_path / "full" / "step.jsonl", model=tiny, max_samples=2,
+                    progress=False, reference=None, max_new_tokens=2)
+    assert ev.main(["plan", "--profile", "smoke", "--tasks", "step", "--timing", str(a), "--pilot", str(a),
+                    str(a)]) == 0
+    out = capsys.readouterr().out
+    n = len(stats.pooled_counts(a, "smoke"))
+    delta = stats.wilson(0, n)[1]
+    assert delta > 0 and f"δ={delta:.3g}" in out and "Wilson 95 % upper bound of 0 differing" in out
+    line = next(x for x in out.splitlines() if x.startswith("step "))
+    assert " 0.00 " not in f" {line} " and not line.rstrip().endswith(" 0")
