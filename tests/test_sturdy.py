@@ -50,3 +50,69 @@ def test_plan_on_a_pilot_with_no_differing_pair_uses_the_wilson_bound(tiny, tmp_
     assert delta > 0 and f"δ={delta:.3g}" in out and "Wilson 95 % upper bound of 0 differing" in out
     line = next(x for x in out.splitlines() if x.startswith("step "))
     assert " 0.00 " not in f" {line} " and not line.rstrip().endswith(" 0")
+
+
+def test_num_shards_under_torchrun_takes_this_ranks_shard(monkeypatch):
+    """Issue 48: `--num-shards 2` under torchrun made every rank take shard 0."""
+    from vrex_lib import eval as ev
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert ev.shard_from_env(2, None) == (2, 1)
+    monkeypatch.setenv("RANK", "3")
+    with pytest.raises(ValueError, match=r"from \$RANK=3.*--nproc-per-node"):
+        ev.shard_from_env(2, None)
+
+
+def test_rank_without_world_size_names_the_variables(monkeypatch):
+    """Issue 48: RANK without WORLD_SIZE named flags the user never passed."""
+    from vrex_lib import eval as ev
+
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(ValueError, match=r"\$RANK=1 is set but \$WORLD_SIZE is not.*unset RANK"):
+        ev.shard_from_env(None, None)
+    assert ev.shard_from_env(4, 2) == (4, 2)  # explicit flags win
+
+
+# ----------------------------------------------------------------------------------------------- CACTI
+def _cacti_copy(tmp_path: Path, *, truncate: bool = False, drop: str | None = None, no_vdd: bool = False) -> Path:
+    from vrex_lib.estimate import cacti
+
+    src = cacti.cacti_dir()
+    d = tmp_path / "cacti"
+    (d / "tech_params").mkdir(parents=True)
+    for f in (src / "tech_params").iterdir():
+        if f.name != drop:
+            shutil.copy2(f, d / "tech_params" / f.name)
+    if no_vdd:
+        t = d / "tech_params" / "22nm.dat"
+        t.write_text("".join(ln for ln in t.read_text().splitlines(True) if not ln.startswith("-Vdd (V)")))
+    data = (src / "cacti").read_bytes()
+    (d / "cacti").write_bytes(data[:len(data) // 10] if truncate else data)
+    (d / "cacti").chmod(0o755)
+    return d
+
+
+@pytest.mark.parametrize("case, says", [
+    (dict(drop="22nm.dat"), "22nm.dat cannot be read"),
+    (dict(no_vdd=True), "22nm.dat has no '-Vdd (V)' row"),
+    (dict(truncate=True), "make cacti"),
+])
+def test_a_damaged_cacti_installation_is_not_blamed_on_the_configuration(tmp_path, monkeypatch, capsys, case, says):
+    """Issue 48: a truncated binary, a missing 22nm.dat and one without its Vdd row were blamed on the config."""
+    from vrex_lib.estimate import cacti
+
+    monkeypatch.setenv("VREX_CACTI_DIR", str(_cacti_copy(tmp_path, **case)))
+    assert cacti.main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert says in err and "choose another size" not in err, err
+
+
+def test_cacti_check_refuses_an_extra_word(capsys):
+    """Issue 48: `estimate cacti check 7nm` ignored the extra word."""
+    from vrex_lib.estimate.__main__ import main
+
+    assert main(["cacti", "check", "7nm"]) == 2
+    err = capsys.readouterr().err
+    assert "'check' takes no further argument, got '7nm'" in err
