@@ -116,3 +116,35 @@ def test_cacti_check_refuses_an_extra_word(capsys):
     assert main(["cacti", "check", "7nm"]) == 2
     err = capsys.readouterr().err
     assert "'check' takes no further argument, got '7nm'" in err
+
+
+def test_longctx_refuses_out_and_workload_the_same_file(tmp_path, capsys):
+    """Issue 48: `longctx --out F --workload F` wrote one over the other."""
+    from vrex_lib.longctx.__main__ import main
+
+    f = tmp_path / "study.json"
+    assert main(["run", "--profile", "smoke", "--out", str(f), "--workload", str(tmp_path / "." / "study.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--out and --workload are the same file" in err and not f.exists()
+
+
+def test_a_resume_across_the_full_methods_results_is_refused_not_mixed(tiny, tmp_path):
+    """Issue 48: an eval started before the `full` run existed and resumed after it mixed lines with and without
+    the agreement columns; accuracy.summarize averaged agreement over 3 samples while reporting 6."""
+    import pandas as pd
+
+    from vrex_lib import accuracy
+    from vrex_lib import eval as ev
+
+    kw = dict(model=tiny, progress=False, max_new_tokens=2)
+    out = tmp_path / "resv" / "step.jsonl"
+    ev.run_eval("step", "resv", "smoke", out, max_samples=1, **kw)  # no full results yet: no agreement
+    ev.run_eval("step", "full", "smoke", tmp_path / "full" / "step.jsonl", max_samples=2, **kw)
+    with pytest.raises(ValueError, match=r"no agreement columns.*--reference none.*--replace"):
+        ev.run_eval("step", "resv", "smoke", out, max_samples=2, **kw)
+    ev.run_eval("step", "resv", "smoke", out, max_samples=2, reference=None, **kw)  # finished without: consistent
+    rows = ev.read_jsonl(out)
+    assert len(rows) == 2 and all(r["ref_first_token_agree"] is None for r in rows)
+    mixed = pd.DataFrame([dict(method="resv", task="step", ref_answer_match=v, correct=1.0) for v in (1.0, None)])
+    with pytest.raises(ValueError, match=r"1 of 2 lines carry agreement columns"):
+        accuracy.summarize(mixed)

@@ -99,6 +99,7 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     ref = _read_reference(reference, out, method, task, profile, cfg)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
         done_rows = check_resume(out_path, cfg, replace=replace, force=force)
+        _check_agreement_schema(out_path, done_rows, ref)
         done = {r["sample_id"] for r in done_rows}
         mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
@@ -266,6 +267,24 @@ def _shard(samples, num_shards: int, shard_index: int, videos_dir: Path, skips: 
         raise FileNotFoundError(f"none of the {len(mine)} videos of this shard is in {videos_dir} "
                                 f"(e.g. {mine[0][1].video_id}.mp4): check --coin-root / the videos folder")
     return mine, available, skipped
+
+
+def _check_agreement_schema(out_path: Path, done_rows: list[dict], ref: dict) -> None:
+    """Refuse to resume lines whose agreement columns would differ from this run's: lines written without a
+    reference (the ``full`` results did not exist yet) beside lines with one, or the reverse; the file's averages
+    would then mix sample counts (docs/DECISIONS.md D442)."""
+    def has(r: dict) -> bool:
+        return r.get("ref_first_token_agree") is not None
+
+    without = [r for r in done_rows if not has(r) and r.get("sample_id") in ref]
+    if without:
+        raise ValueError(f"--out {out_path}: {len(without)} finished line(s) have no agreement columns (they ran "
+                         "before the full method's results existed) and this run has a reference: finish it without "
+                         "agreement (--reference none), or rerun every sample with it (--replace)")
+    if not ref and any(has(r) for r in done_rows):
+        raise ValueError(f"--out {out_path}: its finished lines carry agreement columns but this run has no "
+                         "reference (the full method's results file is missing): restore it or pass it with "
+                         "--reference, or rerun every sample without it (--replace)")
 
 
 def _read_reference(reference, out, method: str, task: str, profile: str, cfg: dict) -> dict:
