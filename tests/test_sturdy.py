@@ -148,3 +148,78 @@ def test_a_resume_across_the_full_methods_results_is_refused_not_mixed(tiny, tmp
     mixed = pd.DataFrame([dict(method="resv", task="step", ref_answer_match=v, correct=1.0) for v in (1.0, None)])
     with pytest.raises(ValueError, match=r"1 of 2 lines carry agreement columns"):
         accuracy.summarize(mixed)
+
+
+# ----------------------------------------------------------------------------------------------- report staleness
+def _executed(out: Path, nbs: Path, names: list[str], t: float) -> None:
+    import os
+
+    from helpers import write_notebook
+
+    (out / "executed").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
+    (out / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")
+    (out / "data" / "workload_default.json").write_text("{}")
+    for n in names:
+        write_notebook(nbs / f"{n}.ipynb", "pass")
+        (out / "executed" / f"{n}.ipynb").write_text("{}")
+        (out / "executed" / f"{n}.manifest.json").write_text("{}")
+    for p in [out / ".params", out / "data" / "workload_default.json", *nbs.iterdir()]:
+        os.utime(p, (t - 60, t - 60))
+    for p in (out / "executed").iterdir():
+        os.utime(p, (t, t))
+
+
+def test_a_remeasured_workload_makes_its_readers_stale(tmp_path):
+    """Issue 48: after make's workload file was re-measured, `make report` said nothing was stale."""
+    import os
+
+    from vrex_lib import report
+
+    out, nbs = tmp_path / "results", tmp_path / "nbs"
+    nbs.mkdir()
+    import time
+
+    t = time.time()
+    _executed(out, nbs, ["04_hw", "05_area", "06_performance"], t)
+    assert report.stale_notebooks(out, nbs) == {}
+    os.utime(out / "data" / "workload_default.json", (t + 60, t + 60))  # re-measured after 06 ran
+    stale = report.stale_notebooks(out, nbs)
+    assert list(stale) == ["06_performance.ipynb"] and "workload_default.json" in stale["06_performance.ipynb"]
+    (out / "data" / "workload_default.json").unlink()  # a missing input is stale too
+    assert "workload_default.json` is missing" in report.stale_notebooks(out, nbs)["06_performance.ipynb"]
+    (out / "executed" / "04_hw.ipynb").unlink()  # 05 reads 04's results
+    assert "04_hw.ipynb` is missing" in report.stale_notebooks(out, nbs)["05_area.ipynb"]
+
+
+def test_a_deleted_manifest_makes_its_notebook_stale(tmp_path):
+    """Issue 48: with a notebook's manifest deleted, one of its tables cut at a line boundary passed."""
+    import time
+
+    from vrex_lib import report
+
+    out, nbs = tmp_path / "results", tmp_path / "nbs"
+    nbs.mkdir()
+    _executed(out, nbs, ["04_hw"], time.time())
+    (out / "executed" / "04_hw.manifest.json").unlink()
+    assert "04_hw.manifest.json` is missing" in report.stale_notebooks(out, nbs)["04_hw.ipynb"]
+
+
+def test_the_stale_check_reads_the_makefiles_own_inputs():
+    """report.stale.MAKE_INPUTS names what the Makefile's rules make each notebook depend on."""
+    import re
+
+    from vrex_lib.report.stale import MAKE_INPUTS
+
+    mk = (ROOT / "Makefile").read_text()
+    rules = re.findall(r"wildcard \$\(NOTEBOOK_DIR\)/([0-9\[\]]+)_\*\.ipynb\)\)\)\)\): *(?:\\\n)?\s*([^\n]+)", mk)
+    kinds = {"$(WORKLOAD_FILE)": "workload", "$(COIN_STAMP)": "coin"}
+    got = {}
+    for pat, dep in rules:
+        if dep.strip() in kinds:
+            got[pat] = (kinds[dep.strip()],)
+        elif "/04_" in dep:
+            got[pat] = ("executed:04",)
+        elif "filter-out" in dep:
+            got[pat] = ("executed:*",)
+    assert got == MAKE_INPUTS, rules
