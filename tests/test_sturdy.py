@@ -223,3 +223,42 @@ def test_the_stale_check_reads_the_makefiles_own_inputs():
         elif "filter-out" in dep:
             got[pat] = ("executed:*",)
     assert got == MAKE_INPUTS, rules
+
+
+# ----------------------------------------------------------------------------------------------- report errors
+def _one_table(out: Path, monkeypatch) -> None:
+    from vrex_lib import paper, report
+
+    monkeypatch.setenv("VREX_RESULTS_DIR", str(out))
+    report.write_table("headline", [report.Row("fig13.edge.b1.fps_min", "x", "FPS", 3.9, 1.9,
+                                               paper.Tolerance("rel", 0.1), "abstract")], profile="smoke", title="t")
+
+
+def test_report_errors_name_the_file_and_the_fix(tmp_path, capsys, monkeypatch):
+    """Issue 48: the report blamed --results for a summary.csv that is a folder, called an empty table
+    'OSError Errno 22', and on a full disk said only '[Errno 28]'."""
+    import errno
+
+    from vrex_lib import report
+    from vrex_lib.report import cli
+
+    out = tmp_path / "res"
+    _one_table(out, monkeypatch)
+    (out / "tables" / "summary.csv").mkdir()
+    assert report.main(["--results", str(out), "--allow-missing"]) == 2
+    err = capsys.readouterr().err
+    assert "summary.csv is a folder, but the report writes its file tables/summary.csv there" in err
+    assert "--results" not in err
+    (out / "tables" / "summary.csv").rmdir()
+    (out / "tables" / "empty_t.csv").write_bytes(b"")
+    assert report.main(["--results", str(out), "--allow-missing"]) == 0
+    err = capsys.readouterr().err
+    assert "empty_t.csv: empty (0 bytes)" in err and "Errno 22" not in err
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli, "build_report", full)
+    assert report.main(["--results", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {out}" in err and "free space" in err
