@@ -262,3 +262,54 @@ def test_report_errors_name_the_file_and_the_fix(tmp_path, capsys, monkeypatch):
     assert report.main(["--results", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"cannot write {out}" in err and "free space" in err
+
+
+# ----------------------------------------------------------------------------------------------- notebook parameters
+@pytest.mark.parametrize("args, says", [
+    (["-p", "N_SAMPLES", "-3"], "N_SAMPLES=-3 must be >= 0"),
+    (["-p", "KV_LEN_SIM", "-5"], "KV_LEN_SIM=-5 must be >= 0"),
+    (["-p", "ACTIVITY_VECTORS", "-1"], "ACTIVITY_VECTORS=-1 must be >= 1"),
+    (["-r", "SHADOW_KV", "1000,-2"], "has -2, which is not >= 1"),
+])
+def test_check_params_refuses_out_of_range_values_before_anything_runs(python_exe, args, says):
+    """Issue 48: these were checked only inside the notebook, after the workload measurement had started."""
+    import subprocess
+
+    r = subprocess.run([python_exe, str(ROOT / "scripts" / "check_params.py"), str(ROOT / "notebooks"), *args],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and says in r.stderr and "nothing was run" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_every_numeric_notebook_parameter_declares_its_range():
+    import importlib.util
+
+    from vrex_lib.config import NOTEBOOK_RANGES
+
+    spec = importlib.util.spec_from_file_location("check_params", ROOT / "scripts" / "check_params.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    numeric = {name for name, by_nb in mod.declared(ROOT / "notebooks").items()
+               if any(isinstance(v, (int, float)) and not isinstance(v, bool) for v in by_nb.values())}
+    assert numeric and numeric <= set(NOTEBOOK_RANGES), numeric - set(NOTEBOOK_RANGES)
+
+
+def test_the_grid_message_reads_as_a_sentence():
+    """Issue 48: `-p GRID full` under the smoke profile read 'no the notebook parameter GRID ...'."""
+    from vrex_lib import config
+    from vrex_lib.longctx.grid import GRIDS, study_grid
+
+    missing = next(((p, g) for p in config.PROFILES for g in config.STUDY_GRIDS
+                    if (config.profile_config(p).longctx.grid, g) not in GRIDS
+                    and not config.profile_config(p).longctx.always_full), None)
+    if missing is None:
+        pytest.skip("every profile has every grid")
+    config._ARG_STYLE["style"] = "notebook"
+    try:
+        with pytest.raises(ValueError) as e:
+            study_grid(*missing)
+    finally:
+        config._ARG_STYLE["style"] = "cli"
+    msg = str(e.value)
+    assert "no the" not in msg and f"the {missing[0]} profile has no {missing[1]!r} grid" in msg
+    assert "set the notebook parameter GRID to 'profile'" in msg
