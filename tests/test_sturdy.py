@@ -313,3 +313,32 @@ def test_the_grid_message_reads_as_a_sentence():
     msg = str(e.value)
     assert "no the" not in msg and f"the {missing[0]} profile has no {missing[1]!r} grid" in msg
     assert "set the notebook parameter GRID to 'profile'" in msg
+
+
+# ----------------------------------------------------------------------------------------------- scripts/gpu_check.sh
+@pytest.mark.parametrize("args, says", [
+    (["--kv", "abc"], "--kv 'abc': give context lengths"),
+    (["--steps", "0"], "--steps 0: must be a whole number >= 1"),
+    (["--eval-samples", "0"], "--eval-samples 0: must be a whole number >= 1"),
+    (["--out", "scripts/gpu_check.sh"], "scripts/gpu_check.sh is a file, not a folder"),
+])
+def test_gpu_check_refuses_bad_arguments_before_any_work(args, says):
+    """Issue 48: these ended in tracebacks, and --out a file failed only after all the timings."""
+    import subprocess
+
+    r = subprocess.run(["bash", "scripts/gpu_check.sh", "--tiny", *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and says in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert "build_s=" not in r.stdout
+
+
+def test_gpu_check_without_a_venv_says_make_setup(tmp_path):
+    import os
+    import subprocess
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy2(ROOT / "scripts" / "gpu_check.sh", tmp_path / "scripts" / "gpu_check.sh")
+    env = {k: v for k, v in os.environ.items() if k != "PY"}
+    r = subprocess.run(["bash", "scripts/gpu_check.sh", "--tiny"], cwd=tmp_path, capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 2 and "no .venv here" in r.stderr and "make setup" in r.stderr
