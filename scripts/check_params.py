@@ -232,7 +232,7 @@ def _check_choice(name: str, value: object, how: str, where: dict[str, object]) 
     choices = NOTEBOOK_CHOICES.get(name)
     if choices is not None and value not in choices:
         flag = "-r" if how.startswith("-r") else "-p"
-        raise ParamError(f"PAPERMILL_ARGS: '{how}' gives the notebook parameter {name} the value {value!r}, not one "
+        raise ParamError(f"PAPERMILL_ARGS: '{how}' gives the notebook parameter {name} {value!r}, which is not one "
                          f"of {', '.join(map(repr, choices))} (a parameter of {', '.join(where)}); use "
                          f"{' or '.join(f'{flag} {name} {c}' for c in choices)} (nothing was run or changed)")
 

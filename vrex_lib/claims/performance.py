@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import paper, report
-from ..config import RuntimeConfig
+from .. import _io, paper, report
+from ..config import WORKLOAD_SCHEMA, RuntimeConfig
 from ..estimate.core import CorePowerModel
 from ..perf import experiments as E
 from ..perf.energy import peak_power_w
@@ -31,7 +31,6 @@ from ..perf.model_ops import LLAMA3_8B, SIGLIP_L384
 from ..perf.systems import get_system
 from ..perf.validation import validation_frame
 from ..perf.workload import Workload
-from ..workload.files import check_profile
 from . import causes as C
 
 MEASURED_SUFFIX = ".measured_workload"
@@ -233,6 +232,20 @@ def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
     return pd.DataFrame(list(by.values()), columns=["claim", "unit", "paper", "paper_wl", "paper_wl_verdict",
                                                     "paper_wl_cause", "measured_wl", "measured_wl_verdict",
                                                     "measured_wl_cause"])
+
+
+def check_profile(path: str | Path, profile: str, flag: str = "-p WORKLOAD_FILE") -> None:
+    """Refuse a workload file measured under another profile than the run that reads it (a smoke-profile file
+    placed at ``workload_default.json``): a ValueError naming the file, both profiles and the fix. A file that is
+    not a workload document is left to its reader's own message."""
+    d, _ = _io.read_json_document(Path(path), WORKLOAD_SCHEMA, "workload document")
+    if d is None or d.get("profile") == profile:
+        return
+    model = (d.get("model_identity") or {}).get("summary") or d.get("model", "?")
+    raise ValueError(f"{path} holds the workload of the {d.get('profile')!r} profile (model {model}), but this run "
+                     f"uses the {profile!r} profile: measure it for {profile} (`python -m vrex_lib.workload measure "
+                     f"--profile {profile} --out {path} --replace`, or delete it and run `make reproduce "
+                     f"PROFILE={profile}`), or pass {flag} with a {profile}-profile workload file")
 
 
 def workload_for_claims(path: str | Path, extrapolation: str = "hold",

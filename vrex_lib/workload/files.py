@@ -53,20 +53,6 @@ def write_json(path: Path, obj: dict) -> None:
     _io.write_json(path, jsonable(obj))
 
 
-def check_profile(path: str | os.PathLike, profile: str, flag: str = "-p WORKLOAD_FILE") -> None:
-    """Refuse a workload file measured under another profile than the run that reads it (a smoke-profile file
-    placed at ``workload_default.json``): a ValueError naming the file, both profiles and the fix. A file that is
-    not a workload document is left to its reader's own message."""
-    d, _ = _load(Path(path))
-    if d is None or d.get("profile") == profile:
-        return
-    model = (d.get("model_identity") or {}).get("summary") or d.get("model", "?")
-    raise ValueError(f"{path} holds the workload of the {d.get('profile')!r} profile (model {model}), but this run "
-                     f"uses the {profile!r} profile: measure it for {profile} (`python -m vrex_lib.workload measure "
-                     f"--profile {profile} --out {path} --replace`, or delete it and run `make reproduce "
-                     f"PROFILE={profile}`), or pass {flag} with a {profile}-profile workload file")
-
-
 def _load(path: Path) -> tuple[dict | None, str]:
     """(the workload document at ``path``, '') or (None, why it is not one)."""
     return _io.read_json_document(path, SCHEMA, "workload document")
