@@ -342,3 +342,40 @@ def test_gpu_check_without_a_venv_says_make_setup(tmp_path):
     r = subprocess.run(["bash", "scripts/gpu_check.sh", "--tiny"], cwd=tmp_path, capture_output=True, text=True,
                        env=env, timeout=60)
     assert r.returncode == 2 and "no .venv here" in r.stderr and "make setup" in r.stderr
+
+
+def test_the_simulator_names_the_file_with_a_negative_tokens_per_cluster(tmp_path):
+    """Issue 48: the simulator fed a negative tokens-per-cluster named no file."""
+    from vrex_lib.perf import Workload
+
+    d = json.loads(TINY_WORKLOAD.read_text())
+    c = next(c for c in d["checkpoints"] if c.get("tokens_per_cluster") is not None)
+    c["tokens_per_cluster"] = -3.0
+    p = tmp_path / "w.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=r"w\.json: checkpoint \d+ .*tokens_per_cluster = -3\.0, which must be > 0"):
+        Workload.from_measurement(p)
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate"])
+def test_a_checkpoint_without_a_whole_tokenizer_fails_before_its_weights_load(tiny_videollm, tmp_path, monkeypatch,
+                                                                             damage):
+    """Issue 48: a deleted or truncated tokenizer.json failed after the weights loaded, naming no file."""
+    import transformers
+
+    from vrex_lib.runtime import build_model
+
+    llm = tmp_path / "llm"
+    shutil.copytree(tiny_videollm.llm, llm)
+    tj = llm / "tokenizer.json"
+    if damage == "delete":
+        tj.unlink()
+    else:
+        tj.write_bytes(tj.read_bytes()[: tj.stat().st_size // 2])
+    loaded = []
+    real = transformers.AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        lambda *a, **k: loaded.append(a) or real(*a, **k))
+    with pytest.raises(ValueError, match=r"--llm-path .*tokenizer\.json") as e:
+        build_model("default", llm_path=llm)
+    assert not loaded and ("is missing" in str(e.value) if damage == "delete" else "damaged or cut" in str(e.value))

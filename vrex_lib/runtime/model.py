@@ -358,10 +358,26 @@ def _load_hf_llm(path: Path, dtype: torch.dtype):
                   "folder")
     _read_json(path / "config.json", arg_name("--llm-path"))
     check_weight_files(path, arg_name("--llm-path"))
+    tok = _load_tokenizer(path, AutoTokenizer)  # seconds, before the weights (minutes for 16 GB)
     with _named_load_errors(path, arg_name("--llm-path")):
         llm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
-        tok = AutoTokenizer.from_pretrained(path)
     return llm, tok
+
+
+def _load_tokenizer(path: Path, auto):
+    """The LLM folder's tokenizer, or a ValueError naming the file (a deleted or cut ``tokenizer.json``) and the
+    fix, before any weight loads."""
+    flag, tj = arg_name("--llm-path"), path / "tokenizer.json"
+    fix = "copy the tokenizer files (tokenizer.json, tokenizer_config.json) of this checkpoint back into it"
+    if not tj.is_file() and not (path / "tokenizer.model").is_file():
+        raise ValueError(f"{flag} {path}: {tj.name} is missing (no tokenizer.model either), so the tokenizer cannot "
+                         f"load; {fix}")
+    try:
+        return auto.from_pretrained(path)
+    except (OSError, ValueError, TypeError, KeyError) as err:  # JSONDecodeError is a ValueError
+        what = tj if tj.is_file() else path / "tokenizer.model"
+        raise ValueError(f"{flag} {path}: the tokenizer does not load from {what} ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0][:160]}): the file is damaged or cut; {fix}") from None
 
 
 @contextlib.contextmanager
