@@ -379,3 +379,32 @@ def test_a_checkpoint_without_a_whole_tokenizer_fails_before_its_weights_load(ti
     with pytest.raises(ValueError, match=r"--llm-path .*tokenizer\.json") as e:
         build_model("default", llm_path=llm)
     assert not loaded and ("is missing" in str(e.value) if damage == "delete" else "damaged or cut" in str(e.value))
+
+
+def test_live_on_a_video_damaged_mid_file_fails_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    """Issue 48: `live` on a video damaged mid-file failed after the model loaded."""
+    from vrex_lib import live
+
+    data = bytearray((ROOT / "data" / "coin_mini" / "videos" / "mini00-replac.mp4").read_bytes())
+    start = int(len(data) * 0.4)
+    data[start:start + len(data) // 4] = bytes(len(data) // 4)  # the container still opens; frames do not decode
+    video = tmp_path / "damaged.mp4"
+    video.write_bytes(bytes(data))
+
+    def no_model(*a, **k):
+        raise AssertionError("the model was built before the video was checked")
+
+    monkeypatch.setattr(live, "build_model", no_model)
+    assert live.main([str(video), "--profile", "smoke", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "damaged.mp4" in err and "cannot be decoded" in err and "--end" in err
+
+
+@pytest.mark.parametrize("lanes", [-4, 2.5, float("nan"), "4"])
+def test_pcie_power_refuses_a_lane_count_that_is_not_one(lanes):
+    """Issue 48: estimate.pcie_power_w(-4) returned -12 W."""
+    from vrex_lib import estimate
+
+    with pytest.raises(ValueError, match="lanes must be a whole number >= 0"):
+        estimate.pcie_power_w(lanes)
+    assert estimate.pcie_power_w(4) == pytest.approx(4 * estimate.PCIE_W_PER_LANE)
