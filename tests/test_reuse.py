@@ -208,3 +208,12 @@ def test_rtl_caches_follow_the_code_and_their_inputs(monkeypatch, tmp_path):
     assert activity.inputs_key("hcu", 10, 0, "icarus", {}, OperatingPoint(), trace_file=tmp_path / "none") != a0
     monkeypatch.setattr(_io, "file_sha256", real)
     assert lxe.inputs_key("smoke", 1, VRexCoreConfig(), "icarus", {}) != k0
+
+
+def test_the_design_space_fidelity_file_follows_the_model_config(tiny, monkeypatch):
+    """Notebook 08's fidelity file was keyed on the model's name only."""
+    from vrex_lib import dse
+
+    spec = dse.sweep_spec("smoke")
+    assert dse.spec_inputs_key(spec, tiny) == dse.spec_inputs_key(spec, tiny)
+    assert dse.spec_inputs_key(spec, tiny) != dse.spec_inputs_key(spec, _edited_eps_model(monkeypatch))
