@@ -217,3 +217,22 @@ def test_the_design_space_fidelity_file_follows_the_model_config(tiny, monkeypat
     spec = dse.sweep_spec("smoke")
     assert dse.spec_inputs_key(spec, tiny) == dse.spec_inputs_key(spec, tiny)
     assert dse.spec_inputs_key(spec, tiny) != dse.spec_inputs_key(spec, _edited_eps_model(monkeypatch))
+
+
+def test_large_file_digests_are_remembered_across_runs_and_follow_rewrites(tmp_path, monkeypatch):
+    cache = tmp_path / "digests.json"
+    monkeypatch.setenv("VREX_DIGEST_CACHE", str(cache))
+    monkeypatch.setattr(_io, "_PERSIST_BYTES", 10)
+    f = tmp_path / "weights.bin"
+    f.write_bytes(b"x" * 100)
+    d0 = _io.file_sha256(f)
+    assert cache.is_file() and d0 in json.loads(cache.read_text()).values()
+    _io._DIGESTS.clear()  # a new process: the digest comes from the cache, not from reading the file
+    monkeypatch.setattr(_io.hashlib, "sha256", lambda *a: pytest.fail("read again"))
+    assert _io.file_sha256(f) == d0
+    monkeypatch.undo()
+    monkeypatch.setenv("VREX_DIGEST_CACHE", str(cache))
+    st = f.stat()
+    f.write_bytes(b"y" * 100)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _io.file_sha256(f) != d0

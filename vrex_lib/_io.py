@@ -270,15 +270,51 @@ _DIGESTS: dict[tuple, str] = {}
 _DIGEST_LOCK = threading.Lock()
 
 
+#: Files at least this large (weights) have their digest remembered across processes in :func:`digest_cache_path`.
+_PERSIST_BYTES = 16 << 20
+
+
+def digest_cache_path() -> Path | None:
+    """Where the digests of large files are remembered between runs: ``$VREX_DIGEST_CACHE`` (empty: nowhere), else
+    ``$XDG_CACHE_HOME/vrex/file_sha256.json`` (``~/.cache`` by default)."""
+    env = os.environ.get("VREX_DIGEST_CACHE")
+    if env is not None:
+        return Path(env) if env.strip() else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vrex" / "file_sha256.json"
+
+
+def _persisted(key: str, value: str | None = None) -> str | None:
+    """Read (or, with ``value``, add) one digest of the on-disk cache; any failure only costs a re-read."""
+    path = digest_cache_path()
+    if path is None:
+        return None
+    try:
+        d = json.loads(path.read_text()) if path.is_file() else {}
+        d = d if isinstance(d, dict) else {}
+        if value is None:
+            return d.get(key) if isinstance(d.get(key), str) else None
+        d[key] = value
+        write_json(path, d, indent=None, fsync=False)
+    except (OSError, ValueError):
+        return None
+    return value
+
+
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of the whole file, remembered for the process by (path, size, mtime, ctime, inode): a weight file
-    is read once per run, and any rewrite (even of the same size, or with its mtime set back) is read again."""
+    """SHA-256 of the whole file, remembered by (path, size, mtime, ctime, inode) -- for the process, and for large
+    files (weights) across runs (:func:`digest_cache_path`): a weight file is read once, and any rewrite (even of the
+    same size, or with its mtime set back: the ctime moves) is read again."""
     p = Path(path).resolve()
     st = p.stat()
     stamp = (str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    key = "|".join(map(str, stamp))
     with _DIGEST_LOCK:
         hit = _DIGESTS.get(stamp)
+    if hit is None and st.st_size >= _PERSIST_BYTES:
+        hit = _persisted(key)
     if hit is not None:
+        with _DIGEST_LOCK:
+            _DIGESTS[stamp] = hit
         return hit
     h = hashlib.sha256()
     with open(p, "rb") as f:
@@ -286,7 +322,9 @@ def file_sha256(path: str | os.PathLike) -> str:
             h.update(blk)
     with _DIGEST_LOCK:
         _DIGESTS[stamp] = h.hexdigest()
-    return _DIGESTS[stamp]
+    if st.st_size >= _PERSIST_BYTES:
+        _persisted(key, h.hexdigest())
+    return h.hexdigest()
 
 
 def files_digest(paths: Iterable[str | os.PathLike]) -> dict[str, str]:
