@@ -183,7 +183,7 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(PARAMS_STAMP)
 WORKLOAD_FILE := $(RESULTS)/data/workload_$(PROFILE).json
 WORKLOAD_ARGS ?=
 WORKLOAD_STAMP := $(RESULTS)/.workload
-WORKLOAD_TEXT = -- $(call shq,PROFILE=$(PROFILE) WORKLOAD_ARGS=$(WORKLOAD_ARGS) LONG=$(LONG))
+WORKLOAD_TEXT = -- $(call shq,WORKLOAD_ARGS=$(WORKLOAD_ARGS) LONG=$(LONG))
 $(WORKLOAD_STAMP): FORCE | $(PARAMS_STAMP)
 	+@$(call STAMP,$@,reproduce: the workload arguments changed (WORKLOAD_ARGS=$(WORKLOAD_ARGS) LONG=$(LONG)): the workload is measured again) $(WORKLOAD_TEXT)
 ifneq ($(call STAMP_CHANGED,$(WORKLOAD_STAMP),$(WORKLOAD_TEXT)),)
