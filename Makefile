@@ -90,7 +90,7 @@ smoke: ## Execute every notebook in the smoke profile into results/smoke
 INTERRUPTED_NOTE = $(RESULTS)/REPORT.md stays marked stale; the finished notebooks are kept and \
   `make reproduce` continues from them
 reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
-	@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	@VREX_CHECK_PROFILE=$(call shq,$(PROFILE)) $(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@$(PYTHON) scripts/results_folder.py prepare $(call shq,$(RESULTS))
 	@$(if $(DRY_RUN),,$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" \
 	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) --) $(MAKE) --no-print-directory -j$(JOBS) _reproduce SCHEDULE=1
@@ -132,7 +132,7 @@ STAMP_CHANGED = $(if $(DRY_RUN),$(shell $(PY) scripts/stamp.py $(1) x --check $(
 PARAMS_TEXT = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
 PARAMS_FILES = --param-file WORKLOAD_FILE $(NOTEBOOK_DIR) -- $(call shq,$(PARAMS_TEXT))
 $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
-	+@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	+@VREX_CHECK_PROFILE=$(call shq,$(PROFILE)) $(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	+@$(call STAMP,$@,reproduce: notebook parameters changed to '$(PARAMS_TEXT)' (or the -p WORKLOAD_FILE file): every notebook reruns) $(PARAMS_FILES)
 ifneq ($(call STAMP_CHANGED,$(PARAMS_STAMP),$(PARAMS_FILES)),)
 	@: the notebook parameters changed

@@ -408,3 +408,15 @@ def test_pcie_power_refuses_a_lane_count_that_is_not_one(lanes):
     with pytest.raises(ValueError, match="lanes must be a whole number >= 0"):
         estimate.pcie_power_w(lanes)
     assert estimate.pcie_power_w(4) == pytest.approx(4 * estimate.PCIE_W_PER_LANE)
+
+
+def test_check_params_refuses_a_grid_the_profile_lacks(python_exe):
+    """Issue 48: `-p GRID full` under the smoke profile failed inside notebook 09, after the measurement started."""
+    import os
+    import subprocess
+
+    cmd = [python_exe, str(ROOT / "scripts" / "check_params.py"), str(ROOT / "notebooks"), "-p", "GRID", "full"]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "VREX_CHECK_PROFILE": "smoke"})
+    assert r.returncode == 2 and "the smoke profile has no 'full' grid" in r.stderr and "no the" not in r.stderr
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "VREX_CHECK_PROFILE": "default"})
+    assert r.returncode == 0, r.stderr
