@@ -130,8 +130,8 @@ def test_lab_binds_localhost_and_allows_root(tmp_path, nbdir):
 
 
 def _untouched(res: Path) -> bool:
-    """Nothing but the helper's stand-ins (data/, the marker) in the results folder."""
-    return sorted(p.name for p in res.iterdir()) == [".vrex-results", "data"]
+    """Nothing but the helper's stand-ins (data/, the marker, the workload stamp) in the results folder."""
+    return sorted(p.name for p in res.iterdir()) == [".vrex-results", ".workload", "data"]
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -253,7 +253,7 @@ def test_report_errors_name_the_file_and_the_fix(tmp_path, capsys, monkeypatch):
     (out / "tables" / "empty_t.csv").write_bytes(b"")
     assert report.main(["--results", str(out), "--allow-missing"]) == 0
     err = capsys.readouterr().err
-    assert "empty_t.csv: empty (0 bytes)" in err and "Errno 22" not in err
+    assert "empty_t.csv: unreadable (empty: 0 bytes" in err and "Errno 22" not in err
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
