@@ -236,3 +236,21 @@ def test_large_file_digests_are_remembered_across_runs_and_follow_rewrites(tmp_p
     f.write_bytes(b"y" * 100)
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert _io.file_sha256(f) != d0
+
+
+def test_the_cacti_cache_follows_its_technology_files(tmp_path, monkeypatch):
+    """A CACTI result is keyed on the binary, the configuration and every technology file CACTI reads."""
+    import shutil
+
+    from vrex_lib.estimate import cacti
+
+    src = cacti.cacti_dir()
+    d = tmp_path / "cacti"
+    shutil.copytree(src / "tech_params", d / "tech_params")
+    shutil.copy2(src / "cacti", d / "cacti")
+    monkeypatch.setenv("VREX_CACTI_DIR", str(d))
+    k0 = cacti._key("cfg")
+    assert cacti._key("cfg") == k0 and cacti._key("cfg2") != k0
+    t = d / "tech_params" / "22nm.dat"
+    t.write_text(t.read_text().replace("-Vdd (V)", "-Vdd (V) ", 1))
+    assert cacti._key("cfg") != k0

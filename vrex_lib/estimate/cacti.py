@@ -373,7 +373,9 @@ def _run(config: str) -> tuple[int, str, str, str]:
 
 
 def _key(config: str) -> str:
-    return hashlib.sha256((binary_digest() + "\n" + config).encode()).hexdigest()[:24]
+    """The cache key of one CACTI run (:func:`vrex_lib._io.reuse_key`, docs/DECISIONS.md D440): the binary, every
+    technology file it reads and the configuration."""
+    return _io.reuse_key(inputs=[cacti_binary(), cacti_dir() / "tech_params"], args=config)
 
 
 def _cache_path(key: str, cache_dir: str | os.PathLike | None) -> Path:
