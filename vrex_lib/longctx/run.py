@@ -273,7 +273,8 @@ def _key_parts(model, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConf
                 specs=[dataclasses.asdict(s) for s in specs], resv=dataclasses.asdict(resv),
                 runtime=dataclasses.asdict(cfg), model=model.reuse_record(),
                 tasks=[dataclasses.asdict(t) for t in TASKS.values()], prefix=DOC_PREFIX, stop=STOP_STRINGS,
-                code=["vrex_lib.longctx.run"], inputs=[str(BOOK_TEXT), str(REPO_ROOT / "data" / "text" / "alice_ch1.txt")])
+                code=["vrex_lib.longctx.run"],
+                inputs=[str(BOOK_TEXT), str(REPO_ROOT / "data" / "text" / "alice_ch1.txt")])
 
 
 def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | None = None,
