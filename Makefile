@@ -90,10 +90,10 @@ smoke: ## Execute every notebook in the smoke profile into results/smoke
 INTERRUPTED_NOTE = $(RESULTS)/REPORT.md stays marked stale; the finished notebooks are kept and \
   `make reproduce` continues from them
 reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (PROFILE, default 'default') and write results/REPORT.md
-	@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	@VREX_CHECK_PROFILE=$(call shq,$(PROFILE)) $(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@$(PYTHON) scripts/results_folder.py prepare $(call shq,$(RESULTS))
-	@$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" \
-	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) -- $(MAKE) --no-print-directory -j$(JOBS) _reproduce SCHEDULE=1
+	@$(if $(DRY_RUN),,$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" \
+	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) --) $(MAKE) --no-print-directory -j$(JOBS) _reproduce SCHEDULE=1
 
 # The work of `reproduce`, run while holding $(RUN_LOCK): a second `make reproduce` on the same RESULTS is refused
 # instead of interleaving with this one.
@@ -122,26 +122,33 @@ check-profile:
 	  *) printf '%s\n' "make: JOBS=$(JOBS) is not a number of notebooks to run at a time (a whole number 1-99); e.g. JOBS=2 (nothing was changed)" >&2; \
 	     exit 2;; esac
 
-$(PARAMS_STAMP): export VREX_PARAMS = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
-# The stamps' recipes run even under `make -n` (the `+`): they only rewrite a stamp that changed, and without them a
-# dry run would show every notebook rerunning.
+# The stamps (scripts/stamp.py) are rewritten only when what they record changed. Their recipes run even under
+# `make -n` (the `+`) but then write nothing (--dry: the results folder stays byte-identical, docs/DECISIONS.md
+# D441); a stamp that a run would change gets one more, plain, recipe line under -n (STAMP_CHANGED, read while
+# parsing), so make counts it as remade and the dry run shows what would rerun.
+DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
+STAMP = $(PY) scripts/stamp.py $(1) $(call shq,$(2)) $(if $(DRY_RUN),--dry,)
+STAMP_CHANGED = $(if $(DRY_RUN),$(shell $(PY) scripts/stamp.py $(1) x --check $(2) 2>/dev/null),)
+PARAMS_TEXT = PROFILE=$(PROFILE) PAPERMILL_ARGS=$(PAPERMILL_ARGS)
+PARAMS_FILES = --param-file WORKLOAD_FILE $(NOTEBOOK_DIR) -- $(call shq,$(PARAMS_TEXT))
 $(PARAMS_STAMP): FORCE check-profile | $(VENV)/.ok data
-	+@$(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
-	+@mkdir -p $(@D); printf '%s\n' "$$VREX_PARAMS" > $@.new; \
-	if cmp -s $@.new $@; then rm -f $@.new; else \
-	  if [ -f $@ ]; then echo "reproduce: notebook parameters changed to '$$VREX_PARAMS': every notebook reruns"; fi; \
-	  mv -f $@.new $@; fi
+	+@VREX_CHECK_PROFILE=$(call shq,$(PROFILE)) $(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
+	+@$(call STAMP,$@,reproduce: notebook parameters changed to '$(PARAMS_TEXT)' (or the -p WORKLOAD_FILE file): every notebook reruns) $(PARAMS_FILES)
+ifneq ($(call STAMP_CHANGED,$(PARAMS_STAMP),$(PARAMS_FILES)),)
+	@: the notebook parameters changed
+endif
 
 FORCE:
 
 # What the COIN-reading notebooks (01, 03) read besides their parameters: the SHA-256 of COIN.json and of the listing
 # of its videos folder (scripts/coin_stamp.py), rewritten only when it changes, like the stamp above (D71).
 COIN_STAMP := $(RESULTS)/.coin
+COIN_TEXT = $(PY) scripts/coin_stamp.py $(call shq,$(PROFILE)) $(PAPERMILL_ARGS)
 $(COIN_STAMP): FORCE | $(PARAMS_STAMP)
-	+@$(PY) scripts/coin_stamp.py $(call shq,$(PROFILE)) $(PAPERMILL_ARGS) > $@.new; \
-	if cmp -s $@.new $@; then rm -f $@.new; else \
-	  if [ -f $@ ]; then echo "reproduce: the COIN annotations or videos changed: the COIN notebooks rerun"; fi; \
-	  mv -f $@.new $@; fi
+	+@$(COIN_TEXT) | $(call STAMP,$@,reproduce: the COIN annotations or videos changed: the COIN notebooks rerun) --stdin --
+ifneq ($(if $(DRY_RUN),$(shell $(COIN_TEXT) 2>/dev/null | $(PY) scripts/stamp.py $(COIN_STAMP) x --check --stdin --),),)
+	@: the COIN annotations or videos changed
+endif
 
 # Papermill runs a notebook headless (static figures, no widgets or progress bars) and records what it writes
 # in its manifest, which `make report` compares with the results (docs/DECISIONS.md D180, D182). The values are
@@ -175,9 +182,18 @@ $(RESULTS)/executed/%.ipynb: $(NOTEBOOK_DIR)/%.ipynb $(PARAMS_STAMP)
 # (docs/DECISIONS.md D42); the notebooks read it, so they run after it. PROFILE=full needs
 # WORKLOAD_ARGS='--llm-path ... --vision-path ... --connector-path ...' (README: "Measuring the workload on a GPU").
 # --replace: make owns this file, so a request of another configuration (e.g. LONG=1) replaces it (D200).
+# Its arguments (WORKLOAD_ARGS, LONG) are stamped in $(WORKLOAD_STAMP): a change re-measures it, and so reruns the
+# notebooks that read it (docs/DECISIONS.md D441).
 WORKLOAD_FILE := $(RESULTS)/data/workload_$(PROFILE).json
 WORKLOAD_ARGS ?=
-$(WORKLOAD_FILE): $(if $(LONG),FORCE,) | $(PROFILE_STAMP)
+WORKLOAD_STAMP := $(RESULTS)/.workload
+WORKLOAD_TEXT = -- $(call shq,WORKLOAD_ARGS=$(WORKLOAD_ARGS) LONG=$(LONG))
+$(WORKLOAD_STAMP): FORCE | $(PARAMS_STAMP)
+	+@$(call STAMP,$@,reproduce: the workload arguments changed (WORKLOAD_ARGS=$(WORKLOAD_ARGS) LONG=$(LONG)): the workload is measured again) $(WORKLOAD_TEXT)
+ifneq ($(call STAMP_CHANGED,$(WORKLOAD_STAMP),$(WORKLOAD_TEXT)),)
+	@: the workload arguments changed
+endif
+$(WORKLOAD_FILE): $(WORKLOAD_STAMP) | $(PROFILE_STAMP)
 	@mkdir -p $(@D)
 	VREX_THREADS=$${VREX_THREADS:-1} $(PY) -m vrex_lib.workload measure --profile $(PROFILE) --out $@ --replace --no-progress $(if $(LONG),--long,) $(WORKLOAD_ARGS)
 	@touch $@

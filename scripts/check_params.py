@@ -15,7 +15,9 @@ Reads each notebook's cell tagged ``parameters`` and checks every parameter that
 * ``PROFILE`` and ``RESULTS_DIR`` are set by the Makefile from ``PROFILE=`` and ``RESULTS=``; setting them here
   would run the notebooks with values the rerun stamp does not record;
 * a parameter that takes one of a few values (``GRID``, ``EXTRAPOLATION``, ``SPLIT``: the library's table
-  ``vrex_lib.config.NOTEBOOK_CHOICES``) must have one of them, compared exactly as the notebooks compare it.
+  ``vrex_lib.config.NOTEBOOK_CHOICES``) must have one of them, compared exactly as the notebooks compare it;
+* a numeric parameter (``N_SAMPLES``, ``KV_LEN_SIM``, ``ACTIVITY_VECTORS``, ``SHADOW_KV``: the table
+  ``vrex_lib.config.NOTEBOOK_RANGES``) must lie in its declared range, checked as the notebooks check it.
 
 Any other token must be a papermill option (checked against papermill's own command line), and not one after
 which the notebooks would not run (``--prepare-only``, ``--help-notebook``). Exit 2 with one line naming the
@@ -27,6 +29,7 @@ from __future__ import annotations
 import ast
 import base64
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,8 +37,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # this checkout's library, whatever the installed one is
-from vrex_lib.config import NOTEBOOK_CHOICES  # noqa: E402  (stdlib-only module: no torch is imported)
+from vrex_lib.config import (NOTEBOOK_CHOICES, NOTEBOOK_RANGES,  # noqa: E402  (stdlib-only: no torch imported)
+                             ParamError as RangeError, param_range)
 
+#: make's PROFILE, for the checks that depend on it (the study grid of notebook 09).
+PROFILE_ENV = "VREX_CHECK_PROFILE"
 #: Set by the Makefile itself (``-p PROFILE $(PROFILE) -p RESULTS_DIR $(RESULTS)``).
 MAKE_OWNED = {"PROFILE": "PROFILE=", "RESULTS_DIR": "RESULTS="}
 #: papermill options after which the notebooks would not be executed, yet make would record them as run.
@@ -217,6 +223,13 @@ def check(nb_dir: Path, args: list[str]) -> None:
                     f"{_type_name(default)} (its default is {default!r}); {_hint(name, value, default, how)} "
                     "(nothing was run or changed)")
         _check_choice(name, value, how, known[name])
+        if name == "GRID" and os.environ.get(PROFILE_ENV):
+            _check_grid(os.environ[PROFILE_ENV], value, how)
+        if name in NOTEBOOK_RANGES:
+            try:
+                param_range(name, value)
+            except RangeError as err:
+                raise ParamError(f"PAPERMILL_ARGS: '{how}': {err} (nothing was run or changed)") from None
 
 
 def _check_choice(name: str, value: object, how: str, where: dict[str, object]) -> None:
@@ -227,6 +240,22 @@ def _check_choice(name: str, value: object, how: str, where: dict[str, object]) 
         raise ParamError(f"PAPERMILL_ARGS: '{how}' gives the notebook parameter {name} {value!r}, which is not one "
                          f"of {', '.join(map(repr, choices))} (a parameter of {', '.join(where)}); use "
                          f"{' or '.join(f'{flag} {name} {c}' for c in choices)} (nothing was run or changed)")
+
+
+def _check_grid(profile: str, value: object, how: str) -> None:
+    """The study grid must exist for make's PROFILE (the smoke profile has no 'full' grid), checked as notebook 09
+    checks it; the library is imported only when GRID is given (it loads torch)."""
+    from vrex_lib.config import PROFILES, use_notebook_arg_names
+    from vrex_lib.longctx.grid import study_grid
+
+    if profile not in PROFILES:
+        return  # make refuses the profile itself, with its own message
+    use_notebook_arg_names()
+    try:
+        study_grid(profile, str(value))
+    except ValueError as err:
+        raise ParamError(f"PAPERMILL_ARGS: '{how}': {str(err).removeprefix('long-context study: ')} "
+                         "(nothing was run or changed)") from None
 
 
 def main(argv: list[str]) -> int:

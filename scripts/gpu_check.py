@@ -44,8 +44,24 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true", help="print what would run, load nothing")
     a = p.parse_args(argv)
     a.device = a.device or ("cpu" if a.tiny else "cuda")
-    a.kv = [int(x) for x in a.kv.split(",")]
+    a.kv = _positive_ints("--kv", a.kv, "context lengths in tokens, e.g. --kv 1000,4000")
+    for flag, v in (("--steps", a.steps), ("--new-tokens", a.new_tokens), ("--eval-samples", a.eval_samples)):
+        if v < 1:
+            default = p.get_default(flag[2:].replace("-", "_"))
+            raise ValueError(f"{flag} {v}: must be a whole number >= 1 (the default is {default})")
+    out = Path(a.out)
+    blocker = next((x for x in (out, *out.parents) if x.exists() and not x.is_dir()), None)
+    if blocker is not None:
+        raise ValueError(f"--out {a.out}: {blocker} is a file, not a folder; pass a folder for the results "
+                         "(e.g. --out results/gpu_check)")
     return a
+
+
+def _positive_ints(flag: str, text: str, what: str) -> list[int]:
+    items = [x.strip() for x in text.split(",")]
+    if not all(x.isdigit() and int(x) >= 1 for x in items):
+        raise ValueError(f"{flag} {text!r}: give {what} (whole numbers >= 1, comma-separated)")
+    return [int(x) for x in items]
 
 
 def _wide_tokenizer(vocab_size: int):
@@ -160,7 +176,11 @@ def eval_figures(model, a) -> None:
 
 
 def main(argv=None) -> int:
-    a = parse(argv)
+    try:  # every argument checked before anything is built or written
+        a = parse(argv)
+    except ValueError as err:
+        print(f"gpu_check: {err}", file=sys.stderr)
+        return 2
     shapes = "tiny" if a.tiny else "Llama-3-8B (32 x 4096, 8 KV heads) + SigLIP-L/384, random weights"
     print(f"# gpu_check: {shapes} on {a.device}; kv {a.kv}, {a.steps} steps, eval {a.eval_samples} samples "
           f"-> {a.out}")

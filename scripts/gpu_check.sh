@@ -12,8 +12,15 @@
 # the same version first, e.g. pip install torch==2.13.0 --index-url <your CUDA wheel index>).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ -z "${PY:-}" ] && [ ! -x .venv/bin/python ]; then
+  echo "gpu_check: no .venv here ($PWD/.venv/bin/python): run \`make setup\` first, or set PY=<a python with this project's packages and a CUDA torch>" >&2
+  exit 2
+fi
 PY="${PY:-.venv/bin/python}"
-[ -x "$PY" ] || PY=python3
+if ! "$PY" -c "import torch, transformers" 2>/dev/null; then
+  echo "gpu_check: $PY cannot import torch and transformers: run \`make setup\` (then install the CUDA torch wheel), or set PY=<such a python>" >&2
+  exit 2
+fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 limit=600  # seconds: the check must finish in 10 minutes
 for arg in "$@"; do

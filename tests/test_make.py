@@ -49,6 +49,11 @@ def nbdir(tmp_path) -> Path:
 def make(*args, tmp, nbdir, env_extra=None, results=None, **kw):
     # The workload measurement `reproduce` runs first is not what these tests are about: an up-to-date stand-in
     # file makes make skip it (it is newer than every library source).
+    stamp = tmp / "res" / ".workload"  # the workload arguments they were made with (D441), older than them
+    if not stamp.exists():
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text("WORKLOAD_ARGS= LONG=\n")
+        os.utime(stamp, (stamp.stat().st_mtime - 3600,) * 2)
     for prof in ("smoke", "default", "full", "bogus"):
         wl = tmp / "res" / "data" / f"workload_{prof}.json"
         if not wl.exists():
@@ -125,8 +130,8 @@ def test_lab_binds_localhost_and_allows_root(tmp_path, nbdir):
 
 
 def _untouched(res: Path) -> bool:
-    """Nothing but the helper's stand-ins (data/, the marker) in the results folder."""
-    return sorted(p.name for p in res.iterdir()) == [".vrex-results", "data"]
+    """Nothing but the helper's stand-ins (data/, the marker, the workload stamp) in the results folder."""
+    return sorted(p.name for p in res.iterdir()) == [".vrex-results", ".workload", "data"]
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -353,8 +358,9 @@ def _up_to_date_results(repo: Path, res: Path) -> None:
     stamp = subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(repo / "scripts" / "coin_stamp.py"), "default"],
                            capture_output=True, text=True, check=True)
     (res / ".coin").write_text(stamp.stdout)
+    (res / ".workload").write_text("WORKLOAD_ARGS= LONG=\n")
     later = max(p.stat().st_mtime for p in repo.rglob("*") if p.is_file()) + 10
-    order = [res / ".params", res / ".coin", res / "data" / "workload_default.json"]
+    order = [res / ".params", res / ".coin", res / ".workload", res / "data" / "workload_default.json"]
     order += sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for i, p in enumerate(order):
         target = res / "executed" / p.name if p.suffix == ".ipynb" else p
@@ -363,10 +369,10 @@ def _up_to_date_results(repo: Path, res: Path) -> None:
         os.utime(target, (later + i + (5 if "07_summary" in p.name else 0),) * 2)
 
 
-def _dry_run(repo: Path, res: Path) -> tuple[set[str], str]:
+def _dry_run(repo: Path, res: Path, *extra: str) -> tuple[set[str], str]:
     env = {k: v for k, v in os.environ.items() if k != "MAKEFLAGS"}
     r = subprocess.run(["make", "--no-print-directory", "-C", str(repo), "-n", "reproduce", f"RESULTS={res}",
-                        f"VENV={REPO / '.venv'}"], capture_output=True, text=True, env=env, timeout=120)
+                        f"VENV={REPO / '.venv'}", *extra], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     import re
 
@@ -386,3 +392,48 @@ def test_a_simulator_change_reruns_only_the_notebooks_that_import_the_simulator(
     users = {b.split(".ipynb:")[0].rsplit("/", 1)[1] for b in deps if "vrex_lib/perf/sim/schedule.py" in b and ".ipynb:" in b}
     assert reran == users | {"07_summary"}, (reran, users)  # 07 summarises every other notebook
     assert "03_accuracy" not in reran and "04_dre_hardware" not in reran and "workload measure" not in out
+
+
+# ------------------------------------------------------------------ make -n writes nothing; make follows its arguments
+def _snapshot(folder: Path) -> dict:
+    """Every path under ``folder`` with its bytes and mtime (folders: None), to compare byte for byte."""
+    if not folder.exists():
+        return {}
+    return {p.relative_to(folder).as_posix(): (None if p.is_dir() else (p.read_bytes(), p.stat().st_mtime_ns))
+            for p in sorted(folder.rglob("*"))}
+
+
+def test_a_dry_run_on_a_new_results_folder_writes_nothing(tmp_path):
+    """Issue 48: `make -n reproduce` created .lock, .params and .coin (the real run then refused the folder)."""
+    repo, res = _checkout_for_make(tmp_path), tmp_path / "new_res"
+    reran, out = _dry_run(repo, res)
+    assert not res.exists(), sorted(p.name for p in res.rglob("*"))
+    assert "03_accuracy" in reran and "workload measure" in out and "would be written" in out
+
+
+def test_a_dry_run_with_other_arguments_leaves_the_folder_byte_identical_and_shows_the_reruns(tmp_path):
+    """Issue 48: a dry run with other PAPERMILL_ARGS rewrote .params, so every notebook became stale; and
+    WORKLOAD_ARGS / LONG / the -p WORKLOAD_FILE file re-measured nothing."""
+    repo, res = _checkout_for_make(tmp_path), tmp_path / "res"
+    _up_to_date_results(repo, res)
+    before = _snapshot(res)
+    nbs = {p.stem for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    reran, out = _dry_run(repo, res, "PAPERMILL_ARGS=-p N_SAMPLES 3")
+    assert reran == nbs and "notebook parameters changed" in out, out
+    assert _snapshot(res) == before
+    reran, out = _dry_run(repo, res, "WORKLOAD_ARGS=--kv 300")
+    readers = {"02_resv_algorithm", "06_performance", "08_design_space", "09_retrieval_demand", "07_summary"}
+    assert "workload measure" in out and "--kv 300" in out and reran == readers & nbs, (reran, out)
+    reran, out = _dry_run(repo, res, "LONG=1")
+    assert "workload measure" in out and "--long" in out and reran == readers & nbs
+    assert _snapshot(res) == before
+    wl = tmp_path / "mine.json"
+    wl.write_text("{}")
+    stamp = res / ".params"
+    subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(repo / "scripts" / "stamp.py"), str(stamp), "m",
+                    "--param-file", "WORKLOAD_FILE", str(repo / "notebooks"), "--",
+                    f"PROFILE=default PAPERMILL_ARGS=-p WORKLOAD_FILE {wl}"], check=True)
+    os.utime(stamp, (before[".params"][1] / 1e9,) * 2)
+    assert _dry_run(repo, res, f"PAPERMILL_ARGS=-p WORKLOAD_FILE {wl}")[0] == set()
+    wl.write_text('{"other": 1}')  # the same file name, other content: the notebooks rerun
+    assert _dry_run(repo, res, f"PAPERMILL_ARGS=-p WORKLOAD_FILE {wl}")[0] == nbs

@@ -464,9 +464,11 @@ def test_notebooks_older_than_their_inputs_are_stale(tmp_path):
     (out / "executed").mkdir()
     for nb in ("00_a", "01_b"):
         (out / "executed" / f"{nb}.ipynb").write_text("{}")
+        (out / "executed" / f"{nb}.manifest.json").write_text("{}")
     t = (out / "executed" / "00_a.ipynb").stat().st_mtime
     (out / ".params").write_text("PROFILE=default PAPERMILL_ARGS=\n")
-    for p in [out / ".params", *nbs.iterdir()]:
+    (out / ".coin").write_text("COIN.json x\n")  # 01 reads COIN (the Makefile's .coin stamp)
+    for p in [out / ".params", out / ".coin", *nbs.iterdir()]:
         os.utime(p, (t - 60, t - 60))  # inputs older than the runs: nothing stale
     assert report.stale_notebooks(out, nbs) == {}
     os.utime(nbs / "01_b.ipynb", (t + 60, t + 60))  # a notebook edited after its run

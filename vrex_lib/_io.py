@@ -3,6 +3,7 @@
     write_bytes(path, data); write_text(path, text); write_json(path, obj)
     check_output(path, kind, flag="--out", requested=..., force=..., replace=...)   # before any work
     with run_lock(results / ".lock", "make report"): ...                              # one writer per folder
+    reuse_key(model=..., code=[entry modules], inputs=[files], args=...)          # the one key of every cache
 
 ``tempfile.mkstemp`` creates its file with mode 0600 whatever the umask; a result shared with a group (or
 read by a web server) would then be unreadable. The temp file is therefore chmod-ed to ``0666 & ~umask``
@@ -10,14 +11,18 @@ read by a web server) would then be unreadable. The temp file is therefore chmod
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
 import errno
+import functools
+import hashlib
 import fcntl
 import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -254,3 +259,159 @@ def run_lock(lock: str | os.PathLike, what: str) -> Iterator[None]:
         finally:
             f.seek(0)
             f.truncate()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The one rule for reuse (docs/DECISIONS.md D440): a cached or resumable result carries a key over everything that
+# made it -- the model (full config, weight file contents), the code it ran, its input files' contents, arguments
+# ---------------------------------------------------------------------------------------------------------------
+_PKG = Path(__file__).resolve().parent
+_DIGESTS: dict[tuple, str] = {}
+_DIGEST_LOCK = threading.Lock()
+
+
+#: Files at least this large (weights) have their digest remembered across processes in :func:`digest_cache_path`.
+_PERSIST_BYTES = 16 << 20
+
+
+def digest_cache_path() -> Path | None:
+    """Where the digests of large files are remembered between runs: ``$VREX_DIGEST_CACHE`` (empty: nowhere), else
+    ``$XDG_CACHE_HOME/vrex/file_sha256.json`` (``~/.cache`` by default)."""
+    env = os.environ.get("VREX_DIGEST_CACHE")
+    if env is not None:
+        return Path(env) if env.strip() else None
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vrex" / "file_sha256.json"
+
+
+def _persisted(key: str, value: str | None = None) -> str | None:
+    """Read (or, with ``value``, add) one digest of the on-disk cache; any failure only costs a re-read."""
+    path = digest_cache_path()
+    if path is None:
+        return None
+    try:
+        d = json.loads(path.read_text()) if path.is_file() else {}
+        d = d if isinstance(d, dict) else {}
+        if value is None:
+            return d.get(key) if isinstance(d.get(key), str) else None
+        d[key] = value
+        write_json(path, d, indent=None, fsync=False)
+    except (OSError, ValueError):
+        return None
+    return value
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of the whole file, remembered by (path, size, mtime, ctime, inode) -- for the process, and for large
+    files (weights) across runs (:func:`digest_cache_path`): a weight file is read once, and any rewrite (even of the
+    same size, or with its mtime set back: the ctime moves) is read again."""
+    p = Path(path).resolve()
+    st = p.stat()
+    stamp = (str(p), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    key = "|".join(map(str, stamp))
+    with _DIGEST_LOCK:
+        hit = _DIGESTS.get(stamp)
+    if hit is None and st.st_size >= _PERSIST_BYTES:
+        hit = _persisted(key)
+    if hit is not None:
+        with _DIGEST_LOCK:
+            _DIGESTS[stamp] = hit
+        return hit
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 22), b""):
+            h.update(blk)
+    with _DIGEST_LOCK:
+        _DIGESTS[stamp] = h.hexdigest()
+    if st.st_size >= _PERSIST_BYTES:
+        _persisted(key, h.hexdigest())
+    return h.hexdigest()
+
+
+def files_digest(paths: Iterable[str | os.PathLike]) -> dict[str, str]:
+    """{name: SHA-256} of the files ``paths`` name; a folder stands for every visible file directly in it (a model
+    folder: config, tokenizer, weights). Names are relative to each path's folder, so a moved copy keys the same."""
+    out: dict[str, str] = {}
+    for i, p in enumerate(Path(x).expanduser() for x in paths):
+        files = [p] if not p.is_dir() else sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+        for f in files:
+            out[f"{i}/{f.name}"] = file_sha256(f)
+    return out
+
+
+def _module_path(name: str) -> Path | None:
+    """The source file of ``vrex_lib.<...>`` (package: its ``__init__.py``), or None outside the package."""
+    parts = name.split(".")
+    if parts[0] != "vrex_lib":
+        return None
+    base = _PKG.joinpath(*parts[1:])
+    for p in (base / "__init__.py", base.with_suffix(".py")):
+        if p.is_file():
+            return p
+    return None
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """vrex_lib modules that ``path`` imports anywhere (also inside functions), as dotted names; ``from .x import
+    y`` names both ``x`` and ``x.y`` (``y`` may be a submodule)."""
+    pkg = ["vrex_lib", *path.relative_to(_PKG).parts[:-1]]  # level 1 is the file's folder (also for __init__)
+    out: set[str] = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom):
+            base = pkg[:len(pkg) - (n.level - 1)] if n.level else []
+            mod = ".".join(base + (n.module.split(".") if n.module else []))
+            out |= {mod} | {f"{mod}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.Import):
+            out |= {a.name for a in n.names}
+    return {m for m in out if m.startswith("vrex_lib")}
+
+
+@functools.lru_cache(maxsize=64)
+def code_files(*modules: str) -> tuple[Path, ...]:
+    """Every vrex_lib source file the ``modules`` (dotted names) run: the modules, the packages above them and,
+    transitively, every vrex_lib module they import -- so a key over them follows ``llm_weights.py`` as much as
+    the entry module. Cached per process (the files' contents are hashed afresh by :func:`code_digest`)."""
+    missing = [m for m in modules if _module_path(m) is None]
+    if missing:
+        raise ValueError(f"code_files: {', '.join(missing)} is not a vrex_lib module")
+    seen: set[Path] = set()
+    todo = list(modules)
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__, a/b/__init__ too
+            p = _module_path(".".join(parts[:i]))
+            if p is not None and p not in seen:
+                seen.add(p)
+                todo.extend(_imported_modules(p))  # "x.y" with y a name, not a module, finds no file
+    return tuple(sorted(seen))
+
+
+def code_digest(*modules: str) -> str:
+    """SHA-256 (16 hex digits) of the source of every file :func:`code_files` lists for ``modules``."""
+    h = hashlib.sha256()
+    for f in code_files(*modules):
+        h.update(f.relative_to(_PKG.parent).as_posix().encode() + b"\0" + file_sha256(f).encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def _key_default(o: Any):
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, (set, frozenset)):
+        return sorted(map(str, o))
+    return str(o)
+
+
+def reuse_key(*, model: Mapping | None = None, code: Iterable[str] = (), inputs: Iterable[str | os.PathLike] = (),
+              args: Any = None, **parts: Any) -> str:
+    """The key a cached or resumable result is stored under and reused by only when it matches (20 hex digits).
+
+    ``model``: the model's record (``StreamingVideoLLM.reuse_record()``: full config, weight file digests, seed);
+    ``code``: the entry modules, hashed with everything they import (:func:`code_digest`); ``inputs``: input files
+    (and folders), by content; ``args``: the command's arguments; ``parts``: anything else that decides the
+    result (schema, version, grid...). A change to any of them gives another key, so the result is recomputed."""
+    doc = dict(model=model, code=code_digest(*code) if code else None, inputs=files_digest(inputs), args=args,
+               parts=parts)
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=_key_default).encode()).hexdigest()[:20]

@@ -122,11 +122,26 @@ FIDELITY_COLS = {"ref_answer_match": "answer_match", "ref_first_token_agree": "f
                  "ref_frame_argmax_agree": "frame_next_token_agree", "attn_err": "attn_err"}
 
 
+def _check_agreement_counts(df: pd.DataFrame, by: Sequence[str]) -> None:
+    """A group whose lines carry agreement columns for only some samples (a run resumed across the full method's
+    results) would average agreement over fewer samples than it reports: refused, naming the group."""
+    refs = [c for c in FIDELITY_COLS if c.startswith("ref_") and c in df.columns]
+    if not refs:
+        return
+    have = df[refs].notna().any(axis=1)
+    for key, part in have.groupby([df[b] for b in by], sort=False):
+        if 0 < int(part.sum()) < len(part):
+            raise ValueError(f"summarize: {dict(zip(by, key if isinstance(key, tuple) else (key,)))}: "
+                             f"{int(part.sum())} of {len(part)} lines carry agreement columns (a run resumed after "
+                             "the full method's results appeared); rerun that method's task with --replace")
+
+
 def summarize(df: pd.DataFrame, by: Sequence[str] = ("method", "task")) -> pd.DataFrame:
     """Means per group of retrieval ratios, fidelity proxies, COIN accuracy (``correct``) and cost columns."""
     cols = ["ratio_frame", "ratio_text", "correct", "correct_strict", *FIDELITY_COLS, "timing_total_s"]
     cols += [c for c in df.columns if any(c.startswith(k + "_") for k in COST_STATS)]
     cols = [c for c in dict.fromkeys(cols) if c in df.columns]
+    _check_agreement_counts(df, by)
     g = df.groupby(list(by), sort=False)[cols].mean()
     g["n_samples"] = df.groupby(list(by), sort=False).size()
     return g.rename(columns=FIDELITY_COLS).reset_index()

@@ -189,6 +189,16 @@ STUDY_GRIDS: tuple[str, ...] = ("profile", "full")
 #: docs/DECISIONS.md D330) and by the notebooks themselves.
 NOTEBOOK_CHOICES: dict[str, tuple[str, ...]] = {"PROFILE": PROFILES, "GRID": STUDY_GRIDS,
                                                  "EXTRAPOLATION": EXTRAPOLATIONS, "SPLIT": ("testing", "training")}
+#: The notebooks' numeric parameters and their ranges, declared once: name -> (kind 'int' | 'int_list', minimum,
+#: what to pass). ``scripts/check_params.py`` checks them before `make reproduce` runs anything (the workload
+#: measurement included) and the notebooks with :func:`param_range` (docs/DECISIONS.md D444).
+NOTEBOOK_RANGES: dict[str, tuple[str, int, str]] = {
+    "N_SAMPLES": ("int", 0, "pass -p N_SAMPLES <samples per task: an integer >= 1, or 0 for the profile's default>"),
+    "KV_LEN_SIM": ("int", 0, "pass -p KV_LEN_SIM <simulated cache length: tokens >= 1, or 0 for the profile's "
+                   "default>"),
+    "ACTIVITY_VECTORS": ("int", 1, "pass -p ACTIVITY_VECTORS <vectors per DRE block: an integer >= 1, e.g. 2000>"),
+    "SHADOW_KV": ("int_list", 1, ""),
+}
 
 
 def builds_from_folders(profile: str) -> bool:
@@ -293,6 +303,15 @@ def param_int_list(name: str, value: object, *, minimum: int | None = None) -> t
             raise _param_fail(name, value, f"has {item}, which is not{bound}", fix)
         out.append(int(item))
     return tuple(out)
+
+
+def param_range(name: str, value: object) -> int | tuple[int, ...]:
+    """``value`` checked against ``name``'s declared range (:data:`NOTEBOOK_RANGES`); :class:`ParamError` naming
+    it and the fix."""
+    kind, minimum, fix = NOTEBOOK_RANGES[name]
+    if kind == "int_list":
+        return param_int_list(name, value, minimum=minimum)
+    return param_int(name, value, minimum=minimum, fix=fix)
 
 
 def param_bool(name: str, value: object) -> bool:

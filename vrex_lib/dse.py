@@ -29,7 +29,6 @@ and the simulated step it implies (:func:`vrex_lib.perf.sim.step_latency_ms`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -79,10 +78,12 @@ def resv_points(spec: SweepSpec) -> dict[str, dict]:
     return pts
 
 
-def spec_inputs_key(spec: SweepSpec, model_name: str) -> str:
-    """What a fidelity file of ``spec`` measured with ``model_name`` is keyed on (a rerun reuses a matching file)."""
-    blob = json.dumps(dict(spec=asdict(spec), model=model_name, schema=SCHEMA), sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+def spec_inputs_key(spec: SweepSpec, model) -> str:
+    """What a fidelity file of ``spec`` measured with ``model`` is keyed on (a rerun reuses a matching file): the
+    sweep, the model's whole record (full config, weight files by content; a bare name for a model given by name
+    only) and the code it ran (:func:`vrex_lib._io.reuse_key`, docs/DECISIONS.md D440)."""
+    record = model.reuse_record() if hasattr(model, "reuse_record") else {"name": str(model)}
+    return _io.reuse_key(model=record, code=["vrex_lib.dse"], args=asdict(spec), schema=SCHEMA)[:16]
 
 
 def point_name(p: dict) -> str:
@@ -139,7 +140,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     """
     out = Path(out)
     model = model or build_model(spec.profile)
-    key = spec_inputs_key(spec, model.name)
+    key = spec_inputs_key(spec, model)
     if out.exists() and not force:
         try:
             old = json.loads(out.read_text())

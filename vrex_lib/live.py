@@ -116,6 +116,19 @@ def plan_stream(video: str | Path, fps: float, asks: list[str], max_frames: int 
     return StreamPlan(Path(video), times, questions, end)
 
 
+def check_decodes(plan: StreamPlan, fps: float) -> None:
+    """Decode every planned frame once, small, before the model loads: a video damaged mid-file (its container
+    opens, a later frame does not decode) fails here naming the file and the time, not minutes into the stream."""
+    n = 0
+    try:
+        for _ in itertools.islice(stream_frames(plan.video, fps=fps, max_side=32), len(plan.times)):
+            n += 1
+    except VideoDecodeError as err:
+        at = float(plan.times[min(n, len(plan.times) - 1)])
+        raise StreamInputError(f"{err} (frames decode up to {n} of {len(plan.times)}; the damage is near "
+                               f"{at:.1f} s: stream the part before it with --end {max(at - 1.0, 0.5):.1f})") from None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 def simulated_ms(method: str, kv_len: int, stats: dict, stage: str = "frame") -> dict[str, float]:
     """Simulated step time (ms) on each of :data:`SYSTEMS` with this step's measured selection (``stats``:
@@ -279,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_stream(args.video, args.fps, args.ask, args.max_frames, args.end)
         if profile_config(args.profile).model.requires_paths:
             validate_full_paths(args.llm_path, args.vision_path, args.connector_path)
+        check_decodes(plan, args.fps)
     except (StreamInputError, ValueError, OSError) as err:
         print(f"vrex_lib.live: error: {err}", file=sys.stderr)
         return 2

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import paper, report
-from ..config import RuntimeConfig
+from .. import _io, paper, report
+from ..config import WORKLOAD_SCHEMA, RuntimeConfig
 from ..estimate.core import CorePowerModel
 from ..perf import experiments as E
 from ..perf.energy import peak_power_w
@@ -272,12 +272,30 @@ def paired_frame(rows: list[report.Row]) -> pd.DataFrame:
                                                     "measured_wl_cause"])
 
 
-def workload_for_claims(path: str | Path, extrapolation: str = "hold") -> tuple[Workload | None, str]:
-    """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix."""
+def check_profile(path: str | Path, profile: str, flag: str = "-p WORKLOAD_FILE") -> None:
+    """Refuse a workload file measured under another profile than the run that reads it (a smoke-profile file
+    placed at ``workload_default.json``): a ValueError naming the file, both profiles and the fix. A file that is
+    not a workload document is left to its reader's own message."""
+    d, _ = _io.read_json_document(Path(path), WORKLOAD_SCHEMA, "workload document")
+    if d is None or d.get("profile") == profile:
+        return
+    model = (d.get("model_identity") or {}).get("summary") or d.get("model", "?")
+    raise ValueError(f"{path} holds the workload of the {d.get('profile')!r} profile (model {model}), but this run "
+                     f"uses the {profile!r} profile: measure it for {profile} (`python -m vrex_lib.workload measure "
+                     f"--profile {profile} --out {path} --replace`, or delete it and run `make reproduce "
+                     f"PROFILE={profile}`), or pass {flag} with a {profile}-profile workload file")
+
+
+def workload_for_claims(path: str | Path, extrapolation: str = "hold",
+                        profile: str | None = None) -> tuple[Workload | None, str]:
+    """(Workload, label) from a measurement file, or (None, 'NOT RUN: ...') naming the missing file and the fix.
+    With ``profile``, a file measured under another profile is refused (a ValueError naming both)."""
     p = Path(path)
     if not p.is_file():
         return None, (f"NOT RUN: no workload measurement at {p}; write it with `python -m vrex_lib.workload measure "
                       f"--out {p}` (the paper-stated column is not a substitute)")
+    if profile is not None:
+        check_profile(p, profile)
     w = Workload.from_measurement(p, extrapolation=extrapolation)
     need = sorted({(s.ratio_key, st) for s in METHODS.values() for st in ("frame", "text")
                    if s.ratio_key and s.predictor(st) != "none"})

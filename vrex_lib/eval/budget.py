@@ -3,11 +3,13 @@ for a COIN evaluation, before it runs (the formulas: :mod:`vrex_lib.eval.stats`,
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 
 from .. import coin, methods
 from ..config import PROFILES
-from .stats import Z95, discordance, paired_half_width, pooled_counts, samples_for, seconds_per_frame
+from .stats import (Z95, discordance, paired_half_width, pooled_counts, samples_for, seconds_per_frame,
+                    wilson)
 
 #: Discordance rates shown when no pilot pair measures one (the share of samples two methods disagree on).
 ASSUMED_DELTAS: tuple[float, ...] = (0.05, 0.10, 0.20)
@@ -43,6 +45,19 @@ def _cost_source(a) -> tuple[float, str]:
     return a.seconds_per_frame, f"{a.seconds_per_frame:.4g} s per frame (given with --seconds-per-frame)"
 
 
+def _pilot_delta(a) -> tuple[tuple[float], str]:
+    """(δ,), its source: the pilot pair's discordance; with no differing pair the Wilson 95 % upper bound of 0 of
+    n shared samples stands in (docs/DECISIONS.md D340), never δ = 0 (a ±0.00 interval and '0 samples needed')."""
+    ref, other = (pooled_counts(f, a.profile, a.coin_root, a.split) for f in a.pilot)
+    delta = discordance(ref, other)
+    src = f"measured on the pilot pair {a.pilot[0]} / {a.pilot[1]}"
+    if delta > 0:
+        return (delta,), src
+    n = len(set(ref) & set(other))
+    return (wilson(0, n)[1],), (f"the Wilson 95 % upper bound of 0 differing of the {n} samples of the pilot pair "
+                                f"{a.pilot[0]} / {a.pilot[1]} (no pair differs there; D340)")
+
+
 def main(argv: Sequence[str]) -> int:
     """Print the plan; bad input raises ValueError / OSError (the CLI prints one line)."""
     a = _parser().parse_args(list(argv))
@@ -54,12 +69,13 @@ def main(argv: Sequence[str]) -> int:
         methods.get(m)
     if a.gpus < 1 or (a.max_samples is not None and a.max_samples < 1):
         raise ValueError("--gpus and --max-samples must be >= 1")
+    if not (math.isfinite(a.tolerance) and a.tolerance > 0):
+        raise ValueError(f"--tolerance must be a number of points > 0 (the claim's tolerance, e.g. 1.0 for Fig. 19), "
+                         f"got {a.tolerance:g}")
     spf, cost_src = _cost_source(a)
     deltas, delta_src = ASSUMED_DELTAS, "assumed (no --pilot)"
     if a.pilot:
-        deltas = (discordance(pooled_counts(a.pilot[0], a.profile, a.coin_root, a.split),
-                              pooled_counts(a.pilot[1], a.profile, a.coin_root, a.split)),)
-        delta_src = f"measured on the pilot pair {a.pilot[0]} / {a.pilot[1]}"
+        deltas, delta_src = _pilot_delta(a)
     js, videos = coin.dataset_paths(a.profile, a.coin_root)
     ann = coin.load_annotations(js, coin.SkipLog())
     avail = coin.available_ids(ann, videos, None, a.split)

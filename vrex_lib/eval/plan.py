@@ -3,14 +3,15 @@ identity and device, how ``max_frames`` applies to a span, and the checks of fla
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import types
 
 import torch
 
+from .. import _io
 from ..coin import FRAME_SAMPLING, FRAMES_POLICIES
 from ..config import PROFILES, RuntimeConfig, check_profile_inputs, profile_config
+from ..llm_weights import GGUF_NAME, smollm2_dir
 from ..runtime import ModelIdentity, check_context, identify, resolve_device, tokens_for
 
 
@@ -20,16 +21,28 @@ PROMPT_LAYOUTS: tuple[str, ...] = ("coin", "live")
 
 
 def shard_from_env(num_shards: int | None, shard_index: int | None) -> tuple[int, int]:
-    """(num_shards, shard_index): explicit arguments win, else torchrun's WORLD_SIZE/RANK, else (1, 0)."""
+    """(num_shards, shard_index): explicit arguments win, else torchrun's WORLD_SIZE/RANK, else (1, 0). Under
+    torchrun ``--num-shards`` alone takes this rank's shard from $RANK (not shard 0 on every rank)."""
+    env_rank, env_world = "RANK" in os.environ, "WORLD_SIZE" in os.environ
+    if num_shards is None and env_rank and not env_world:
+        raise ValueError(f"$RANK={os.environ['RANK']} is set but $WORLD_SIZE is not: launch with torchrun (which sets "
+                         "both), unset RANK, or pass --num-shards and --shard-index")
+    from_env = []
     if num_shards is None:
         num_shards = _env_int("WORLD_SIZE", 1)
-        shard_index = _env_int("RANK", 0) if shard_index is None else shard_index
+        from_env.append(f"$WORLD_SIZE={num_shards}" if env_world else "")
+    if shard_index is None and env_rank:
+        shard_index = _env_int("RANK", 0)
+        from_env.append(f"$RANK={shard_index}")
     shard_index = 0 if shard_index is None else shard_index
+    src = ", ".join(x for x in from_env if x)
     if num_shards < 1:
         raise ValueError(f"--num-shards must be >= 1 (the number of parallel runs), got {num_shards}"
-                         + (" from $WORLD_SIZE" if "WORLD_SIZE" in os.environ else ""))
+                         + (f" from {src}" if src else ""))
     if not 0 <= shard_index < num_shards:
-        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards}) for --num-shards {num_shards}")
+        raise ValueError(f"--shard-index {shard_index} must be in [0, {num_shards}) for --num-shards {num_shards}"
+                         + (f" (from {src}: pass --num-shards equal to torchrun's --nproc-per-node, or leave both "
+                            "flags out under torchrun)" if src else ""))
     return num_shards, shard_index
 
 
@@ -51,15 +64,30 @@ def model_identity(profile: str, model=None, llm_path=None, vision_path=None, co
     return identify(profile, llm_path=llm_path, vision_path=vision_path, connector_path=connector_path, dtype=dtype)
 
 
+def model_files(profile: str, model=None, llm_path=None, vision_path=None, connector_path=None) -> dict[str, str]:
+    """{file: SHA-256} of every file the run's model is read from (config, tokenizer, weights; docs/DECISIONS.md
+    D440): the prebuilt ``model``'s, else the profile's paths (SmolLM2's GGUF by default; none for the smoke
+    model, whose seeded weights follow from the code)."""
+    if model is not None:
+        return _io.files_digest(getattr(model, "weight_files", ()))
+    paths = [p for p in (llm_path, vision_path, connector_path) if p]
+    if not paths and profile_config(profile).model.kind == "smollm2":
+        paths = [smollm2_dir() / GGUF_NAME]
+    return _io.files_digest(paths)
+
+
 def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: str, model: ModelIdentity, split: str,
                data_file: str | os.PathLike, max_new_tokens: int, max_frames: int | None,
                runtime_cfg: RuntimeConfig, seed: int, prompt_layout: str = "coin",
-               frames_policy: str = "videollm-online", frame_sampling: str = FRAME_SAMPLING) -> dict:
+               frames_policy: str = "videollm-online", frame_sampling: str = FRAME_SAMPLING,
+               weights: dict | None = None) -> dict:
     """Everything that decides a sample's result line, plus its hash ``config_key`` (resume and merge key on it).
 
     The data file enters by its SHA-256, so an edited or different COIN.json never resumes an old file; the model
     by its name and its whole identity record (``model_identity``: shape, dtype, adapter, fingerprint), so results
-    of another checkpoint or dtype never resume or merge with these (docs/DECISIONS.md D210).
+    of another checkpoint or dtype never resume or merge with these (docs/DECISIONS.md D210); the model's files by
+    content (``weights``, :func:`model_files`) and the code by :func:`vrex_lib._io.code_digest`, so a line written
+    by other weights of the same shape or by other code is never resumed (D440).
     """
     h = hashlib.sha256()
     with open(data_file, "rb") as f:
@@ -68,7 +96,8 @@ def run_config(*, task: str, method: str, method_kwargs: dict | None, profile: s
     cfg = dict(task=task, method=method, method_kwargs=method_kwargs or {}, profile=profile, model=model.name,
                model_identity=model.record(), split=split, data_file=str(data_file), data_sha256=h.hexdigest(),
                max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_config=repr(runtime_cfg), seed=seed,
-               prompt_layout=prompt_layout, frames_policy=frames_policy, frame_sampling=frame_sampling)
+               prompt_layout=prompt_layout, frames_policy=frames_policy, frame_sampling=frame_sampling,
+               weights_sha256=dict(weights or {}), code=_io.code_digest("vrex_lib.eval.run"))
     keyed = {k: v for k, v in cfg.items() if k != "data_file"}  # the same bytes elsewhere are the same data
     cfg["config_key"] = _digest(keyed)
     # What a 'full' reference run must share with this run: everything but the method and its options.
@@ -94,7 +123,7 @@ RUN_RECORD_FIELDS: tuple[str, ...] = ("config_key", "reference_key", "data_file"
 
 
 def _digest(fields: dict) -> str:
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return _io.reuse_key(args=fields)[:16]
 
 
 def config_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> list[str]:

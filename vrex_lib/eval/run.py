@@ -15,7 +15,7 @@ from ..retrieval import check_policy_kwargs, make_policy
 from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full_paths
 from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all,
                    _check_profile_args, _shape_from_config, config_diff, frames_action, model_identity, run_config,
-                   run_device, shard_from_env)
+                   model_files, run_device, shard_from_env)
 from .results import (RESULTS_KIND, _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path,
                       skips_file)
 from .sample import evaluate_sample
@@ -91,13 +91,15 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     cfg = run_config(task=task, method=method, method_kwargs=method_kwargs, profile=profile, model=ident, split=split,
                      data_file=js, max_new_tokens=max_new_tokens, max_frames=max_frames, runtime_cfg=runtime_cfg,
                      seed=pcfg.seed, prompt_layout=prompt_layout, frames_policy=frames_policy,
-                     frame_sampling=frame_sampling)
+                     frame_sampling=frame_sampling,
+                     weights=model_files(profile, model, llm_path, vision_path, connector_path))
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
                max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
                skipped, frame_sampling)
     ref = _read_reference(reference, out, method, task, profile, cfg)
     with _exclusive(out_path):  # a second run on this file now would append duplicate lines
         done_rows = check_resume(out_path, cfg, replace=replace, force=force)
+        _check_agreement_schema(out_path, done_rows, ref)
         done = {r["sample_id"] for r in done_rows}
         mine, available = _decoded_spans(run, mine, available, done)
         todo = _todo(run, mine, done, available)
@@ -265,6 +267,24 @@ def _shard(samples, num_shards: int, shard_index: int, videos_dir: Path, skips: 
         raise FileNotFoundError(f"none of the {len(mine)} videos of this shard is in {videos_dir} "
                                 f"(e.g. {mine[0][1].video_id}.mp4): check --coin-root / the videos folder")
     return mine, available, skipped
+
+
+def _check_agreement_schema(out_path: Path, done_rows: list[dict], ref: dict) -> None:
+    """Refuse to resume lines whose agreement columns would differ from this run's: lines written without a
+    reference (the ``full`` results did not exist yet) beside lines with one, or the reverse; the file's averages
+    would then mix sample counts (docs/DECISIONS.md D442)."""
+    def has(r: dict) -> bool:
+        return r.get("ref_first_token_agree") is not None
+
+    without = [r for r in done_rows if not has(r) and r.get("sample_id") in ref]
+    if without:
+        raise ValueError(f"--out {out_path}: {len(without)} finished line(s) have no agreement columns (they ran "
+                         "before the full method's results existed) and this run has a reference: finish it without "
+                         "agreement (--reference none), or rerun every sample with it (--replace)")
+    if not ref and any(has(r) for r in done_rows):
+        raise ValueError(f"--out {out_path}: its finished lines carry agreement columns but this run has no "
+                         "reference (the full method's results file is missing): restore it or pass it with "
+                         "--reference, or rerun every sample without it (--replace)")
 
 
 def _read_reference(reference, out, method: str, task: str, profile: str, cfg: dict) -> dict:

@@ -15,7 +15,6 @@ successive dumped values after time 0; the flip-flops are the signals the Verilo
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import tempfile
@@ -169,20 +168,15 @@ def activity_vectors(b: BlockSpec, n_vectors: int, seed: int, p, ctx: OperatingP
 
 
 # ---------------------------------------------------------------------------------------------- cache
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def inputs_key(block: str, n_vectors: int, seed: int, simulator: str, params: dict, ctx: OperatingPoint,
                trace_file: Path = TRACE_FILE) -> str:
     """What decides a measurement: the block, its parameters, the vector count, seed, simulator, operating
     point, the recorded trace and the code of ``vrex_lib/hw`` (the RTL, the stimulus and the counting)."""
     here = Path(__file__).parent
-    parts = dict(schema=SCHEMA, block=block, params=params, n_vectors=int(n_vectors), seed=int(seed),
-                 simulator=simulator, ctx=asdict(ctx), myhdl=version("myhdl"),
-                 trace=_sha(trace_file.read_bytes()) if trace_file.exists() else None,
-                 code={f.name: _sha(f.read_bytes()) for f in sorted(here.glob("*.py"))})
-    return _sha(json.dumps(parts, sort_keys=True).encode())[:20]
+    return _io.reuse_key(code=[f"vrex_lib.hw.{f.stem}" for f in sorted(here.glob("*.py")) if f.stem != "__init__"],
+                         inputs=[trace_file] if trace_file.exists() else [],
+                         args=dict(block=block, params=params, n_vectors=int(n_vectors), seed=int(seed),
+                                   simulator=simulator, ctx=asdict(ctx)), schema=SCHEMA, myhdl=version("myhdl"))
 
 
 def _cached(path: Path, key: str) -> BlockActivity | None:

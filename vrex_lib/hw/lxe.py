@@ -91,12 +91,10 @@ def tools() -> dict[str, str | None]:
 def inputs_key(size: str, seed: int, cfg: VRexCoreConfig, simulator: str, tool_versions: dict) -> str:
     """What decides a summary: the RTL, reference, vectors and harness code, the operand fixture, the sizes, the
     seed, the core configuration, the simulator and the tools."""
-    here = Path(__file__).parent
-    parts = dict(schema=SCHEMA, size=SIZES[size], seed=int(seed), cfg=asdict(cfg), simulator=simulator,
-                 tools=tool_versions, recipe=YOSYS_RECIPE,
-                 fixture=_sha(OPERAND_FILE.read_bytes()) if OPERAND_FILE.exists() else None,
-                 code={f: _sha((here / f).read_bytes()) for f in _CODE})
-    return _sha(json.dumps(parts, sort_keys=True).encode())[:20]
+    return _io.reuse_key(code=["vrex_lib.hw.lxe", *(f"vrex_lib.hw.{f.removesuffix('.py')}" for f in _CODE)],
+                         inputs=[OPERAND_FILE] if OPERAND_FILE.exists() else [],
+                         args=dict(size=SIZES[size], seed=int(seed), cfg=asdict(cfg), simulator=simulator),
+                         schema=SCHEMA, tools=tool_versions, recipe=YOSYS_RECIPE)
 
 
 def cached(out: Path, key: str) -> dict | None:

@@ -144,9 +144,14 @@ def main(argv: list[str] | None = None) -> int:
         g = _grid(a)
         methods = _methods(a.methods)
         tag = a.grid if g.name == study_grid(a.profile, a.grid).name else g.name
+        out_path = a.out or default_out(a.profile, tag)
+        if a.workload and a.workload.expanduser().resolve() == out_path.expanduser().resolve():
+            raise ValueError(f"long-context study: --out and --workload are the same file ({out_path}): the study "
+                             "and its workload file are two files; give --workload another name, e.g. "
+                             f"{out_path.with_name('workload_retrieval_' + a.profile + '.json')}")
         if a.workload:
             check_workload_out(a.workload, a.profile, g, methods, force=a.force, replace=a.replace)
-        path = run(a.profile, g, out=a.out or default_out(a.profile, tag), methods=methods,
+        path = run(a.profile, g, out=out_path, methods=methods,
                    progress=not a.no_progress, force=a.force, replace=a.replace, model_kwargs=kw)
         print(f"long-context study: {path}")
         if a.workload:

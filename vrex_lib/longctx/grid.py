@@ -224,6 +224,6 @@ def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
     key = (sec.grid, "full" if sec.always_full else grid)
     if key not in GRIDS:
         have = ", ".join(f"{p}/{g}" for p, g in GRIDS)
-        raise ValueError(f"long-context study: no {arg_name('--grid')} {grid!r} for profile {profile!r} (have "
-                         f"{have}); use {arg_name('--grid')} profile")
+        raise ValueError(f"long-context study: the {profile} profile has no {grid!r} grid (grids by profile "
+                         f"family/grid: {have}); set {arg_name('--grid')} to 'profile'")
     return GRIDS[key].replace(model_profile=profile)

@@ -19,8 +19,6 @@ interrupted run resumes, and a finished file whose inputs_key matches is reused.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import time
@@ -47,22 +45,6 @@ DOC_PREFIX = "["
 STOP_STRINGS = (".", "\n")
 
 
-def _source_digest() -> str:
-    """Hash of the code and text that determine the records: the task, grid, policy and runner modules of this
-    package (not its exports), the runtime, the policies, ReSV and the texts (InfiniGen calibrates on chapter I)."""
-    lib = REPO_ROOT / "vrex_lib"
-    files = [lib / "selection.py", lib / "config.py", lib / "workload" / "shadow.py", lib / "workload" / "measure.py",
-             BOOK_TEXT, REPO_ROOT / "data" / "text" / "alice_ch1.txt"]
-    files += [lib / "longctx" / f"{m}.py" for m in ("task", "grid", "policy", "run")]
-    for sub in ("runtime", "retrieval", "resv"):
-        files += sorted((lib / sub).glob("*.py"))
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.relative_to(REPO_ROOT).as_posix().encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def jsonable(x: object) -> object:
     """JSON-safe copy: numpy scalars to Python, NaN/inf to None, tuples to lists."""
     if isinstance(x, dict):
@@ -81,7 +63,8 @@ def jsonable(x: object) -> object:
 
 
 def inputs_key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(jsonable(parts), sort_keys=True, default=str).encode()).hexdigest()[:20]
+    """The study's reuse key (:func:`vrex_lib._io.reuse_key`) over ``parts`` (:func:`_key_parts`)."""
+    return _io.reuse_key(**jsonable(parts))
 
 
 def system_tokens(model, prompt: str) -> int:
@@ -288,10 +271,10 @@ def check_model(out: Path, doc: dict | None, model) -> None:
 def _key_parts(model, grid: StudyGrid, specs, resv: ReSVConfig, cfg: RuntimeConfig) -> dict:
     return dict(version=STUDY_VERSION, schema=SCHEMA, grid=dataclasses.asdict(grid),
                 specs=[dataclasses.asdict(s) for s in specs], resv=dataclasses.asdict(resv),
-                runtime=dataclasses.asdict(cfg), model=model.name, dtype=str(model.dtype),
-                llm_params=sum(p.numel() for p in model.llm.parameters()), tasks=[dataclasses.asdict(t) for t in
-                                                                                 TASKS.values()],
-                prefix=DOC_PREFIX, stop=STOP_STRINGS, code=_source_digest())
+                runtime=dataclasses.asdict(cfg), model=model.reuse_record(),
+                tasks=[dataclasses.asdict(t) for t in TASKS.values()], prefix=DOC_PREFIX, stop=STOP_STRINGS,
+                code=["vrex_lib.longctx.run"],
+                inputs=[str(BOOK_TEXT), str(REPO_ROOT / "data" / "text" / "alice_ch1.txt")])
 
 
 def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | None = None,

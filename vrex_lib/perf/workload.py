@@ -498,6 +498,12 @@ def _checkpoint_points(p: Path, checkpoints: list) -> tuple[dict, list[str]]:
         for tag, val in (("dev", dev), ("off", off), ("reuse", v["reuse_frac"])):
             if val is not None:
                 pts.setdefault((tag,) + key, []).append((kv, val))
+        for fld, ok, rng in (("tokens_per_cluster", lambda x: x > 0, "> 0"),
+                             ("wics_exit_frac", lambda x: 0 <= x <= 1, "in [0, 1]")):
+            if v[fld] is not None and not ok(v[fld]):
+                raise ValueError(f"{p}: checkpoint {i} ({c['method']}/{c['stage']} at kv {kv:g}) has {fld} = "
+                                 f"{v[fld]!r}, which must be {rng}; regenerate the file with `python -m "
+                                 "vrex_lib.workload measure`")
         for tag, fld in (("tpc", "tokens_per_cluster"), ("wics", "wics_exit_frac")):
             if c["method"] == "resv" and v[fld] is not None:
                 pts.setdefault((tag, "resv", "any"), []).append((kv, v[fld]))

@@ -3,6 +3,7 @@ cause; exit 1 when the results are incomplete (``--mark-stale`` instead marks an
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 75  # EX_TEMPFAIL, as scripts/locked.py
     except (OSError, ValueError) as err:
+        if (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+                and not str(err).startswith("cannot write")):
+            err = _io.write_error(err.filename or args.results or results_dir(None), err)  # a bare "[Errno 28]"
         print(f"python -m vrex_lib.report: error: {err}", file=sys.stderr)
         return 2
     summary = pd.read_csv(results / "tables" / f"{SUMMARY_ID}.csv", keep_default_na=False)

@@ -159,6 +159,9 @@ def check_outputs(out: str | os.PathLike | None = None, *, force: bool = False) 
     else (a user's notes), unless ``force``."""
     base = results_dir(out)
     for name, kind in OUTPUTS.items():
+        if (base / name).is_dir():  # the folder is the user's, not --results' fault: name it and the fix
+            raise _io.OutputRefused(f"{base / name} is a folder, but the report writes its file {name} there: "
+                                    "move or remove that folder, then build the report again")
         _io.check_output(base / name, kind, flag="--results", force=force)
 
 

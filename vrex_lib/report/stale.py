@@ -2,8 +2,10 @@
 
 A notebook's results are stale when its executed copy (``results/executed/<notebook>.ipynb``, written by ``make``
 when the run completes) is older than one of its inputs (:func:`notebook_inputs`: the notebook, the library files
-it imports as ``notebooks/deps.mk`` lists them, and the results folder's parameter stamp ``.params``, rewritten only
-when ``PROFILE`` / ``PAPERMILL_ARGS`` change -- the prerequisites of the Makefile's rule), or when a run of it was stopped without cleaning up (its
+it imports as ``notebooks/deps.mk`` lists them, the results folder's parameter stamp ``.params``, rewritten only
+when ``PROFILE`` / ``PAPERMILL_ARGS`` change, and the other outputs it reads -- the workload file, the COIN stamp,
+other notebooks' executed copies: the prerequisites of the Makefile's rule), when one of those outputs is missing,
+when its manifest is missing (docs/DECISIONS.md D443), or when a run of it was stopped without cleaning up (its
 ``.<notebook>.running.ipynb`` is left). A ``make reproduce`` interrupted after it touched a notebook or changed
 the parameters thus leaves the notebooks it did not rerun stale.
 """
@@ -32,14 +34,49 @@ def library_inputs() -> dict[str, list[Path]]:
             for m in _DEPS_BLOCK.finditer(text)}
 
 
+#: What each notebook reads from other outputs, as the Makefile's rules name it (tests/test_sturdy.py compares the
+#: two): notebook-number pattern -> 'workload' (``data/workload_<PROFILE>.json``), 'coin' (the ``.coin`` stamp),
+#: 'executed:<NN>' (another notebook's executed copy) or 'executed:*' (every other notebook's).
+MAKE_INPUTS: dict[str, tuple[str, ...]] = {"0[268]": ("workload",), "09": ("workload",), "0[13]": ("coin",),
+                                           "05": ("executed:04",), "07": ("executed:*",)}
+
+
+def profile_of(results: Path) -> str | None:
+    """The PROFILE of the folder's last `make reproduce` (its ``.params`` stamp), or None."""
+    stamp = results / PARAMS_FILE
+    m = re.match(r"PROFILE=(\S+)", stamp.read_text()) if stamp.is_file() else None
+    return m.group(1) if m else None
+
+
+def output_inputs(nb: Path, results: Path) -> list[Path]:
+    """The other outputs a notebook's rule depends on (:data:`MAKE_INPUTS`); present or not (a missing one makes
+    it stale, as make would rebuild it and rerun the notebook)."""
+    out: list[Path] = []
+    profile = profile_of(results)
+    for pat, kinds in MAKE_INPUTS.items():
+        if not re.fullmatch(pat, nb.stem[:2]):
+            continue
+        for k in kinds:
+            if k == "workload" and profile:
+                out.append(results / "data" / f"workload_{profile}.json")
+            elif k == "coin" and (results / PARAMS_FILE).is_file():
+                out.append(results / ".coin")
+            elif k == "executed:*":
+                out += [p for p in sorted((results / "executed").glob("[0-9][0-9]_*.ipynb")) if p.stem != nb.stem]
+            elif k.startswith("executed:"):
+                nbs = sorted(nb.parent.glob(f"{k.split(':')[1]}_*.ipynb"))
+                out += [results / "executed" / p.name for p in nbs]
+    return out
+
+
 def notebook_inputs(nb: Path, results: Path, libs: dict[str, list[Path]] | None = None) -> list[Path]:
     """What a notebook's results depend on, as the Makefile's rule names it: the notebook, the library files it
-    imports (``libs``, default :func:`library_inputs`; a notebook it does not list depends on every library source)
-    and the parameter stamp (when the folder has one)."""
+    imports (``libs``, default :func:`library_inputs`; a notebook it does not list depends on every library source),
+    the parameter stamp (when the folder has one) and the other outputs it reads (:func:`output_inputs`)."""
     libs = library_inputs() if libs is None else libs
     lib = libs.get(nb.stem) or sorted((REPO_ROOT / "vrex_lib").rglob("*.py"))
     stamp = results / PARAMS_FILE
-    return [nb, *lib, *([stamp] if stamp.is_file() else [])]
+    return [nb, *lib, *([stamp] if stamp.is_file() else []), *output_inputs(nb, results)]
 
 
 def _shown(p: Path) -> str:
@@ -53,8 +90,16 @@ def _why(nb: Path, executed: Path, results: Path, libs: dict[str, list[Path]]) -
     running = executed.with_name(f".{nb.stem}.running.ipynb")
     if running.is_file():
         return f"a run of it was stopped before it finished (`results/executed/{running.name}` is left)"
+    man = executed.with_name(f"{nb.stem}.manifest.json")
+    if not man.is_file():
+        return (f"its manifest `results/executed/{man.name}` is missing: what its last run wrote cannot be checked "
+                "(a cut or edited table would pass)")
     t = executed.stat().st_mtime_ns
-    newer = next((p for p in notebook_inputs(nb, results, libs) if p.is_file() and p.stat().st_mtime_ns > t), None)
+    inputs = notebook_inputs(nb, results, libs)
+    gone = next((p for p in output_inputs(nb, results) if not p.is_file()), None)
+    if gone is not None:
+        return f"its input `{_shown(gone)}` is missing (make would rebuild it and rerun the notebook)"
+    newer = next((p for p in inputs if p.is_file() and p.stat().st_mtime_ns > t), None)
     if newer is None:
         return None
     if newer.name == PARAMS_FILE and newer.parent == results:

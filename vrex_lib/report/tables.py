@@ -111,6 +111,9 @@ def load_table(path: Path, rows: int | None = None) -> pd.DataFrame | str:
     no rows, cut (its last line unfinished, or fewer or more rows than the ``rows`` its notebook's last run wrote),
     a comparison table of another schema, or a row whose verdict is not a verdict."""
     try:
+        if path.stat().st_size == 0:
+            return ("unreadable (empty: 0 bytes; its notebook's write did not complete -- a full disk? -- rerun the "
+                    "notebook that writes it)")
         with open(path, "rb") as f:
             f.seek(-1, os.SEEK_END)
             ends_whole = f.read(1) == b"\n"

@@ -36,6 +36,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 from torch import nn
 
+from .. import _io
 from ..config import arg_name, profile_config
 from ..llm_weights import GGUF_NAME, load_smollm2, smollm2_dir, tiny_llama_config
 from .attention import ATTN_IMPL, register
@@ -93,11 +94,25 @@ class StreamingVideoLLM:
     image_size: int
     vision_name: str = "siglip"
     identity: ModelIdentity | None = None
+    #: the files the weights were read from (``build_model`` sets them) and the seed of its random modules
+    weight_files: tuple[Path, ...] = ()
+    build_seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.identity is None:
             self.identity = make_identity("custom", self.llm.config.to_dict(), self.dtype, name=self.name,
                                           llm=self.name, vision=self.vision_name)
+
+    def reuse_record(self) -> dict:
+        """What a result this model made is keyed on (:func:`vrex_lib._io.reuse_key`, docs/DECISIONS.md D440): the
+        identity, the full LLM and vision configs (every field, e.g. ``rms_norm_eps``), the weight files by content,
+        the seed of the random modules and the dtype -- never the name alone."""
+        vcfg = getattr(self.vision, "config", None)
+        return dict(identity=self.identity.record(), llm_config=self.llm.config.to_dict(),
+                    vision_config=vcfg.to_dict() if hasattr(vcfg, "to_dict") else repr((vcfg, self.vision)),
+                    connector=repr(self.connector), image_size=self.image_size, vision_name=self.vision_name,
+                    weights=_io.files_digest(self.weight_files), seed=self.build_seed, dtype=str(self.dtype),
+                    n_params=sum(p.numel() for p in self.llm.parameters()))
 
     # ---- shapes --------------------------------------------------------------------------------------------
     @property
@@ -268,6 +283,9 @@ def build_model(profile: str, *, llm_path: str | Path | None = None, vision_path
         model = _build_default(profile, llm_path, vision, seed, dt)
     else:
         model = _build_full(profile, llm_path, vision_path, connector_path, dt)
+    model.weight_files = tuple(Path(p) for p in (llm_path, vision_path, connector_path) if p) if llm_path else (
+        (smollm2_dir() / GGUF_NAME,) if kind == "smollm2" else ())
+    model.build_seed = seed
     for m in (model.llm, model.vision, model.connector):
         m.to(dev)
         m.eval()
@@ -340,10 +358,26 @@ def _load_hf_llm(path: Path, dtype: torch.dtype):
                   "folder")
     _read_json(path / "config.json", arg_name("--llm-path"))
     check_weight_files(path, arg_name("--llm-path"))
+    tok = _load_tokenizer(path, AutoTokenizer)  # seconds, before the weights (minutes for 16 GB)
     with _named_load_errors(path, arg_name("--llm-path")):
         llm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
-        tok = AutoTokenizer.from_pretrained(path)
     return llm, tok
+
+
+def _load_tokenizer(path: Path, auto):
+    """The LLM folder's tokenizer, or a ValueError naming the file (a deleted or cut ``tokenizer.json``) and the
+    fix, before any weight loads."""
+    flag, tj = arg_name("--llm-path"), path / "tokenizer.json"
+    fix = "copy the tokenizer files (tokenizer.json, tokenizer_config.json) of this checkpoint back into it"
+    if not tj.is_file() and not (path / "tokenizer.model").is_file():
+        raise ValueError(f"{flag} {path}: {tj.name} is missing (no tokenizer.model either), so the tokenizer cannot "
+                         f"load; {fix}")
+    try:
+        return auto.from_pretrained(path)
+    except (OSError, ValueError, TypeError, KeyError) as err:  # JSONDecodeError is a ValueError
+        what = tj if tj.is_file() else path / "tokenizer.model"
+        raise ValueError(f"{flag} {path}: the tokenizer does not load from {what} ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0][:160]}): the file is damaged or cut; {fix}") from None
 
 
 @contextlib.contextmanager

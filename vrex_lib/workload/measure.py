@@ -31,8 +31,6 @@ Every count ratio of a checkpoint (selected fraction, reuse, tokens per cluster)
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import time
@@ -43,8 +41,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .. import methods as method_table
-from ..config import (PROFILES, REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, profile_config,
+from .. import _io, methods as method_table
+from ..config import (PROFILES, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, profile_config,
                       results_dir)
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import make_policy, takes_resv_config
@@ -96,21 +94,6 @@ MEASURE_PROFILES: dict[str, MeasureProfile] = {p: measure_profile(p) for p in PR
 # ---------------------------------------------------------------------------------------------------------------
 # inputs
 # ---------------------------------------------------------------------------------------------------------------
-def _source_digest() -> str:
-    """Hash of the code that determines the numbers (runtime, policies, the method table, ReSV, DRE timing,
-    streams, this package)."""
-    h = hashlib.sha256()
-    lib = REPO_ROOT / "vrex_lib"
-    files = [lib / "streams.py", lib / "selection.py", lib / "methods.py", lib / "hw" / "timing.py",
-             lib / "config.py"]
-    for sub in ("runtime", "retrieval", "resv", "workload"):
-        files += sorted((lib / sub).glob("*.py"))
-    for f in files:
-        h.update(f.relative_to(REPO_ROOT).as_posix().encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def _policy_specs(methods: Sequence[str], variants: Mapping[str, tuple[str, dict]] | None) -> dict[str, tuple[str, dict]]:
     """{method name: (policy name, kwargs)}; validates every name before any work."""
     specs: dict[str, tuple[str, dict]] = {}
@@ -141,7 +124,8 @@ def _make(pname: str, kw: dict, resv: ReSVConfig):
 
 
 def inputs_key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(jsonable(parts), sort_keys=True, default=str).encode()).hexdigest()[:20]
+    """The measurement's reuse key (:func:`vrex_lib._io.reuse_key`) over ``parts``."""
+    return _io.reuse_key(**jsonable(parts))
 
 
 @dataclasses.dataclass
@@ -216,12 +200,10 @@ def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime
     n_frames = math.ceil(points[-1] / tpf) + len(points) * (2 + mp.frame_steps) + 4
     position_note = _check_fits(model, cfg, points, max_tokens=n_frames * tpf + len(points) * 64 + 64)
     stream = build_stream(n_frames, seed=seed, fps=mp.fps, size=model.image_size)
-    key_parts = dict(version=MEASURE_VERSION, schema=SCHEMA, profile=profile, model=model.name,
-                     model_identity=model.identity.record(), vision=model.vision_name,
-                     llm_params=sum(p.numel() for p in model.llm.parameters()),
+    key_parts = dict(version=MEASURE_VERSION, schema=SCHEMA, profile=profile, model=model.reuse_record(),
                      specs=specs, points=points, fidelity=fid, resv=resv, runtime=cfg, frame_steps=mp.frame_steps,
                      decode_tokens=mp.decode_tokens, question=QUESTION, stream=stream.key(), seed=seed,
-                     code=_source_digest(), dtype=str(model.dtype))
+                     code=["vrex_lib.workload.measure"])
     return _Plan(profile, mp, points, fid, specs, variants, resv, cfg, seed, out, model, tpf, stream, position_note,
                  inputs_key(key_parts), existing)
 
