@@ -33,7 +33,7 @@ import torch
 
 from .. import _io
 from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
-from ..runtime import StreamingSession, check_context
+from ..runtime import StreamingSession, check_context, lockstep
 from ..workload.measure import summarize
 from .grid import StudyMethod, StudyGrid, method_specs, study_grid
 from .policy import StudyPolicy, fork
@@ -191,14 +191,17 @@ def encodes_densely(spec: StudyMethod, policy) -> bool:
 
 
 def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: Sequence[StudyMethod], *,
-              resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None]) -> None:
-    """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method.
-    Methods that encode the document densely share one prefill (forked per method); the others stream it alone."""
+              resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None], batched: bool = True) -> None:
+    """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method,
+    in ``specs`` order. Methods that encode the document densely share one prefill (forked per method); the others
+    stream it alone. ``batched``: every method's steps run as one batch (:func:`vrex_lib.runtime.lockstep`, one
+    weight read per step; docs/DECISIONS.md D480); False runs them one after another."""
     task, n, depth, seed = cell
     trial = make_trial(model, task, n - system_tokens(model, grid.system_prompt), depth, seed, prefix=DOC_PREFIX)
     pols = {s.name: s.build(resv) for s in specs}
     dense = [s for s in specs if encodes_densely(s, pols[s.name])]
     extra = dict(context_tokens=n, trial=trial_id(*cell))
+    jobs: dict[str, tuple] = {}
     if dense:
         sp = StudyPolicy({s.name: pols[s.name] for s in dense}, cfg.dense_layers)
         base = StreamingSession(model, sp, cfg)
@@ -207,22 +210,43 @@ def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: 
         for i, s in enumerate(dense):
             sess, sp_s = (base, sp) if i == len(dense) - 1 else fork(base, sp)
             sp_s.route = s.name
-            on_record(dict(answer_question(sess, sp_s, model, trial, grid, cfg, s), shared_prefill=len(dense) > 1,
-                           prefill_s=t_pre, **extra))
+            jobs[s.name] = (sess, lambda se, sp_s=sp_s, s=s: dict(
+                answer_question(se, sp_s, model, trial, grid, cfg, s), shared_prefill=len(dense) > 1,
+                prefill_s=t_pre))
     for s in specs:
         if s not in dense:
-            on_record(dict(run_policy(model, grid, trial, s, pols[s.name], cfg), **extra))
+            sess, sp_s = _alone_session(model, s, pols[s.name], cfg)
+            jobs[s.name] = (sess, lambda se, sp_s=sp_s, s=s: _stream_and_answer(se, sp_s, model, grid, trial, s, cfg))
+    names = [s.name for s in specs]
+    if batched:
+        recs = dict(zip(names, lockstep([jobs[m] for m in names])))
+        for m in names:
+            on_record(dict(recs[m], batched=True, **extra))
+        return
+    for m in names:
+        sess, fn = jobs[m]
+        on_record(dict(fn(sess), batched=False, **extra))
+
+
+def _alone_session(model, spec: StudyMethod, policy, cfg: RuntimeConfig) -> tuple[StreamingSession, StudyPolicy]:
+    sp = StudyPolicy({spec.name: policy}, cfg.dense_layers)
+    sp.route = spec.name
+    sess = StreamingSession(model, sp, cfg)
+    sp.store = sess.store
+    return sess, sp
+
+
+def _stream_and_answer(sess: StreamingSession, sp: StudyPolicy, model, grid: StudyGrid, trial: Trial,
+                       spec: StudyMethod, cfg: RuntimeConfig) -> dict:
+    t_pre = prefill_document(sess, model, trial, grid)
+    return dict(answer_question(sess, sp, model, trial, grid, cfg, spec), shared_prefill=False, prefill_s=t_pre)
 
 
 def run_policy(model, grid: StudyGrid, trial: Trial, spec: StudyMethod, policy, cfg: RuntimeConfig) -> dict:
     """One method alone on one trial: ``policy`` (None = full attention) streams the document and answers; the
     record of (trial, method) without the grid's bookkeeping fields."""
-    sp = StudyPolicy({spec.name: policy}, cfg.dense_layers)
-    sp.route = spec.name
-    sess = StreamingSession(model, sp, cfg)
-    sp.store = sess.store
-    t_pre = prefill_document(sess, model, trial, grid)
-    return dict(answer_question(sess, sp, model, trial, grid, cfg, spec), shared_prefill=False, prefill_s=t_pre)
+    sess, sp = _alone_session(model, spec, policy, cfg)
+    return _stream_and_answer(sess, sp, model, grid, trial, spec, cfg)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -106,15 +106,65 @@ def _dense(query, key, value, scaling, start):
     return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
 
 
+@dataclass
+class BatchedStep:
+    """One forward step of several sessions in lockstep (:mod:`vrex_lib.runtime.batch`): batch row b is the session
+    whose context is ``rows[b]`` -- its own KV store, policy, candidates and trace record. ``captures``: the model's
+    capture lists (:mod:`vrex_lib.runtime.capture`) whose entries hold the whole batch; around row b's policy calls
+    the entries of the current and the previous layer (the ones a policy reads: ReKV's pre-RoPE q/k of its layer,
+    InfiniGen's previous-layer input) are replaced by row b's slice, so a policy sees batch 1 as when it runs alone."""
+
+    rows: list[StepContext]
+    captures: tuple = ()
+
+
 def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask,
-                   scaling: float | None = None, dropout: float = 0.0, vrex_step: StepContext | None = None,
-                   **kwargs):
+                   scaling: float | None = None, dropout: float = 0.0,
+                   vrex_step: StepContext | BatchedStep | None = None, **kwargs):
     """The registered attention function; returns (attn_output [B, Lq, Hq, D], None)."""
     if vrex_step is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
-    step = vrex_step
     layer = int(module.layer_idx)
+    if isinstance(vrex_step, BatchedStep):  # key/value are the step's new tokens; each row's cache is in its store
+        outs = []
+        for b, step in enumerate(vrex_step.rows):
+            lay = step.store.layers[layer]
+            with _row_captures(vrex_step.captures, layer, b):
+                outs.append(_attend(layer, query[b:b + 1], lay.keys, lay.values, scaling, step))
+        return torch.cat(outs, 0).transpose(1, 2), None
+    return _attend(layer, query, key, value, scaling, vrex_step).transpose(1, 2), None
+
+
+class _row_captures:
+    """Context manager: the capture entries of ``layer`` and ``layer - 1`` narrowed to batch row ``b``."""
+
+    def __init__(self, captures: tuple, layer: int, b: int):
+        self.captures, self.layers, self.b, self.saved = captures, [x for x in (layer - 1, layer) if x >= 0], b, []
+
+    def __enter__(self):
+        b = self.b
+        for lst in self.captures:
+            for i in self.layers:
+                e = lst[i]
+                self.saved.append((lst, i, e))
+                if isinstance(e, list):  # pre-RoPE [q, k]
+                    lst[i] = [None if x is None else x[b:b + 1] for x in e]
+                elif isinstance(e, tuple):  # (hidden_states, (cos, sin)); the rotary tables have batch 1
+                    lst[i] = (None if e[0] is None else e[0][b:b + 1], e[1])
+        return self
+
+    def __exit__(self, *exc):
+        for lst, i, e in reversed(self.saved):
+            lst[i] = e
+        self.saved = []
+        return False
+
+
+def _attend(layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scaling: float | None,
+            step: StepContext) -> torch.Tensor:
+    """One stream's attention at ``layer``: query [1, Hq, Lq, D], its cache key/value [1, Hkv, S, D] ->
+    [1, Hq, Lq, D], the policy consulted and the step's record filled (the module docstring's steps 1-4)."""
     _, hq, lq, d = query.shape
     hkv, s = key.shape[1], key.shape[2]
     start = s - lq
@@ -143,8 +193,17 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         store.account_all(layer)
         step.selected[layer] = step.n_candidates
         step.attended[layer] = s
-        return out.transpose(1, 2), None
+        return out
+    return _attend_selected(layer, query, key, value, scaling, step, sel)
 
+
+def _attend_selected(layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     scaling: float | None, step: StepContext, sel) -> torch.Tensor:
+    """Attention to sinks ∪ the selection ∪ recent ∪ own per KV head, read through the store (step 3)."""
+    store = step.store
+    _, hq, lq, d = query.shape
+    hkv, s = key.shape[1], key.shape[2]
+    start = s - lq
     group = hq // hkv
     if key.device.type == "cpu" and all(ix.device.type == "cpu" for ix in sel.indices):  # NumPy: cheaper ops
         sinks, recent_own = np.arange(0, step.n_sink), np.arange(step.window_start, s)
@@ -179,7 +238,7 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
         diff = (out - ref).float().reshape(1, hkv, group * lq * d).norm(dim=-1)
         base = ref.float().reshape(1, hkv, group * lq * d).norm(dim=-1).clamp_min(1e-30)
         step.attn_err[layer] = (diff / base)[0].cpu().numpy()
-    return out.transpose(1, 2), None
+    return out
 
 
 def _restrict_rows(mask: torch.Tensor, union: torch.Tensor, rows: list[torch.Tensor], n_sink: int) -> None:

@@ -107,6 +107,8 @@ class StreamingSession:
                  observers: Iterable[StepObserver] = ()):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
         self.observers: list[StepObserver] = list(observers)
+        #: Set while the session is a row of :func:`vrex_lib.runtime.batch.lockstep`: its forwards run batched.
+        self.lockstep = None
         # Policies that need the attention inputs (pre-RoPE scoring, previous-layer speculation) or the model's
         # weights get them here, once per session (vrex_lib.runtime.capture); a composite policy exposing its
         # members as a ``policies`` mapping (e.g. shadow measurement of several methods) has each member bound.
@@ -190,11 +192,14 @@ class StreamingSession:
             self.inputs.append(embeds.detach().clone())
         for o in self.observers:
             o.begin_step(step)
-        t0 = time.perf_counter()
-        out = self.model.llm(inputs_embeds=embeds[None].to(self.model.dtype), cache=self.store, use_cache=True,
-                             logits_to_keep=1, vrex_step=step)
-        wall = time.perf_counter() - t0
-        self._logits = out.logits[0, -1].float()
+        if self.lockstep is not None:  # one row of a batched forward (vrex_lib.runtime.batch); wall: the batch's
+            logits, wall = self.lockstep.submit(self, embeds, step)
+        else:
+            t0 = time.perf_counter()
+            out = self.model.llm(inputs_embeds=embeds[None].to(self.model.dtype), cache=self.store, use_cache=True,
+                                 logits_to_keep=1, vrex_step=step)
+            logits, wall = out.logits[0, -1], time.perf_counter() - t0
+        self._logits = logits.float()
         self._builder.add(step, ledger, self.n_tokens, time_s, wall, int(self._logits.argmax()))
         for o in self.observers:
             o.end_step(step, self._builder.rows[-1])
