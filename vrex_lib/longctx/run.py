@@ -354,7 +354,8 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
     partial = out.with_name(out.name + ".partial.json")
     state = (None if force else _cached(partial, key)) or dict(inputs_key=key, records={})
     t0 = time.perf_counter()
-    todo = [(c, [s for s in specs if s.name not in state["records"].get(trial_id(*c), {})]) for c in g.trials()]
+    todo = [(c, [s for s in specs if s.name in g.cell_methods(c) and s.name not in state["records"].get(
+        trial_id(*c), {})]) for c in g.trials()]
     todo = [(c, ss) for c, ss in todo if ss]
     from tqdm.auto import tqdm
 
@@ -370,7 +371,7 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
         bar.set_postfix_str(trial_id(*cell))
         run_trial(model, g, cell, ss, resv=resv, cfg=cfg, on_record=keep)
     bar.close()
-    recs = [state["records"][trial_id(*c)][s.name] for c in g.trials() for s in specs]
+    recs = [state["records"][trial_id(*c)][s.name] for c in g.trials() for s in specs if s.name in g.cell_methods(c)]
     d = dict(schema=SCHEMA, profile=profile, grid=g.name, model=model.name, inputs_key=key,
              study=jsonable(dataclasses.asdict(g)), methods=[s.name for s in specs], resv=dataclasses.asdict(resv),
              runtime=dataclasses.asdict(cfg), n_layers=model.n_layers, n_kv_heads=model.n_kv_heads,

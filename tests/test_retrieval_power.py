@@ -1,0 +1,86 @@
+"""The long-context study with power (docs/DECISIONS.md D481, D482): the default grid's cells, the paired exact test,
+the Wilson intervals and the budget tags."""
+from __future__ import annotations
+
+import collections
+import math
+
+import pandas as pd
+import pytest
+
+from vrex_lib import longctx, methods
+from vrex_lib.longctx import power
+from vrex_lib.longctx.grid import BUDGET_METHODS, POWER_METHODS
+
+
+def test_default_grid_has_40_trials_per_power_cell_at_1k_and_2k():
+    g = longctx.study_grid("default")
+    n = collections.Counter()
+    for cell in g.trials():
+        for m in g.cell_methods(cell):
+            n[(m, cell[0], cell[1])] += 1
+    for m in POWER_METHODS:
+        for task in longctx.TASKS:
+            for length in (1000, 2000):
+                assert n[(m, task, length)] >= 40, (m, task, length)
+    depths = {c[2] for c in g.trials() if "resv" in g.cell_methods(c)}
+    assert min(depths) <= 0.1 and max(depths) >= 0.9 and len(depths) >= 10  # spread over the document
+    # the methods the issue names, and every 'alternative' of the study from the method table
+    for m in ("full", "resv", "resv@text", "resv_noclust@text", "exact@k0.01", "infinigen", "rekv", "streamingllm"):
+        assert m in POWER_METHODS
+    for m in methods.LONGCTX:
+        if methods.METHODS[m].role == "alternative":
+            assert any(p.split("@")[0] == m for p in POWER_METHODS), m
+    # the sweep trials still run every method the claims name; the full grid adds 4K
+    assert set(g.methods) >= set(BUDGET_METHODS) | {"resv_candwics@text", "resv_rescore@text-bound-s0.02"}
+    assert 4000 in longctx.study_grid("default", "full").lengths
+
+
+def test_block_methods_must_be_the_grids():
+    with pytest.raises(ValueError, match="block methods"):
+        longctx.StudyGrid("x", "smoke", (longctx.Block("passkey", (384,), (0.5,), methods=("rekv",)),), ("full",),
+                          kv_capacity=128)
+
+
+def test_mcnemar_exact_by_hand():
+    assert power.mcnemar_exact(0, 0) == 1.0
+    assert power.mcnemar_exact(5, 0) == pytest.approx(2 / 32)          # 2 * (1/2)^5
+    assert power.mcnemar_exact(1, 6) == pytest.approx(2 * (1 + 7) / 128)
+    assert power.mcnemar_exact(3, 3) == 1.0
+
+
+def _df(rows):
+    return pd.DataFrame([dict(trial=t, method=m, correct=c, task="passkey", context_tokens=1000, recall_needle=1.0 * c,
+                              recall_value=1.0 * c, sum_off=100.0, sum_sel_off=f) for t, m, c, f in rows])
+
+
+def test_paired_tests_count_discordant_trials_of_the_same_trials():
+    rows = [(f"t{i}", "full", True, 100.0) for i in range(8)]
+    rows += [(f"t{i}", "resv", i < 2, 0.5) for i in range(8)]          # resv right on t0, t1 only
+    rows += [("t9", "resv", True, 0.5)]                                   # a trial full did not run: not paired
+    t = power.paired_tests(_df(rows), [("resv", "full")])
+    pooled = t[t.task == "all"].iloc[0]
+    assert (pooled.n, pooled.a_only, pooled.b_only, pooled.both) == (8, 0, 6, 2)
+    assert pooled.p_mcnemar == pytest.approx(2 / 64)
+    assert pooled["diff"] == pytest.approx(-6 / 8)
+
+
+def test_power_table_gives_wilson_intervals_and_the_fetched_fraction():
+    rows = [(f"t{i}", "exact@k0.01", i < 40, 1.0) for i in range(40)] + [(f"t{i}", "resv", i < 20, 0.5)
+                                                                         for i in range(40)]
+    t = power.power_table(_df(rows)).set_index("method")
+    assert t.loc["exact@k0.01", "em_lo"] == pytest.approx(0.9124, abs=1e-3)   # Wilson 40/40
+    p, n, z = 0.5, 40, 1.959963984540054
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert t.loc["resv", "em_hi"] - t.loc["resv", "em_lo"] == pytest.approx(2 * half)
+    assert t.loc["resv", "fetched_frac_offloaded"] == pytest.approx(0.005)
+    b = power.equal_budget_table(_df(rows))
+    assert list(b.family) == ["exact", "resv"]
+
+
+def test_budget_tags_parse_and_refuse():
+    assert longctx.method_spec("infinigen@a3").kwargs == (("alpha", 3.0),)
+    assert longctx.method_spec("streamingllm@w768").kwargs == (("window", 768),)
+    for bad in ("infinigen@a0", "streamingllm@w7.5", "streamingllm@x1"):
+        with pytest.raises(ValueError, match="budget tag"):
+            longctx.method_spec(bad)

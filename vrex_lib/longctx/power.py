@@ -1,0 +1,104 @@
+"""The study's comparisons with their uncertainty: exact match with Wilson 95 % intervals per cell, paired exact tests
+between methods on the same trials, and the equal-budget table (docs/DECISIONS.md D481, D482).
+
+    cells = power_table(df)                    # per (method, task, context length): n, exact match, interval, ...
+    tests = paired_tests(df)                   # McNemar exact test of each stated comparison, per cell and pooled
+    budget = equal_budget_table(df)            # exact match / needle recall vs fetched fraction of the offloaded tier
+
+``df`` is :func:`~vrex_lib.longctx.export.load_results`. Every method of a comparison ran on the same trials (the
+study's grid), so the test is paired: only the trials where exactly one of the two answers counts (McNemar); its
+exact form is the two-sided binomial test of those discordant trials at 1/2.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..eval.stats import wilson
+
+#: The comparisons the findings state (docs/DECISIONS.md D481): ReSV as specified against full attention, the exact
+#: top-1 % reference at a similar fetch, the paper's no-clustering ablation, the baselines and ReSV at the question.
+COMPARISONS: tuple[tuple[str, str], ...] = (
+    ("resv", "full"), ("resv", "exact@k0.01"), ("resv@text", "exact@k0.01"), ("resv@text", "resv_noclust@text"),
+    ("resv", "resv@text"), ("resv", "infinigen"), ("resv", "rekv"), ("resv", "streamingllm"),
+    ("infinigen", "full"), ("rekv", "full"), ("streamingllm", "full"))
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (binomial at 1/2; 1.0 when there are none)."""
+    n, k = a_only + b_only, min(a_only, b_only)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n
+    return min(1.0, 2.0 * tail)
+
+
+def power_table(df: pd.DataFrame, by: Sequence[str] = ("method", "task", "context_tokens")) -> pd.DataFrame:
+    """Per group: trials, correct, exact match with its Wilson 95 % interval, needle recall (mean) and the fetched
+    fraction of the offloaded tier (pooled over the group's consulted (step, layer, KV head) cells)."""
+    rows = []
+    for keys, g in df.groupby(list(by), sort=False):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        k, n = int(g.correct.sum()), len(g)
+        lo, hi = wilson(k, n)
+        off = g.sum_off.sum() if "sum_off" in g else float("nan")
+        rows.append(dict(zip(by, keys), n=n, correct=k, exact_match=k / n, em_lo=lo, em_hi=hi,
+                         recall_needle=g.recall_needle.mean(), recall_value=g.recall_value.mean(),
+                         fetched_frac_offloaded=g.sum_sel_off.sum() / off if off else float("nan")))
+    return pd.DataFrame(rows)
+
+
+def _paired(df: pd.DataFrame, a: str, b: str) -> dict | None:
+    x = df[df.method == a].set_index("trial").correct
+    y = df[df.method == b].set_index("trial").correct
+    common = x.index.intersection(y.index)
+    if not len(common):
+        return None
+    x, y = x[common].astype(bool), y[common].astype(bool)
+    a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
+    return dict(n=len(common), a_correct=int(x.sum()), b_correct=int(y.sum()), both=int((x & y).sum()),
+                a_only=a_only, b_only=b_only, diff=(int(x.sum()) - int(y.sum())) / len(common),
+                p_mcnemar=mcnemar_exact(a_only, b_only))
+
+
+def paired_tests(df: pd.DataFrame, comparisons: Sequence[tuple[str, str]] = COMPARISONS,
+                 by: Sequence[str] = ("task", "context_tokens")) -> pd.DataFrame:
+    """For each comparison (a, b) whose methods both ran: per ``by`` cell and pooled over all trials, the trials both
+    ran, each one's correct count, the discordant counts (a only, b only), the difference in exact match and the
+    exact McNemar p-value."""
+    have = set(df.method)
+    rows = []
+    for a, b in comparisons:
+        if a not in have or b not in have:
+            continue
+        sub = df[df.method.isin((a, b))]
+        for keys, g in sub.groupby(list(by), sort=True):
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            r = _paired(g, a, b)
+            if r:
+                rows.append(dict(a=a, b=b, **dict(zip(by, keys)), **r))
+        r = _paired(sub, a, b)
+        if r:
+            rows.append(dict(a=a, b=b, **{k: "all" for k in by}, **r))
+    return pd.DataFrame(rows)
+
+
+def equal_budget_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, context length): the fetched fraction of the offloaded tier against exact match (Wilson 95 %)
+    and needle recall -- the points of the equal-budget curves (docs/DECISIONS.md D482). ``family`` groups a
+    method's budgets (exact top-k, ReSV along Th_r-wics, InfiniGen along alpha, StreamingLLM along its window)."""
+    from .grid import method_spec
+
+    t = power_table(df, by=("method", "context_tokens"))
+    t.insert(1, "family", [_family(method_spec(m)) for m in t.method])
+    return t.sort_values(["family", "context_tokens", "fetched_frac_offloaded"]).reset_index(drop=True)
+
+
+def _family(spec) -> str:
+    kw = dict(spec.kwargs)
+    if spec.policy in ("resv", "resv_noclust", "resv_candwics", "resv_rescore"):
+        reading = [k for k in kw if k != "ratio"]
+        return f"{spec.policy}{'@text' if spec.text_only else ''}" + (f" ({', '.join(reading)})" if reading else "")
+    return spec.policy
