@@ -21,5 +21,5 @@ from .task import TASKS, Trial, answer_digits, book_sentences, exact_match, make
 __all__ = ["ALL_METHODS", "Block", "ExactTopK", "GRIDS", "StudyMethod", "SCHEMA", "StudyGrid", "StudyPolicy", "TASKS",
            "TextStageOnly", "Trial", "WORKLOAD_NOTE", "accuracy_table", "answer_digits", "answer_question",
            "book_sentences", "check_grid", "default_out", "encodes_densely", "exact_match", "fork", "load_results",
-           "make_trial", "mechanism", "method_spec", "power", "method_specs", "prefill_document", "read_results", "recall_per_layer",
-           "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants", "write_workload"]
+           "make_trial", "mechanism", "method_spec", "method_specs", "power", "prefill_document", "read_results",
+           "recall_per_layer", "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants", "write_workload"]
