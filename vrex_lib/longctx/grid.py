@@ -235,30 +235,46 @@ _SEEDS_FULL = (0, 1, 2, 3)
 
 
 def _power_methods() -> tuple[str, ...]:
-    """The methods compared with power (docs/DECISIONS.md D481): full attention, ReSV streaming and at the question,
-    the paper's no-clustering ablation (Fig. 19), the exact top-1 % reference, InfiniGen, ReKV's reference,
-    StreamingLLM, and every method the method table marks as an alternative that runs in this study (role
-    'alternative', runs_in 'longctx'; a ReSV-family one at the question, ``@text``), so a method registered there
-    joins the comparison."""
+    """The methods compared with power (docs/DECISIONS.md D481), from the method table: full attention and one method
+    per policy family of the Table II and external rows that run in this study (InfiniGen, ReKV's reference, ReSV,
+    StreamingLLM), ReSV also at the question (``@text``), the paper's ablation rows (Fig. 19's ReSV w/o clustering)
+    at the question, the exact top-1 % reference, and every method the table marks as an alternative that runs in
+    this study (role 'alternative', runs_in 'longctx'; a ReSV-family one at the question) -- so a method registered
+    there joins the comparison."""
     rows = method_table.METHODS
-    alt = tuple(f"{m}@text" if takes_resv_config(m) else m for m in method_table.LONGCTX
-                if rows[m].role == "alternative")
-    return tuple(dict.fromkeys(("full", "resv", "resv@text", "resv_noclust@text", "exact@k0.01", "infinigen", "rekv",
-                                "streamingllm") + alt))
+    first: dict[str, str] = {}
+    for m in method_table.LONGCTX:
+        first.setdefault(rows[m].family, m)
+    paper = [m for m in method_table.LONGCTX if rows[m].role in ("table2", "external") and first[rows[m].family] == m]
+    text = [f"{m}@text" for m in paper if takes_resv_config(m)]
+    ablation = [f"{m}@text" if takes_resv_config(m) else m for m in method_table.FIG19 if rows[m].role == "ablation"]
+    alt = [f"{m}@text" if takes_resv_config(m) else m for m in method_table.LONGCTX if rows[m].role == "alternative"]
+    return tuple(dict.fromkeys(paper + text + ablation + ["exact@k0.01"] + alt))
 
 
 POWER_METHODS: tuple[str, ...] = _power_methods()
 #: 10 depths spread over the document x 4 seeds = 40 trials per (method, context length, task) cell (D481).
 POWER_DEPTHS: tuple[float, ...] = (0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
 POWER_SEEDS: tuple[int, ...] = (0, 1, 2, 3)
+#: Budget values per method tag (the policy's default is the plain name, listed by the method table).
+BUDGET_VALUES: dict[str, tuple] = {"exact": (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08), "resv": (0.1, 0.5, 0.7, 0.9),
+                                   "infinigen": (1, 3, 8, 12), "streamingllm": (256, 768, 1024)}
+
+
+def _budget_methods() -> tuple[str, ...]:
+    names = [f"exact@k{k:g}" for k in BUDGET_VALUES["exact"]]
+    names += [m for m in POWER_METHODS if method_spec(m).policy == "resv" and method_spec(m).text_only
+              and not method_spec(m).kwargs]
+    names += [f"resv@text-r{r:g}" for r in BUDGET_VALUES["resv"]]
+    for pol, (letter, _, _) in BUDGET_TAGS.items():
+        names += [pol] + [f"{pol}@{letter}{v:g}" for v in BUDGET_VALUES[pol]]
+    return tuple(dict.fromkeys(names))
+
+
 #: The equal-budget curves (D482): exact top-k from 0.25 % to 8 % of the candidates, ReSV at the question along
 #: Th_r-wics, InfiniGen along alpha (5 is its default), StreamingLLM along its window (tokens; the device tier holds
 #: 512, so a longer window keeps offloaded tokens too).
-BUDGET_METHODS: tuple[str, ...] = (
-    "exact@k0.0025", "exact@k0.005", "exact@k0.01", "exact@k0.02", "exact@k0.04", "exact@k0.08",
-    "resv@text-r0.1", "resv@text", "resv@text-r0.5", "resv@text-r0.7", "resv@text-r0.9",
-    "infinigen@a1", "infinigen@a3", "infinigen", "infinigen@a8", "infinigen@a12",
-    "streamingllm@w256", "streamingllm", "streamingllm@w768", "streamingllm@w1024")
+BUDGET_METHODS: tuple[str, ...] = _budget_methods()
 _POWER_BLOCKS = tuple(Block(t, (1000, 2000), POWER_DEPTHS, POWER_SEEDS, POWER_METHODS) for t in TASKS)
 #: The earlier five trials: every method, the Th_r-wics sweep and the readings the claims name (few trials each).
 _SWEEP_BLOCKS = (Block("passkey", (1000, 2000), (0.25, 0.75)), Block("needle", (1000,), (0.5,)))

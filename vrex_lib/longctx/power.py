@@ -18,12 +18,23 @@ import pandas as pd
 
 from ..eval.stats import wilson
 
-#: The comparisons the findings state (docs/DECISIONS.md D481): ReSV as specified against full attention, the exact
-#: top-1 % reference at a similar fetch, the paper's no-clustering ablation, the baselines and ReSV at the question.
-COMPARISONS: tuple[tuple[str, str], ...] = (
-    ("resv", "full"), ("resv", "exact@k0.01"), ("resv@text", "exact@k0.01"), ("resv@text", "resv_noclust@text"),
-    ("resv", "resv@text"), ("resv", "infinigen"), ("resv", "rekv"), ("resv", "streamingllm"),
-    ("infinigen", "full"), ("rekv", "full"), ("streamingllm", "full"))
+def stated_comparisons(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The comparisons the findings state (docs/DECISIONS.md D481), among the study methods ``names``: ReSV as
+    specified (streaming and at the question) against the references (full attention, the exact top-k), streaming
+    against at the question, ReSV at the question against each ablation and alternative read at the question, ReSV
+    against every other method, and every other method against full attention."""
+    from .grid import method_spec
+
+    specs = {n: method_spec(n) for n in names}
+    resv = [n for n, s in specs.items() if s.policy == "resv" and not s.kwargs]
+    refs = [n for n, s in specs.items() if s.policy in ("full", "exact")]
+    text = [n for n, s in specs.items() if s.text_only and n not in resv]
+    others = [n for n, s in specs.items() if n not in resv and n not in refs and n not in text]
+    full = [n for n in refs if specs[n].policy == "full"]
+    pairs = [(a, b) for a in resv for b in refs] + list(zip(resv, resv[1:]))
+    pairs += [(a, b) for a in resv if specs[a].text_only for b in text]
+    pairs += [(resv[0], b) for b in others if resv] + [(a, b) for a in others + text for b in full]
+    return tuple(dict.fromkeys(pairs))
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -63,12 +74,16 @@ def _paired(df: pd.DataFrame, a: str, b: str) -> dict | None:
                 p_mcnemar=mcnemar_exact(a_only, b_only))
 
 
-def paired_tests(df: pd.DataFrame, comparisons: Sequence[tuple[str, str]] = COMPARISONS,
+def paired_tests(df: pd.DataFrame, comparisons: Sequence[tuple[str, str]] | None = None,
                  by: Sequence[str] = ("task", "context_tokens")) -> pd.DataFrame:
-    """For each comparison (a, b) whose methods both ran: per ``by`` cell and pooled over all trials, the trials both
-    ran, each one's correct count, the discordant counts (a only, b only), the difference in exact match and the
-    exact McNemar p-value."""
+    """For each comparison (a, b) whose methods both ran (default: :func:`stated_comparisons` of the power methods
+    present): per ``by`` cell and pooled over all trials, the trials both ran, each one's correct count, the
+    discordant counts (a only, b only), the difference in exact match and the exact McNemar p-value."""
+    from .grid import POWER_METHODS
+
     have = set(df.method)
+    if comparisons is None:
+        comparisons = stated_comparisons([m for m in POWER_METHODS if m in have])
     rows = []
     for a, b in comparisons:
         if a not in have or b not in have:
@@ -97,8 +112,10 @@ def equal_budget_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _family(spec) -> str:
+    from ..retrieval import POLICIES, takes_resv_config
+
     kw = dict(spec.kwargs)
-    if spec.policy in ("resv", "resv_noclust", "resv_candwics", "resv_rescore"):
+    if spec.policy in POLICIES and takes_resv_config(spec.policy):
         reading = [k for k in kw if k != "ratio"]
         return f"{spec.policy}{'@text' if spec.text_only else ''}" + (f" ({', '.join(reading)})" if reading else "")
     return spec.policy
