@@ -84,3 +84,25 @@ def test_budget_tags_parse_and_refuse():
     for bad in ("infinigen@a0", "streamingllm@w7.5", "streamingllm@x1"):
         with pytest.raises(ValueError, match="budget tag"):
             longctx.method_spec(bad)
+
+
+def test_mechanism_rows_ride_on_the_trial_and_summarise_over_trials(tiny):
+    """D483: a trial running resv@text carries ReSV's mechanism rows from the shared prefill, equal to the one-trial
+    probe's; over_trials gives per quantity the trials, mean and interval."""
+    from vrex_lib.config import ReSVConfig, RuntimeConfig
+
+    grid = longctx.study_grid("smoke")
+    cfg = RuntimeConfig(kv_capacity=grid.kv_capacity, interval_token=False)
+    recs = []
+    for cell in (("passkey", 384, 0.25, 0), ("passkey", 384, 0.75, 0)):
+        longctx.run_trial(tiny, grid, cell, longctx.method_specs(["full", "resv@text"]), resv=ReSVConfig(), cfg=cfg,
+                          on_record=recs.append)
+    rt = [r for r in recs if r["method"] == "resv@text"]
+    assert all(r["mechanism"] for r in rt) and not any("mechanism" in r for r in recs if r["method"] == "full")
+    alone = longctx.mechanism.probe(tiny, grid, ("passkey", 384, 0.25, 0))
+    got = pd.DataFrame(rt[0]["mechanism"])
+    assert len(got) == len(alone)
+    assert (got.dilution.to_numpy() == alone.dilution.to_numpy()).all()
+    t = longctx.mechanism.over_trials([dict(r, context_tokens=384) for r in rt])
+    row = t.set_index("quantity").loc["dilution"]
+    assert row.trials == 2 and row.lo <= row["mean"] <= row.hi

@@ -193,7 +193,8 @@ class StudyGrid:
         method_specs(self.methods)
         extra = sorted({m for b in self.blocks for m in b.methods} - set(self.methods))
         if extra:
-            raise ValueError(f"study grid {self.name!r}: block methods {extra} are not among the grid's methods")
+            raise ValueError(f"study grid {self.name!r}: block methods {extra} are not among the grid's methods; "
+                             "add them to its methods")
 
     def cell_methods(self, cell: tuple[str, int, float, int]) -> tuple[str, ...]:
         """The methods run on trial ``cell`` = (task, length, depth, seed), in the grid's order."""

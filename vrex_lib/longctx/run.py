@@ -53,7 +53,7 @@ def _source_digest() -> str:
     lib = REPO_ROOT / "vrex_lib"
     files = [lib / "selection.py", lib / "config.py", lib / "workload" / "shadow.py", lib / "workload" / "measure.py",
              BOOK_TEXT, REPO_ROOT / "data" / "text" / "alice_ch1.txt"]
-    files += [lib / "longctx" / f"{m}.py" for m in ("task", "grid", "policy", "run")]
+    files += [lib / "longctx" / f"{m}.py" for m in ("task", "grid", "policy", "run", "mechanism")]
     for sub in ("runtime", "retrieval", "resv"):
         files += sorted((lib / sub).glob("*.py"))
     h = hashlib.sha256()
@@ -190,23 +190,39 @@ def encodes_densely(spec: StudyMethod, policy) -> bool:
     return policy is None or not policy.retrieves_at_frame or spec.policy == "flexgen"
 
 
+#: The study method whose record carries ReSV's mechanism rows of its trial (docs/DECISIONS.md D483).
+MECHANISM_METHOD = "resv@text"
+
+
 def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: Sequence[StudyMethod], *,
               resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None], batched: bool = True) -> None:
     """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method,
     in ``specs`` order. Methods that encode the document densely share one prefill (forked per method); the others
     stream it alone. ``batched``: every method's steps run as one batch (:func:`vrex_lib.runtime.lockstep`, one
-    weight read per step; docs/DECISIONS.md D480); False runs them one after another."""
+    weight read per step; docs/DECISIONS.md D480); False runs them one after another. When
+    :data:`MECHANISM_METHOD` runs, ReSV's mechanism instruments are read at the question of the shared prefill
+    (:mod:`.mechanism`) and kept in its record as ``mechanism`` (D483)."""
+    from .mechanism import Probe
+
     task, n, depth, seed = cell
     trial = make_trial(model, task, n - system_tokens(model, grid.system_prompt), depth, seed, prefix=DOC_PREFIX)
     pols = {s.name: s.build(resv) for s in specs}
     dense = [s for s in specs if encodes_densely(s, pols[s.name])]
     extra = dict(context_tokens=n, trial=trial_id(*cell))
     jobs: dict[str, tuple] = {}
+    probe = Probe(resv) if any(s.name == MECHANISM_METHOD for s in dense) else None
     if dense:
-        sp = StudyPolicy({s.name: pols[s.name] for s in dense}, cfg.dense_layers)
+        members = {s.name: pols[s.name] for s in dense}
+        if probe is not None:
+            members[Probe.name] = probe
+        sp = StudyPolicy(members, cfg.dense_layers)
         base = StreamingSession(model, sp, cfg)
         sp.store = base.store
         t_pre = prefill_document(base, model, trial, grid)
+        if probe is not None:
+            sess, sp_p = fork(base, sp)
+            sp_p.route = Probe.name
+            jobs[Probe.name] = (sess, lambda se, sp_p=sp_p: sp_p.members[Probe.name].read(se, trial))
         for i, s in enumerate(dense):
             sess, sp_s = (base, sp) if i == len(dense) - 1 else fork(base, sp)
             sp_s.route = s.name
@@ -217,15 +233,15 @@ def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: 
         if s not in dense:
             sess, sp_s = _alone_session(model, s, pols[s.name], cfg)
             jobs[s.name] = (sess, lambda se, sp_s=sp_s, s=s: _stream_and_answer(se, sp_s, model, grid, trial, s, cfg))
-    names = [s.name for s in specs]
+    names = [s.name for s in specs] + ([Probe.name] if probe is not None else [])
     if batched:
         recs = dict(zip(names, lockstep([jobs[m] for m in names])))
-        for m in names:
-            on_record(dict(recs[m], batched=True, **extra))
-        return
-    for m in names:
-        sess, fn = jobs[m]
-        on_record(dict(fn(sess), batched=False, **extra))
+    else:
+        recs = {m: jobs[m][1](jobs[m][0]) for m in names}
+    if probe is not None:
+        recs[MECHANISM_METHOD]["mechanism"] = recs.pop(Probe.name)
+    for s in specs:
+        on_record(dict(recs[s.name], batched=batched, **extra))
 
 
 def _alone_session(model, spec: StudyMethod, policy, cfg: RuntimeConfig) -> tuple[StreamingSession, StudyPolicy]:
@@ -322,8 +338,8 @@ def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | No
                 resv: ReSVConfig | None = None) -> tuple[StudyGrid, tuple[StudyMethod, ...], ReSVConfig, RuntimeConfig]:
     """(grid, method specs, ReSV config, runtime config) of a study request, as :func:`run` runs it."""
     g = study_grid(profile, grid) if isinstance(grid, str) else grid
-    if methods:
-        g = g.replace(methods=tuple(methods))
+    if methods:  # the given methods on every trial of the grid
+        g = g.replace(methods=tuple(methods), blocks=tuple(dataclasses.replace(b, methods=()) for b in g.blocks))
     return g, method_specs(g.methods), resv or ReSVConfig(), RuntimeConfig(kv_capacity=g.kv_capacity,
                                                                            interval_token=False)
 
@@ -334,7 +350,8 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
     """Run the study (see the module docstring) and write it to ``out``; returns ``out``.
 
     profile: 'smoke' (tiny random model) | 'default' (SmolLM2-135M) | 'full'; grid: 'profile' (the profile's share
-    of make reproduce), 'full' (the whole grid) or a :class:`StudyGrid`; methods: replace the grid's methods.
+    of make reproduce), 'full' (the whole grid) or a :class:`StudyGrid`; methods: replace the grid's methods (each
+    trial of the grid then runs all of them).
     A finished ``out`` with the same inputs_key is reused (``force`` recomputes); ``<out>.partial.json`` resumes.
     Checked before the model loads: an ``out`` that is not a study file is refused unless ``force``, the study of
     another configuration unless ``replace`` (docs/DECISIONS.md D320).
