@@ -31,18 +31,23 @@ class Probe:
     retrieves_at_frame = False
     name = "resv_probe"
 
-    def __init__(self, cfg: ReSVConfig):
-        self.inner = make_policy("resv", cfg=cfg)
+    def __init__(self, cfg: ReSVConfig, inner=None):
+        # ``inner``: a ReSV policy another member of the same prefill already feeds (its tables are shared, not
+        # built twice); the probe then observes only from :meth:`read` on, in its own fork.
+        self.inner = make_policy("resv", cfg=cfg) if inner is None else inner
+        self.observing = inner is None
         self.cfg = cfg
         self.targets: torch.Tensor | None = None
         self.rows: list[dict] = []
         self._done: set[int] = set()
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
-        self.inner.reset(n_layers, n_kv_heads, head_dim)
+        if self.observing:
+            self.inner.reset(n_layers, n_kv_heads, head_dim)
 
     def observe(self, layer, new_keys, start, stage, frame_id) -> None:
-        self.inner.observe(layer, new_keys, start, stage, frame_id)
+        if self.observing:
+            self.inner.observe(layer, new_keys, start, stage, frame_id)
 
     def select(self, layer, query, keys, candidates, stage):
         if stage == "frame" or candidates.numel() == 0:
@@ -69,7 +74,7 @@ class Probe:
         return the mechanism rows (one per consulted (layer, KV head))."""
         offset = sess.n_tokens - trial.n_tokens
         self.targets = torch.tensor([offset + p for p in trial.value_positions], dtype=torch.long)
-        self.rows, self._done = [], set()
+        self.rows, self._done, self.observing = [], set(), True
         sess.ask(trial.question, max_new_tokens=1, stop_strings=STOP_STRINGS)
         return self.rows
 

@@ -210,7 +210,8 @@ def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: 
     dense = [s for s in specs if encodes_densely(s, pols[s.name])]
     extra = dict(context_tokens=n, trial=trial_id(*cell))
     jobs: dict[str, tuple] = {}
-    probe = Probe(resv) if any(s.name == MECHANISM_METHOD for s in dense) else None
+    # the probe reads the HC tables MECHANISM_METHOD's policy builds in the shared prefill (not a second build)
+    probe = Probe(resv, inner=pols[MECHANISM_METHOD].inner) if any(s.name == MECHANISM_METHOD for s in dense) else None
     if dense:
         members = {s.name: pols[s.name] for s in dense}
         if probe is not None:
