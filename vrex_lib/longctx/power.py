@@ -61,7 +61,9 @@ def power_table(df: pd.DataFrame, by: Sequence[str] = ("method", "task", "contex
     return pd.DataFrame(rows)
 
 
-def _paired(df: pd.DataFrame, a: str, b: str) -> dict | None:
+def paired(df: pd.DataFrame, a: str, b: str) -> dict | None:
+    """``a`` against ``b`` on the trials both ran: n, correct counts, both, a only, b only, the difference in exact
+    match and the exact McNemar p-value (None when they share no trial)."""
     x = df[df.method == a].set_index("trial").correct
     y = df[df.method == b].set_index("trial").correct
     common = x.index.intersection(y.index)
@@ -91,10 +93,10 @@ def paired_tests(df: pd.DataFrame, comparisons: Sequence[tuple[str, str]] | None
         sub = df[df.method.isin((a, b))]
         for keys, g in sub.groupby(list(by), sort=True):
             keys = keys if isinstance(keys, tuple) else (keys,)
-            r = _paired(g, a, b)
+            r = paired(g, a, b)
             if r:
                 rows.append(dict(a=a, b=b, **dict(zip(by, keys)), **r))
-        r = _paired(sub, a, b)
+        r = paired(sub, a, b)
         if r:
             rows.append(dict(a=a, b=b, **{k: "all" for k in by}, **r))
     return pd.DataFrame(rows)
