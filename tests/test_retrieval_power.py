@@ -106,3 +106,27 @@ def test_mechanism_rows_ride_on_the_trial_and_summarise_over_trials(tiny):
     t = longctx.mechanism.over_trials([dict(r, context_tokens=384) for r in rt])
     row = t.set_index("quantity").loc["dilution"]
     assert row.trials == 2 and row.lo <= row["mean"] <= row.hi
+
+
+def test_frame_budget_compares_each_method_with_full_on_the_same_frames(tiny):
+    """D484: every budget streams the same frames beside full attention; a budget that keeps everything (window
+    past the stream) matches full exactly, a tight one does not, and the fetched fraction follows the budget."""
+    import torch
+
+    from vrex_lib.config import RuntimeConfig
+    from vrex_lib.longctx import frame_budget as FB
+
+    g = torch.Generator().manual_seed(0)
+    frames = [(torch.randn(10, tiny.hidden_size, generator=g), i / 2) for i in range(50)]
+    pols = FB.budget_policies(budgets={"exact": (0.01, 0.5), "streamingllm": (4096,)})
+    df = FB.frame_budget(tiny, frames, pols, RuntimeConfig(kv_capacity=128), lo_tokens=320, hi_tokens=480, every=2)
+    s = FB.summary(df).set_index("method")
+    assert set(s.index) == {"exact@0.01", "exact@0.5", "streamingllm@4096"}
+    assert (df.kv_len >= 320).all() and (df.kv_len <= 490).all() and s.steps.min() >= 4
+    keep_all = df[df.method == "streamingllm@4096"]
+    assert (keep_all.kl_vs_full.abs() < 1e-6).all() and keep_all.top1_agrees.all()
+    assert (keep_all.fetched_frac_offloaded == 1.0).all()
+    assert s.loc["exact@0.01", "fetched_frac_offloaded"] < s.loc["exact@0.5", "fetched_frac_offloaded"]
+    assert s.loc["exact@0.01", "attn_rel_error"] > s.loc["exact@0.5", "attn_rel_error"] > 0
+    with pytest.raises(ValueError, match="lo_tokens"):
+        FB.frame_budget(tiny, frames, pols, RuntimeConfig(kv_capacity=128), lo_tokens=500, hi_tokens=400)
