@@ -121,6 +121,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -195,6 +196,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -533,6 +535,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -591,6 +594,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/grid.py \
   vrex_lib/longctx/mechanism.py \
   vrex_lib/longctx/policy.py \
+  vrex_lib/longctx/power.py \
   vrex_lib/longctx/run.py \
   vrex_lib/longctx/task.py \
   vrex_lib/longctx/variants.py \
@@ -642,6 +646,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -688,6 +693,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
