@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"methods={' '.join(names)} context={a.context} steps_per_method={len(force)}")
     print(f"per_method_step_s_sequential={s_seq:.4f}")
     print(f"per_method_step_s_batched={s_bat:.4f}")
-    print(f"process_cpu_s_sequential={statistics.median(cpu['seq']):.2f} process_cpu_s_batched="
-          f"{statistics.median(cpu['bat']):.2f} (ratio {statistics.median(cpu['bat']) / statistics.median(cpu['seq']):.3f}: "
+    c_seq, c_bat = statistics.median(cpu["seq"]), statistics.median(cpu["bat"])
+    print(f"process_cpu_s_sequential={c_seq:.2f} process_cpu_s_batched={c_bat:.2f} (ratio {c_bat / c_seq:.3f}: "
           "the wall clock is the target's measure, CPU time is steadier on a shared machine)")
     print(f"identical={same}")
     print(f"batched_vs_sequential={s_bat / s_seq:.3f}")

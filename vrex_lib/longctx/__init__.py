@@ -22,4 +22,5 @@ __all__ = ["ALL_METHODS", "Block", "ExactTopK", "GRIDS", "StudyMethod", "SCHEMA"
            "TextStageOnly", "Trial", "WORKLOAD_NOTE", "accuracy_table", "answer_digits", "answer_question",
            "book_sentences", "check_grid", "default_out", "encodes_densely", "exact_match", "fork", "load_results",
            "make_trial", "mechanism", "method_spec", "method_specs", "power", "prefill_document", "read_results",
-           "recall_per_layer", "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants", "write_workload"]
+           "recall_per_layer", "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants",
+           "write_workload"]
