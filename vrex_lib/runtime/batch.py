@@ -14,7 +14,8 @@ then runs the waiting rows with the smallest cache position (and token count) as
 (:class:`RowsCache`) and its attention computed by :mod:`vrex_lib.runtime.attention` with its own policy,
 candidates, selection and trace record (:class:`~vrex_lib.runtime.attention.BatchedStep`). Rows that diverge (an
 answer that stops earlier) simply leave the batch; the batch a step runs in is decided by the jobs alone, not by
-thread timing, so a run is deterministic.
+thread timing, so a run is deterministic. A job runs the model only through its own session: a forward of another
+session from inside a job would run beside the batch and overwrite the model's shared capture lists.
 
 What batching may change: the dense layers (projections, MLP, logits) of a row run inside a ``[B, N]`` matrix
 product instead of a ``[1, N]`` one, so a row's activations can differ from its run alone in the last bits of fp32
