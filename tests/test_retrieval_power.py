@@ -127,6 +127,7 @@ def test_frame_budget_compares_each_method_with_full_on_the_same_frames(tiny):
     assert (keep_all.kl_vs_full.abs() < 1e-6).all() and keep_all.top1_agrees.all()
     assert (keep_all.fetched_frac_offloaded == 1.0).all()
     assert s.loc["exact@0.01", "fetched_frac_offloaded"] < s.loc["exact@0.5", "fetched_frac_offloaded"]
+    assert s.loc["exact@0.01", "selected_frac"] < s.loc["exact@0.5", "selected_frac"] <= 0.5 + 1e-9
     assert s.loc["exact@0.01", "attn_rel_error"] > s.loc["exact@0.5", "attn_rel_error"] > 0
     with pytest.raises(ValueError, match="lo_tokens"):
         FB.frame_budget(tiny, frames, pols, RuntimeConfig(kv_capacity=128), lo_tokens=500, hi_tokens=400)

@@ -92,10 +92,20 @@ def _fetched(row: dict, capacity: int) -> float:
     return float(np.asarray(row["host_tokens"])[app].sum() / (n_host * app.sum() * row["host_tokens"].shape[1]))
 
 
+def _selected(row: dict) -> float:
+    """Selected share of the retrieval candidates over the consulted layers' KV heads (defined before anything is
+    offloaded, unlike the fetched fraction)."""
+    app = np.asarray(row["applied"], bool)
+    sel = np.asarray(row["selected"])
+    if row["n_candidates"] <= 0 or not app.any():
+        return float("nan")
+    return float(sel[app].sum() / (row["n_candidates"] * app.sum() * sel.shape[1]))
+
+
 def frame_budget(model, frames: Sequence, policies: Mapping[str, object], cfg: RuntimeConfig, *,
                  lo_tokens: int = 1000, hi_tokens: int = 10000, every: int = 10) -> pd.DataFrame:
-    """One row per (method, kept frame step): kv_len, fetched_frac_offloaded, attn_rel_error, kl_vs_full,
-    top1_agrees (see the module docstring). ``frames`` is a sequence (every session streams it from the start)."""
+    """One row per (method, kept frame step): kv_len, selected_frac (of the candidates), fetched_frac_offloaded,
+    attn_rel_error, kl_vs_full, top1_agrees (see the module docstring). ``frames`` is a sequence (every session streams it from the start)."""
     if not 0 < lo_tokens <= hi_tokens or every < 1:
         raise ValueError(f"frame budget: need 0 < lo_tokens <= hi_tokens and every >= 1, got {lo_tokens}, "
                          f"{hi_tokens}, {every}")
@@ -117,14 +127,16 @@ def frame_budget(model, frames: Sequence, policies: Mapping[str, object], cfg: R
             err = np.asarray(row["attn_err"], float)[np.asarray(row["applied"], bool)]
             rows.append(dict(method=n, family=n.split("@")[0], budget=float(n.split("@")[1]), frame=i,
                              kv_len=int(row["n_cache"]), fetched_frac_offloaded=_fetched(row, cfg.kv_capacity),
+                             selected_frac=_selected(row),
                              attn_rel_error=float(np.nanmean(err)) if np.isfinite(err).any() else float("nan"),
                              kl_vs_full=float((p.exp() * (p - lp)).sum()), top1_agrees=bool(p.argmax() == lp.argmax())))
     return pd.DataFrame(rows)
 
 
 def summary(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (family, method): frame steps kept, mean fetched fraction, attention error, KL and top-1 agreement."""
+    """Per (family, method): frame steps kept, mean selected and fetched fractions, attention error, KL, top-1."""
     g = df.groupby(["family", "method"], sort=False)
-    return g.agg(steps=("frame", "size"), fetched_frac_offloaded=("fetched_frac_offloaded", "mean"),
+    return g.agg(steps=("frame", "size"), selected_frac=("selected_frac", "mean"),
+                 fetched_frac_offloaded=("fetched_frac_offloaded", "mean"),
                  attn_rel_error=("attn_rel_error", "mean"), kl_vs_full=("kl_vs_full", "mean"),
                  top1_agreement=("top1_agrees", "mean")).reset_index()
