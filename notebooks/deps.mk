@@ -131,6 +131,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -207,6 +208,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -586,6 +588,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -645,6 +648,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/grid.py \
   vrex_lib/longctx/mechanism.py \
   vrex_lib/longctx/policy.py \
+  vrex_lib/longctx/power.py \
   vrex_lib/longctx/run.py \
   vrex_lib/longctx/task.py \
   vrex_lib/longctx/variants.py \
@@ -704,6 +708,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \
@@ -751,6 +756,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/retrieval/resv_policy.py \
   vrex_lib/runtime/__init__.py \
   vrex_lib/runtime/attention.py \
+  vrex_lib/runtime/batch.py \
   vrex_lib/runtime/capture.py \
   vrex_lib/runtime/checkpoint.py \
   vrex_lib/runtime/driver.py \

@@ -136,13 +136,24 @@ def _em_text(m: str, e) -> str:
     return f"{m} {e[0]}/{e[1]} (95 % {e[2]:.2f}-{e[3]:.2f})"
 
 
+def _paired_text(df: pd.DataFrame, a: str, b: str) -> str:
+    """The exact McNemar test of ``a`` against ``b`` on the trials both ran (vrex_lib.longctx.power, D481)."""
+    from ..longctx.power import paired
+
+    r = paired(df, a, b)
+    if r is None:
+        return ""
+    return (f"; paired on the {r['n']} trials both ran: {a} only {r['a_only']}, {b} only {r['b_only']}, exact "
+            f"McNemar p = {r['p_mcnemar']:.2g}")
+
+
 def _lower(df: pd.DataFrame, a: str, b: str) -> tuple[str, str]:
     """Is ``a``'s exact match below ``b``'s? (kind, evidence): confirmed when the Wilson intervals are disjoint with
     ``a`` below, refuted when ``a`` does at least as well, else (or when ``b`` keeps no key) uncheckable."""
     ea, eb = _em(df, a), _em(df, b)
     if ea is None or eb is None:
         return "uncheckable", f"{a if ea is None else b} is not in this grid (the full grid runs it: --grid full)"
-    ev = f"{_em_text(a, ea)}; {_em_text(b, eb)}"
+    ev = f"{_em_text(a, ea)}; {_em_text(b, eb)}" + _paired_text(df, a, b)
     if eb[0] == 0:
         return "uncheckable", ev + f"; {b} keeps no key on this grid, so there is nothing to lose"
     if ea[3] < eb[2]:

@@ -10,7 +10,7 @@ the same runtime, KV store and policies as the video streams (:mod:`.run`), with
 and the needle's recall computed from it (:mod:`.policy`). CLI: ``python -m vrex_lib.longctx run --profile
 default [--grid full]``. Definitions: docs/DECISIONS.md D160-D166.
 """
-from . import mechanism, variants
+from . import mechanism, power, variants
 from .export import WORKLOAD_NOTE, accuracy_table, load_results, recall_per_layer, write_workload
 from .grid import ALL_METHODS, GRIDS, Block, StudyMethod, StudyGrid, method_spec, method_specs, study_grid
 from .policy import ExactTopK, StudyPolicy, TextStageOnly, fork, target_recall
@@ -21,5 +21,6 @@ from .task import TASKS, Trial, answer_digits, book_sentences, exact_match, make
 __all__ = ["ALL_METHODS", "Block", "ExactTopK", "GRIDS", "StudyMethod", "SCHEMA", "StudyGrid", "StudyPolicy", "TASKS",
            "TextStageOnly", "Trial", "WORKLOAD_NOTE", "accuracy_table", "answer_digits", "answer_question",
            "book_sentences", "check_grid", "default_out", "encodes_densely", "exact_match", "fork", "load_results",
-           "make_trial", "mechanism", "method_spec", "method_specs", "prefill_document", "read_results", "recall_per_layer",
-           "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants", "write_workload"]
+           "make_trial", "mechanism", "method_spec", "method_specs", "power", "prefill_document", "read_results",
+           "recall_per_layer", "run", "run_policy", "run_trial", "study_grid", "system_tokens", "target_recall", "variants",
+           "write_workload"]

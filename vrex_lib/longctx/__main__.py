@@ -87,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the long-context retrieval study (resumable, cached by its inputs)")
     r.add_argument("--profile", default="default", choices=PROFILES)
     r.add_argument("--grid", default="profile", choices=STUDY_GRIDS,
-                   help="profile: the profile's share of make reproduce; full: 1K-8K x 5 depths x 4 seeds x 2 tasks (40 trials per cell)")
+                   help="profile: the profile's share of make reproduce (default: 40 trials per cell at 1K-2K for the "
+                        "compared methods); full: adds 4K with 80 per cell and 1K-8K x 5 depths x 4 seeds")
     r.add_argument("--methods", default=None, help="comma-separated method names (default: the grid's)")
     r.add_argument("--tasks", default=None, help="comma-separated tasks: passkey,needle")
     r.add_argument("--lengths", default=None, help="context lengths in tokens, e.g. 4000,8000")

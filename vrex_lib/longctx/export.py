@@ -45,7 +45,8 @@ def load_results(path: str | os.PathLike) -> pd.DataFrame:
     d = read_results(path)
     rows = []
     for r in d["records"]:
-        row = {k: v for k, v in r.items() if k not in ("text", "sums", "recall_value_per_layer", "policy_kwargs")}
+        row = {k: v for k, v in r.items() if k not in ("text", "sums", "recall_value_per_layer", "policy_kwargs",
+                                                       "mechanism")}
         text = r.get("text") or {}
         row.update({k: text.get(k) for k in _TEXT_FIELDS})
         row.update({f"sum_{k}": v for k, v in (r.get("sums") or {}).items()})

@@ -60,7 +60,8 @@ class StudyMethod:
 def method_spec(name: str) -> StudyMethod:
     """Parse a method name (see the module docstring); an unknown one is an error listing the forms."""
     m = _TAG.match(name)
-    forms = ("a policy (" + ", ".join(POLICIES) + "), rekv@frame, resv@r<ratio>, resv@text, resv@text-r<ratio> "
+    forms = ("a policy (" + ", ".join(POLICIES) + "), rekv@frame, infinigen@a<alpha>, streamingllm@w<window>, "
+             "resv@r<ratio>, resv@text, resv@text-r<ratio> "
              "(parts: text, r<ratio>, " + ", ".join(READING_TAGS) + ", s<shortlist> for resv_rescore) "
              "or the reference exact@k<frac>")
     if not m or m["policy"] not in {**POLICIES, **LOCAL_POLICIES}:
@@ -76,7 +77,27 @@ def method_spec(name: str) -> StudyMethod:
         return StudyMethod(name, pol)
     if pol == "rekv" and tag == "frame":
         return StudyMethod(name, pol, (("mode", "frame"),))
+    budget = _budget_tag(name, pol, tag)
+    if budget is not None:
+        return budget
     return _resv_variant(name, pol, tag, forms)
+
+
+#: Budget tags of the equal-budget curves (docs/DECISIONS.md D482): InfiniGen's alpha, StreamingLLM's window (tokens).
+BUDGET_TAGS: dict[str, tuple[str, str, type]] = {"infinigen": ("a", "alpha", float),
+                                                 "streamingllm": ("w", "window", int)}
+
+
+def _budget_tag(name: str, pol: str, tag: str) -> StudyMethod | None:
+    """``infinigen@a<alpha>`` / ``streamingllm@w<window>``; None for another policy."""
+    if pol not in BUDGET_TAGS:
+        return None
+    letter, field, kind = BUDGET_TAGS[pol]
+    m = re.fullmatch(letter + r"(?P<v>\d*\.?\d+)", tag)
+    if m is None or float(m["v"]) <= 0 or (kind is int and not m["v"].isdigit()):
+        raise ValueError(f"long-context study: {name!r}: {pol} takes a budget tag {pol}@{letter}<{field}> with "
+                         f"{field} > 0{' (tokens)' if kind is int else ''}")
+    return StudyMethod(name, pol, ((field, kind(m["v"])),))
 
 
 #: ReSV variant tag parts -> the ReSVConfig field they set: the D1-D4 alternatives (the literal Eq. 1-3 on raw
@@ -129,12 +150,14 @@ def method_specs(names) -> tuple[StudyMethod, ...]:
 
 @dataclass(frozen=True)
 class Block:
-    """Trials of one task: every (length, depth, seed) combination."""
+    """Trials of one task: every (length, depth, seed) combination. ``methods``: the methods run on these trials
+    (empty: the grid's); a trial in several blocks runs the union."""
 
     task: str
     lengths: tuple[int, ...]
     depths: tuple[float, ...]
     seeds: tuple[int, ...] = (0,)
+    methods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,6 +191,19 @@ class StudyGrid:
                 raise ValueError(f"study grid {self.name!r}: context length {min(b.lengths)} does not exceed "
                                  f"kv_capacity {self.kv_capacity}, so nothing would be offloaded; lower kv_capacity")
         method_specs(self.methods)
+        extra = sorted({m for b in self.blocks for m in b.methods} - set(self.methods))
+        if extra:
+            raise ValueError(f"study grid {self.name!r}: block methods {extra} are not among the grid's methods; "
+                             "add them to its methods")
+
+    def cell_methods(self, cell: tuple[str, int, float, int]) -> tuple[str, ...]:
+        """The methods run on trial ``cell`` = (task, length, depth, seed), in the grid's order."""
+        task, n, depth, seed = cell
+        want: set[str] = set()
+        for b in self.blocks:
+            if b.task == task and n in b.lengths and float(depth) in map(float, b.depths) and seed in b.seeds:
+                want |= set(b.methods or self.methods)
+        return tuple(m for m in self.methods if m in want)
 
     def trials(self) -> list[tuple[str, int, float, int]]:
         """(task, length, depth, seed) of every trial, in run order (short contexts first)."""
@@ -197,6 +233,53 @@ _SWEEP = ("resv@r0.1", "resv@r0.5", "resv@r0.7", "resv@r0.9", "resv@text-r0.1", 
           "exact@k0.05") + _TEXT_SWEEP + READINGS
 #: 5 depths x 4 seeds x 2 tasks = 40 trials per (method, context length) cell (D260).
 _SEEDS_FULL = (0, 1, 2, 3)
+
+
+def _power_methods() -> tuple[str, ...]:
+    """The methods compared with power (docs/DECISIONS.md D481), from the method table: full attention and one method
+    per policy family of the Table II and external rows that run in this study (InfiniGen, ReKV's reference, ReSV,
+    StreamingLLM), ReSV also at the question (``@text``), the paper's ablation rows (Fig. 19's ReSV w/o clustering)
+    at the question, the exact top-1 % reference, and every method the table marks as an alternative that runs in
+    this study (role 'alternative', runs_in 'longctx'; a ReSV-family one at the question) -- so a method registered
+    there joins the comparison."""
+    rows = method_table.METHODS
+    first: dict[str, str] = {}
+    for m in method_table.LONGCTX:
+        first.setdefault(rows[m].family, m)
+    paper = [m for m in method_table.LONGCTX if rows[m].role in ("table2", "external") and first[rows[m].family] == m]
+    text = [f"{m}@text" for m in paper if takes_resv_config(m)]
+    ablation = [f"{m}@text" if takes_resv_config(m) else m for m in method_table.FIG19 if rows[m].role == "ablation"]
+    alt = [f"{m}@text" if takes_resv_config(m) else m for m in method_table.LONGCTX if rows[m].role == "alternative"]
+    return tuple(dict.fromkeys(paper + text + ablation + ["exact@k0.01"] + alt))
+
+
+POWER_METHODS: tuple[str, ...] = _power_methods()
+#: 10 depths spread over the document x 4 seeds = 40 trials per (method, context length, task) cell (D481).
+POWER_DEPTHS: tuple[float, ...] = (0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
+POWER_SEEDS: tuple[int, ...] = (0, 1, 2, 3)
+#: Budget values per method tag (the policy's default is the plain name, listed by the method table).
+BUDGET_VALUES: dict[str, tuple] = {"exact": (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08), "resv": (0.1, 0.5, 0.7, 0.9),
+                                   "infinigen": (1, 3, 8, 12), "streamingllm": (256, 768, 1024)}
+
+
+def _budget_methods() -> tuple[str, ...]:
+    names = [f"exact@k{k:g}" for k in BUDGET_VALUES["exact"]]
+    names += [m for m in POWER_METHODS if method_spec(m).policy == "resv" and method_spec(m).text_only
+              and not method_spec(m).kwargs]
+    names += [f"resv@text-r{r:g}" for r in BUDGET_VALUES["resv"]]
+    for pol, (letter, _, _) in BUDGET_TAGS.items():
+        names += [pol] + [f"{pol}@{letter}{v:g}" for v in BUDGET_VALUES[pol]]
+    return tuple(dict.fromkeys(names))
+
+
+#: The equal-budget curves (D482): exact top-k from 0.25 % to 8 % of the candidates, ReSV at the question along
+#: Th_r-wics, InfiniGen along alpha (5 is its default), StreamingLLM along its window (tokens; the device tier holds
+#: 512, so a longer window keeps offloaded tokens too).
+BUDGET_METHODS: tuple[str, ...] = _budget_methods()
+_POWER_BLOCKS = tuple(Block(t, (1000, 2000), POWER_DEPTHS, POWER_SEEDS, POWER_METHODS) for t in TASKS)
+#: The earlier five trials: every method, the Th_r-wics sweep and the readings the claims name (few trials each).
+_SWEEP_BLOCKS = (Block("passkey", (1000, 2000), (0.25, 0.75)), Block("needle", (1000,), (0.5,)))
+_SWEEP_METHODS = tuple(dict.fromkeys(ALL_METHODS + _TEXT_SWEEP + _BEYOND_DEFAULT + POWER_METHODS + BUDGET_METHODS))
 GRIDS: dict[tuple[str, str], StudyGrid] = {
     # the tiny random model: seconds, exercises every code path (offload, shared prefill, recall, the workload file)
     ("smoke", "profile"): StudyGrid("smoke", "smoke", (Block("passkey", (384, 512), (0.25, 0.75)),
@@ -204,12 +287,13 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
                                     ALL_METHODS + ("resv@r0.7", "exact@k0.05"), chunk_tokens=64, kv_capacity=128,
                                     max_new_tokens=6),
     # ~3 CPU-minutes of make reproduce (measured, notebook 09)
-    ("default", "profile"): StudyGrid("default", "default", (Block("passkey", (1000, 2000), (0.25, 0.75)),
-                                                             Block("needle", (1000,), (0.5,))),
-                                      ALL_METHODS + _TEXT_SWEEP + _BEYOND_DEFAULT),
+    ("default", "profile"): StudyGrid("default", "default", _POWER_BLOCKS + _SWEEP_BLOCKS, _SWEEP_METHODS),
     ("default", "full"): StudyGrid("default-full", "default",
-                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS),
-                                   ALL_METHODS + _SWEEP),
+                                   tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS)
+                                   + tuple(Block(t, (1000, 2000, 4000), POWER_DEPTHS, POWER_SEEDS + (4, 5, 6, 7),
+                                                 tuple(dict.fromkeys(POWER_METHODS + READINGS + BUDGET_METHODS)))
+                                           for t in TASKS),
+                                   tuple(dict.fromkeys(ALL_METHODS + _SWEEP + POWER_METHODS + BUDGET_METHODS))),
 }
 
 

@@ -146,7 +146,7 @@ class StudyPolicy(PolicyBase):
         self.recall: list[dict[str, np.ndarray]] = []
         self._cur: StepRecord | None = None
         self._cur_recall: dict[str, np.ndarray] = {}
-        self._prev: dict[int, list[torch.Tensor]] = {}
+        self._prev: dict[int, list[np.ndarray]] = {}
 
     # ---- the RetrievalPolicy protocol ----------------------------------------------------------------------
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
@@ -213,24 +213,26 @@ class StudyPolicy(PolicyBase):
         self._cur, self._cur_recall = None, {}
 
     def _record(self, layer: int, p, sel, keys: torch.Tensor, candidates: torch.Tensor) -> None:
-        rec, H = self._cur, self.H
-        hb = self.store.host_boundary(int(keys.shape[1]))
-        idx = [candidates] * H if sel is None else [i.to(candidates.device) for i in sel.indices]
+        rec, H, s = self._cur, self.H, int(keys.shape[1])
+        hb = self.store.host_boundary(s)
+        # Host NumPy copies: membership masks over the cache cost a fraction of torch.isin's sorts (same counts).
+        cand = candidates.detach().cpu().numpy()
+        idx = [cand] * H if sel is None else [i.detach().cpu().numpy() for i in sel.indices]
         rec.consulted[layer] = True
-        rec.n_cand[layer] = int(candidates.numel())
-        rec.n_off_cand[layer] = int((candidates < hb).sum())
+        rec.n_cand[layer] = int(cand.size)
+        rec.n_off_cand[layer] = int(np.count_nonzero(cand < hb))
         prev = self._prev.get(layer)
         for g in range(H):
             ix = idx[g]
-            rec.sel[layer, g] = int(ix.numel())
-            rec.sel_off[layer, g] = int((ix < hb).sum())
+            rec.sel[layer, g] = int(ix.size)
+            rec.sel_off[layer, g] = int(np.count_nonzero(ix < hb))
             if prev is not None:  # selected now and by the previous recorded step (reuse, as the shadow counts it)
-                hit = torch.isin(ix, prev[g]) if ix.numel() else torch.zeros(0, dtype=torch.bool)
-                rec.reused_all[layer, g] = int(hit.sum())
-                rec.reused_off[layer, g] = int(hit[ix < hb].sum()) if ix.numel() else 0
-        self._prev[layer] = [ix.clone() for ix in idx]
+                hit = _member(ix, prev[g], s)
+                rec.reused_all[layer, g] = int(np.count_nonzero(hit))
+                rec.reused_off[layer, g] = int(np.count_nonzero(hit[ix < hb]))
+        self._prev[layer] = [ix.copy() for ix in idx]
         for name, pos in self.targets.items():
-            self._cur_recall[name][layer] = target_recall(pos, candidates, idx)
+            self._cur_recall[name][layer] = _recall_np(pos.detach().cpu().numpy(), cand, idx, s)
         if p is not None and p.tables is not None:
             t = p.tables[layer]
             rec.clusters[layer] = _per_head(t.n_clusters, H)
@@ -239,6 +241,21 @@ class StudyPolicy(PolicyBase):
             if sel is not None:
                 rec.prefix_frac[layer] = float(sel.stats.get("prefix_frac", np.nan))
                 rec.rows[layer] = float(sel.stats.get("rows", np.nan)) / H
+
+
+def _member(x: np.ndarray, of: np.ndarray, n: int) -> np.ndarray:
+    """Bool [len(x)]: which of the cache positions ``x`` are in ``of`` (both < ``n``, or ``of`` may reach past)."""
+    seen = np.zeros(max(n, int(of.max()) + 1 if of.size else 0, int(x.max()) + 1 if x.size else 0), bool)
+    seen[of] = True
+    return seen[x]
+
+
+def _recall_np(pos: np.ndarray, candidates: np.ndarray, selected: list[np.ndarray], n: int) -> np.ndarray:
+    """:func:`target_recall` on host arrays (the same values)."""
+    if pos.size == 0:
+        return np.full(len(selected), np.nan)
+    not_cand = ~_member(pos, candidates, n)
+    return np.array([float(np.mean(not_cand | _member(pos, ix, n))) for ix in selected])
 
 
 def target_recall(positions: torch.Tensor, candidates: torch.Tensor, selected: list[torch.Tensor]) -> np.ndarray:

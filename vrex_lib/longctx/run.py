@@ -31,7 +31,7 @@ import torch
 
 from .. import _io
 from ..config import REPO_ROOT, ReSVConfig, RuntimeConfig, results_dir
-from ..runtime import StreamingSession, check_context
+from ..runtime import StreamingSession, check_context, lockstep
 from ..workload.measure import summarize
 from .grid import StudyMethod, StudyGrid, method_specs, study_grid
 from .policy import StudyPolicy, fork
@@ -173,39 +173,80 @@ def encodes_densely(spec: StudyMethod, policy) -> bool:
     return policy is None or not policy.retrieves_at_frame or spec.policy == "flexgen"
 
 
+#: The study method whose record carries ReSV's mechanism rows of its trial (docs/DECISIONS.md D483).
+MECHANISM_METHOD = "resv@text"
+
+
 def run_trial(model, grid: StudyGrid, cell: tuple[str, int, float, int], specs: Sequence[StudyMethod], *,
-              resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None]) -> None:
-    """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method.
-    Methods that encode the document densely share one prefill (forked per method); the others stream it alone."""
+              resv: ReSVConfig, cfg: RuntimeConfig, on_record: Callable[[dict], None], batched: bool = True) -> None:
+    """Run ``specs`` on one trial ``cell`` = (task, length, depth, seed); ``on_record(record)`` after each method,
+    in ``specs`` order. Methods that encode the document densely share one prefill (forked per method); the others
+    stream it alone. ``batched``: every method's steps run as one batch (:func:`vrex_lib.runtime.lockstep`, one
+    weight read per step; docs/DECISIONS.md D480); False runs them one after another. When
+    :data:`MECHANISM_METHOD` runs, ReSV's mechanism instruments are read at the question of the shared prefill
+    (:mod:`.mechanism`) and kept in its record as ``mechanism`` (D483)."""
+    from .mechanism import Probe
+
     task, n, depth, seed = cell
     trial = make_trial(model, task, n - system_tokens(model, grid.system_prompt), depth, seed, prefix=DOC_PREFIX)
     pols = {s.name: s.build(resv) for s in specs}
     dense = [s for s in specs if encodes_densely(s, pols[s.name])]
     extra = dict(context_tokens=n, trial=trial_id(*cell))
+    jobs: dict[str, tuple] = {}
+    # the probe reads the HC tables MECHANISM_METHOD's policy builds in the shared prefill (not a second build)
+    probe = Probe(resv, inner=pols[MECHANISM_METHOD].inner) if any(s.name == MECHANISM_METHOD for s in dense) else None
     if dense:
-        sp = StudyPolicy({s.name: pols[s.name] for s in dense}, cfg.dense_layers)
+        members = {s.name: pols[s.name] for s in dense}
+        if probe is not None:
+            members[Probe.name] = probe
+        sp = StudyPolicy(members, cfg.dense_layers)
         base = StreamingSession(model, sp, cfg)
         sp.store = base.store
         t_pre = prefill_document(base, model, trial, grid)
+        if probe is not None:
+            sess, sp_p = fork(base, sp)
+            sp_p.route = Probe.name
+            jobs[Probe.name] = (sess, lambda se, sp_p=sp_p: sp_p.members[Probe.name].read(se, trial))
         for i, s in enumerate(dense):
             sess, sp_s = (base, sp) if i == len(dense) - 1 else fork(base, sp)
             sp_s.route = s.name
-            on_record(dict(answer_question(sess, sp_s, model, trial, grid, cfg, s), shared_prefill=len(dense) > 1,
-                           prefill_s=t_pre, **extra))
+            jobs[s.name] = (sess, lambda se, sp_s=sp_s, s=s: dict(
+                answer_question(se, sp_s, model, trial, grid, cfg, s), shared_prefill=len(dense) > 1,
+                prefill_s=t_pre))
     for s in specs:
         if s not in dense:
-            on_record(dict(run_policy(model, grid, trial, s, pols[s.name], cfg), **extra))
+            sess, sp_s = _alone_session(model, s, pols[s.name], cfg)
+            jobs[s.name] = (sess, lambda se, sp_s=sp_s, s=s: _stream_and_answer(se, sp_s, model, grid, trial, s, cfg))
+    names = [s.name for s in specs] + ([Probe.name] if probe is not None else [])
+    if batched:
+        recs = dict(zip(names, lockstep([jobs[m] for m in names])))
+    else:
+        recs = {m: jobs[m][1](jobs[m][0]) for m in names}
+    if probe is not None:
+        recs[MECHANISM_METHOD]["mechanism"] = recs.pop(Probe.name)
+    for s in specs:
+        on_record(dict(recs[s.name], batched=batched, **extra))
+
+
+def _alone_session(model, spec: StudyMethod, policy, cfg: RuntimeConfig) -> tuple[StreamingSession, StudyPolicy]:
+    sp = StudyPolicy({spec.name: policy}, cfg.dense_layers)
+    sp.route = spec.name
+    sess = StreamingSession(model, sp, cfg)
+    sp.store = sess.store
+    return sess, sp
+
+
+def _stream_and_answer(sess: StreamingSession, sp: StudyPolicy, model, grid: StudyGrid, trial: Trial,
+                       spec: StudyMethod, cfg: RuntimeConfig) -> dict:
+    t_pre = prefill_document(sess, model, trial, grid)
+    return dict(answer_question(sess, sp, model, trial, grid, cfg, spec), shared_prefill=False, prefill_s=t_pre)
 
 
 def run_policy(model, grid: StudyGrid, trial: Trial, spec: StudyMethod, policy, cfg: RuntimeConfig) -> dict:
     """One method alone on one trial: ``policy`` (None = full attention) streams the document and answers; the
     record of (trial, method) without the grid's bookkeeping fields."""
-    sp = StudyPolicy({spec.name: policy}, cfg.dense_layers)
-    sp.route = spec.name
-    sess = StreamingSession(model, sp, cfg)
-    sp.store = sess.store
-    t_pre = prefill_document(sess, model, trial, grid)
-    return dict(answer_question(sess, sp, model, trial, grid, cfg, spec), shared_prefill=False, prefill_s=t_pre)
+    sess, sp = _alone_session(model, spec, policy, cfg)
+    return _stream_and_answer(sess, sp, model, grid, trial, spec, cfg)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -281,8 +322,8 @@ def study_setup(profile: str, grid: str | StudyGrid, methods: Sequence[str] | No
                 resv: ReSVConfig | None = None) -> tuple[StudyGrid, tuple[StudyMethod, ...], ReSVConfig, RuntimeConfig]:
     """(grid, method specs, ReSV config, runtime config) of a study request, as :func:`run` runs it."""
     g = study_grid(profile, grid) if isinstance(grid, str) else grid
-    if methods:
-        g = g.replace(methods=tuple(methods))
+    if methods:  # the given methods on every trial of the grid
+        g = g.replace(methods=tuple(methods), blocks=tuple(dataclasses.replace(b, methods=()) for b in g.blocks))
     return g, method_specs(g.methods), resv or ReSVConfig(), RuntimeConfig(kv_capacity=g.kv_capacity,
                                                                            interval_token=False)
 
@@ -293,7 +334,8 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
     """Run the study (see the module docstring) and write it to ``out``; returns ``out``.
 
     profile: 'smoke' (tiny random model) | 'default' (SmolLM2-135M) | 'full'; grid: 'profile' (the profile's share
-    of make reproduce), 'full' (the whole grid) or a :class:`StudyGrid`; methods: replace the grid's methods.
+    of make reproduce), 'full' (the whole grid) or a :class:`StudyGrid`; methods: replace the grid's methods (each
+    trial of the grid then runs all of them).
     A finished ``out`` with the same inputs_key is reused (``force`` recomputes); ``<out>.partial.json`` resumes.
     Checked before the model loads: an ``out`` that is not a study file is refused unless ``force``, the study of
     another configuration unless ``replace`` (docs/DECISIONS.md D320).
@@ -313,7 +355,8 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
     partial = out.with_name(out.name + ".partial.json")
     state = (None if force else _cached(partial, key)) or dict(inputs_key=key, records={})
     t0 = time.perf_counter()
-    todo = [(c, [s for s in specs if s.name not in state["records"].get(trial_id(*c), {})]) for c in g.trials()]
+    todo = [(c, [s for s in specs if s.name in g.cell_methods(c) and s.name not in state["records"].get(
+        trial_id(*c), {})]) for c in g.trials()]
     todo = [(c, ss) for c, ss in todo if ss]
     from tqdm.auto import tqdm
 
@@ -329,7 +372,7 @@ def run(profile: str = "default", grid: str | StudyGrid = "profile", *, out: str
         bar.set_postfix_str(trial_id(*cell))
         run_trial(model, g, cell, ss, resv=resv, cfg=cfg, on_record=keep)
     bar.close()
-    recs = [state["records"][trial_id(*c)][s.name] for c in g.trials() for s in specs]
+    recs = [state["records"][trial_id(*c)][s.name] for c in g.trials() for s in specs if s.name in g.cell_methods(c)]
     d = dict(schema=SCHEMA, profile=profile, grid=g.name, model=model.name, inputs_key=key,
              study=jsonable(dataclasses.asdict(g)), methods=[s.name for s in specs], resv=dataclasses.asdict(resv),
              runtime=dataclasses.asdict(cfg), n_layers=model.n_layers, n_kv_heads=model.n_kv_heads,

@@ -110,17 +110,67 @@ def _dense(query, key, value, scaling, start):
     return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling, enable_gqa=True)
 
 
-def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask,
-                   scaling: float | None = None, dropout: float = 0.0, vrex_step: StepContext | None = None,
-                   **kwargs):
-    """The registered attention function; returns (attn_output [B, Lq, Hq, D], None).
+@dataclass
+class BatchedStep:
+    """One forward step of several sessions in lockstep (:mod:`vrex_lib.runtime.batch`): batch row b is the session
+    whose context is ``rows[b]`` -- its own KV store, policy, candidates and trace record. ``captures``: the model's
+    capture lists (:mod:`vrex_lib.runtime.capture`) whose entries hold the whole batch; around row b's policy calls
+    the entries of the current and the previous layer (the ones a policy reads: ReKV's pre-RoPE q/k of its layer,
+    InfiniGen's previous-layer input) are replaced by row b's slice, so a policy sees batch 1 as when it runs alone."""
 
-    One layer of one step, in the order of the module docstring: check the step, let the policy observe the new
-    keys, consult it, count the reuse, then attend to everything or to the selection, and measure the error."""
+    rows: list[StepContext]
+    captures: tuple = ()
+
+
+def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask,
+                   scaling: float | None = None, dropout: float = 0.0,
+                   vrex_step: StepContext | BatchedStep | None = None, **kwargs):
+    """The registered attention function; returns (attn_output [B, Lq, Hq, D], None). A :class:`BatchedStep`
+    runs each batch row as its own stream (:func:`_attend` per row, on that row's store)."""
     if vrex_step is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
-    step, layer = vrex_step, int(module.layer_idx)
+    layer = int(module.layer_idx)
+    if isinstance(vrex_step, BatchedStep):  # key/value are the step's new tokens; each row's cache is in its store
+        outs = []
+        for b, step in enumerate(vrex_step.rows):
+            lay = step.store.layers[layer]
+            with _row_captures(vrex_step.captures, layer, b):
+                outs.append(_attend(layer, query[b:b + 1], lay.keys, lay.values, scaling, step))
+        return torch.cat(outs, 0).transpose(1, 2), None
+    return _attend(layer, query, key, value, scaling, vrex_step).transpose(1, 2), None
+
+
+class _row_captures:
+    """Context manager: the capture entries of ``layer`` and ``layer - 1`` narrowed to batch row ``b``."""
+
+    def __init__(self, captures: tuple, layer: int, b: int):
+        self.captures, self.layers, self.b, self.saved = captures, [x for x in (layer - 1, layer) if x >= 0], b, []
+
+    def __enter__(self):
+        b = self.b
+        for lst in self.captures:
+            for i in self.layers:
+                e = lst[i]
+                self.saved.append((lst, i, e))
+                if isinstance(e, list):  # pre-RoPE [q, k]
+                    lst[i] = [None if x is None else x[b:b + 1] for x in e]
+                elif isinstance(e, tuple):  # (hidden_states, (cos, sin)); the rotary tables have batch 1
+                    lst[i] = (None if e[0] is None else e[0][b:b + 1], e[1])
+        return self
+
+    def __exit__(self, *exc):
+        for lst, i, e in reversed(self.saved):
+            lst[i] = e
+        self.saved = []
+        return False
+
+
+def _attend(layer: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scaling: float | None,
+            step: StepContext) -> torch.Tensor:
+    """One stream's attention at ``layer``: query [1, Hq, Lq, D], its cache key/value [1, Hkv, S, D] ->
+    [1, Hq, Lq, D]. In the order of the module docstring: check the step, let the policy observe the new keys,
+    consult it, count the reuse, then attend to everything or to the selection, and measure the error."""
     start = _check_step(step, layer, query, key)
     if step.policy is not None:
         step.policy.observe(layer, key[0, :, start:], start, step.stage, step.frame_id)
@@ -128,11 +178,11 @@ def vrex_attention(module, query: torch.Tensor, key: torch.Tensor, value: torch.
     if step.applied[layer]:
         _track_reuse(step, layer, key.shape[1], None if sel is None else sel.indices)
     if sel is None:
-        return _attend_all(step, layer, query, key, value, scaling, start).transpose(1, 2), None
+        return _attend_all(step, layer, query, key, value, scaling, start)
     out = _attend_selected(step, layer, sel, query, _gather_selected(step, layer, sel, key), scaling)
     if step.measure_attn_error:
         _measure_error(step, layer, out, query, key, value, scaling, start)
-    return out.transpose(1, 2), None
+    return out
 
 
 def _check_step(step: StepContext, layer: int, query: torch.Tensor, key: torch.Tensor) -> int:

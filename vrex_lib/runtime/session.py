@@ -108,6 +108,8 @@ class StreamingSession:
                  observers: Iterable[StepObserver] = ()):
         self.model, self.policy, self.cfg = model, policy, cfg or RuntimeConfig()
         self.observers: list[StepObserver] = list(observers)
+        #: Set while the session is a row of :func:`vrex_lib.runtime.batch.lockstep`: its forwards run batched.
+        self.lockstep = None
         # Every policy gets the model once per session (``bind``: the attention inputs for pre-RoPE scoring or
         # previous-layer speculation, the weights; vrex_lib.runtime.capture); a composite policy's members (its
         # ``policies``: the shadow measurement, the long-context study) are bound too.
@@ -191,11 +193,14 @@ class StreamingSession:
             self.inputs.append(embeds.detach().clone())
         for o in self.observers:
             o.begin_step(step)
-        t0 = time.perf_counter()
-        out = self.model.llm(inputs_embeds=embeds[None].to(self.model.dtype), cache=self.store, use_cache=True,
-                             logits_to_keep=1, vrex_step=step)
-        wall = time.perf_counter() - t0
-        self._logits = out.logits[0, -1].float()
+        if self.lockstep is not None:  # one row of a batched forward (vrex_lib.runtime.batch); wall: the batch's
+            logits, wall = self.lockstep.submit(self, embeds, step)
+        else:
+            t0 = time.perf_counter()
+            out = self.model.llm(inputs_embeds=embeds[None].to(self.model.dtype), cache=self.store, use_cache=True,
+                                 logits_to_keep=1, vrex_step=step)
+            logits, wall = out.logits[0, -1], time.perf_counter() - t0
+        self._logits = logits.float()
         self._builder.add(step, ledger, self.n_tokens, time_s, wall, int(self._logits.argmax()))
         for o in self.observers:
             o.end_step(step, self._builder.rows[-1])

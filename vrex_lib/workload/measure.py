@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -46,7 +47,7 @@ from ..config import (PROFILES, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeCo
                       results_dir)
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import make_policy, takes_resv_config
-from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes,
+from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes, lockstep,
                        memory_limit, pooled_fraction)
 from ..runtime.model import FRAME_TOKENS, StreamingVideoLLM
 from ..streams import LongStream, build_stream
@@ -292,11 +293,33 @@ class _Checkpoints(Schedule):
                                "tokens; this is a bug in the frame budget of measure()")
 
 
+class _SharedFrames:
+    """One encoding of a frame-token iterator read by several streams (lockstep rows): each :meth:`reader` yields
+    every item from the start; an item is computed once, by whichever reader needs it first."""
+
+    def __init__(self, it):
+        self._it, self._items, self._lock = iter(it), [], threading.Lock()
+
+    def reader(self):
+        i = 0
+        while True:
+            with self._lock:
+                if i == len(self._items):
+                    nxt = next(self._it, None)
+                    if nxt is None:
+                        return
+                    self._items.append(nxt)
+                item = self._items[i]
+            yield item
+            i += 1
+
+
 def _stream(plan: _Plan, sess: StreamingSession, points: Sequence[int], on_phase, force_answers=None,
-            bar=None) -> dict:
-    """Drive ``plan.stream`` through ``sess`` with a checkpoint at every one of ``points``; the schedule's result."""
+            bar=None, frames=None) -> dict:
+    """Drive ``plan.stream`` through ``sess`` with a checkpoint at every one of ``points``; the schedule's result.
+    ``frames``: the frame tokens to stream (default: encoded from ``plan.stream``)."""
     sched = _Checkpoints(points, plan.mp.frame_steps, plan.mp.decode_tokens, on_phase, force_answers, bar)
-    drive(sess, _frame_tokens(plan.model, plan.stream), sched)
+    drive(sess, _frame_tokens(plan.model, plan.stream) if frames is None else frames, sched)
     return sched.result
 
 
@@ -555,15 +578,21 @@ def _fidelity_pass(plan: _Plan, state: dict, partial: Path, bar) -> None:
     teacher-forced on full attention's answers."""
     fid = plan.fid
     answers = {int(p): ids for p, ids in state["answers"].items()}
-    for m, (pname, kw) in plan.specs.items():
-        if not fid or m in state["fidelity"]:
-            continue
-        if pname == "full":
+    todo = [m for m in plan.specs if fid and m not in state["fidelity"]]
+    for m in todo:
+        if plan.specs[m][0] == "full":
             state["fidelity"][m] = {str(p): dict(frame=(1.0, 0.0), text=(1.0, 0.0)) for p in fid}
-            continue
-        sess = StreamingSession(plan.model, _make(pname, kw, plan.resv), plan.cfg.replace(measure_attn_error=True))
-        res = _stream(plan, sess, [p for p in plan.points if p <= fid[-1]], lambda p, ph: None,
-                      force_answers=answers, bar=bar)
+    todo = [m for m in todo if plan.specs[m][0] != "full"]
+    cfg = plan.cfg.replace(measure_attn_error=True)
+    sessions = [StreamingSession(plan.model, _make(*plan.specs[m], plan.resv), cfg) for m in todo]
+    points = [p for p in plan.points if p <= fid[-1]] if fid else []
+    # Every method's steered run sees the same frames and forced answers: they step in lockstep, one batched
+    # forward per step (vrex_lib.runtime.batch, docs/DECISIONS.md D480).
+    shared = _SharedFrames(_frame_tokens(plan.model, plan.stream))
+    results = lockstep([(s, lambda se: _stream(plan, se, points, lambda p, ph: None, force_answers=answers, bar=bar,
+                                               frames=shared.reader())) for s in sessions])
+    for m, sess, res in zip(todo, sessions, results):
+        pname = plan.specs[m][0]
         rows = sess.stats
         state["fidelity"][m] = {}
         for p in fid:

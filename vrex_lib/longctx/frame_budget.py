@@ -1,0 +1,142 @@
+"""The frame stage at equal budget (docs/DECISIONS.md D484): every method steered on the same composed stream, its
+frame steps compared with full attention's.
+
+    df = frame_budget(model, frames, budget_policies(model_cfg), cfg, lo_tokens=1000, hi_tokens=10000, every=10)
+
+``frames``: (frame tokens [10, hidden], time s) pairs, e.g. the workload measurement's composed real-footage stream
+(``vrex_lib.workload.measure._frame_tokens`` of :func:`vrex_lib.streams.build_stream`). Every method and full
+attention stream it in lockstep (:func:`vrex_lib.runtime.lockstep`, one batched forward per frame step); at every
+``every``-th frame step whose cache holds ``lo_tokens``..``hi_tokens`` tokens, per method: the fetched fraction of the
+offloaded tier (host tokens read over the offloaded positions, the consulted layers' KV heads; NaN while nothing is
+offloaded yet), the attention
+output's relative error against full attention over the same cache (``measure_attn_error``, mean over the consulted
+(layer, KV head) cells), and the next-token distribution's KL divergence from full attention's run and top-1
+agreement with it. The run is steered: each method's cache is its own, so KL and top-1 include the drift its past
+selections caused.
+
+What this proxy shows and does not: it measures how far each method moves the model's frame-stage computation from
+full attention at a given fetch, on real footage through the stand-in vision tower (D40) and the 135M language
+model. It does not measure COIN accuracy: the next token after a frame is not an answer, the stand-in tower is not
+the paper's SigLIP, and a small KL can still flip a later answer (or a large one not); COIN accuracy needs the
+paper's model (the ``full`` profile).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..config import ReSVConfig, RuntimeConfig
+from ..retrieval import make_policy
+from ..runtime import Schedule, StreamingSession, drive, lockstep
+from .policy import ExactTopK
+
+#: Budgets of the frame-stage curves, per family: exact top-k (fraction of candidates), ReSV streaming (Th_r-wics),
+#: InfiniGenP (cap: its fixed top-k share at frames), StreamingLLM (window, tokens).
+FRAME_BUDGETS: dict[str, tuple] = {"exact": (0.0025, 0.01, 0.04), "resv": (0.1, 0.3, 0.7),
+                                   "infinigen_p": (0.05, 0.2, 0.5), "streamingllm": (256, 1024)}
+
+
+class FrameExactTopK(ExactTopK):
+    """The exact top-k reference at the frame stage too (the study's is text-only)."""
+
+    retrieves_at_frame = True
+
+    def select(self, layer, query, keys, candidates, stage):
+        return super().select(layer, query, keys, candidates, "text")
+
+
+def budget_policies(resv: ReSVConfig | None = None, budgets: Mapping[str, Sequence] = FRAME_BUDGETS) -> dict:
+    """{name: policy} of every family and budget of ``budgets`` (names ``family@value``)."""
+    resv = resv or ReSVConfig()
+    out: dict = {}
+    for fam, values in budgets.items():
+        for v in values:
+            if fam == "exact":
+                out[f"{fam}@{v:g}"] = FrameExactTopK(frac=float(v))
+            elif fam == "resv":
+                out[f"{fam}@{v:g}"] = make_policy(fam, cfg=dataclasses.replace(resv, ratio=float(v)))
+            elif fam == "infinigen_p":
+                out[f"{fam}@{v:g}"] = make_policy(fam, cap=float(v))
+            else:
+                out[f"{fam}@{v:g}"] = make_policy(fam, window=int(v))
+    return out
+
+
+class _Keep(Schedule):
+    """Keeps, at every ``every``-th frame step inside [lo, hi] cached tokens: (frame index, trace row, log-probs)."""
+
+    def __init__(self, lo: int, hi: int, every: int):
+        super().__init__()
+        self.lo, self.hi, self.every, self.kept, self._stop = lo, hi, every, [], False
+
+    @property
+    def done(self) -> bool:
+        return self._stop
+
+    def after_frame(self, sess, index, time_s, wall_s, cpu_s) -> None:
+        n = sess.n_tokens
+        if self.lo <= n <= self.hi and index % self.every == 0:
+            self.kept.append((index, len(sess.stats) - 1, torch.log_softmax(sess.next_token_logits(), -1)))
+        self._stop = n >= self.hi
+
+
+def _fetched(row: dict, capacity: int) -> float:
+    n_host = max(row["n_sink"], row["n_cache"] - capacity) - row["n_sink"]
+    app = np.asarray(row["applied"], bool)
+    if n_host <= 0 or not app.any():
+        return float("nan")
+    return float(np.asarray(row["host_tokens"])[app].sum() / (n_host * app.sum() * row["host_tokens"].shape[1]))
+
+
+def _selected(row: dict) -> float:
+    """Selected share of the retrieval candidates over the consulted layers' KV heads (defined before anything is
+    offloaded, unlike the fetched fraction)."""
+    app = np.asarray(row["applied"], bool)
+    sel = np.asarray(row["selected"])
+    if row["n_candidates"] <= 0 or not app.any():
+        return float("nan")
+    return float(sel[app].sum() / (row["n_candidates"] * app.sum() * sel.shape[1]))
+
+
+def frame_budget(model, frames: Sequence, policies: Mapping[str, object], cfg: RuntimeConfig, *,
+                 lo_tokens: int = 1000, hi_tokens: int = 10000, every: int = 10) -> pd.DataFrame:
+    """One row per (method, kept frame step): kv_len, selected_frac (of the candidates), fetched_frac_offloaded,
+    attn_rel_error, kl_vs_full, top1_agrees (see the module docstring). ``frames`` is a sequence (every session streams it from the start)."""
+    if not 0 < lo_tokens <= hi_tokens or every < 1:
+        raise ValueError(f"frame budget: need 0 < lo_tokens <= hi_tokens and every >= 1, got {lo_tokens}, "
+                         f"{hi_tokens}, {every}")
+    names = ["full", *policies]
+    cfg = cfg.replace(measure_attn_error=True)
+    sessions = [StreamingSession(model, None if n == "full" else policies[n], cfg) for n in names]
+
+    def job(sess):
+        sched = _Keep(lo_tokens, hi_tokens, every)
+        drive(sess, iter(frames), sched)
+        return sched.kept
+
+    kept = dict(zip(names, lockstep([(s, job) for s in sessions])))
+    ref = {i: lp for i, _, lp in kept["full"]}
+    rows = []
+    for n, sess in zip(names[1:], sessions[1:]):
+        for i, r, lp in kept[n]:
+            row, p = sess.stats[r], ref[i]
+            err = np.asarray(row["attn_err"], float)[np.asarray(row["applied"], bool)]
+            rows.append(dict(method=n, family=n.split("@")[0], budget=float(n.split("@")[1]), frame=i,
+                             kv_len=int(row["n_cache"]), fetched_frac_offloaded=_fetched(row, cfg.kv_capacity),
+                             selected_frac=_selected(row),
+                             attn_rel_error=float(np.nanmean(err)) if np.isfinite(err).any() else float("nan"),
+                             kl_vs_full=float((p.exp() * (p - lp)).sum()), top1_agrees=bool(p.argmax() == lp.argmax())))
+    return pd.DataFrame(rows)
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (family, method): frame steps kept, mean selected and fetched fractions, attention error, KL, top-1."""
+    g = df.groupby(["family", "method"], sort=False)
+    return g.agg(steps=("frame", "size"), selected_frac=("selected_frac", "mean"),
+                 fetched_frac_offloaded=("fetched_frac_offloaded", "mean"),
+                 attn_rel_error=("attn_rel_error", "mean"), kl_vs_full=("kl_vs_full", "mean"),
+                 top1_agreement=("top1_agrees", "mean")).reset_index()
