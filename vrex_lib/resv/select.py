@@ -48,7 +48,7 @@ def select_tokens(query: torch.Tensor, table: HashClusterTable, ratio: float | N
 
     Rows of KV head g are (query head in g's group, query token), head-major (docs/DECISIONS.md D2). Per row:
     scores s = q·Key_cluster^T·scaling (default 1/√D, float64), weights by ``cfg.score`` (D1), WiCSum with
-    ``ratio`` (default ``cfg.ratio``). Granularity ``cfg.granularity``: 'kv_head' = union over the group's
+    ``ratio`` (default ``cfg.th_r_wics``). Granularity ``cfg.granularity``: 'kv_head' = union over the group's
     rows; 'q_head' = one set per query head; 'layer' = union over all rows of all heads, same set for every
     head. ``candidates`` (sorted positions) restricts the returned sets and is the ratio's denominator.
     Returned index tensors are on the query's device.
@@ -120,7 +120,7 @@ def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
 
 def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
     cfg = cfg or table.cfg
-    ratio = cfg.ratio if ratio is None else float(ratio)
+    ratio = cfg.th_r_wics if ratio is None else float(ratio)
     _check_args(query, table, cfg)
     Hq, Nq, D = query.shape
     Hkv = table.n_kv_heads
