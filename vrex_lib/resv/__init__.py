@@ -13,7 +13,7 @@ they agree exactly (assignments, codes, counts, bit-exact running means, selecte
     table = HashClusterTable(Hkv, D, cfg, layer)        # one per layer; per KV head groups inside
     table.add_frame(keys[Hkv, N, D], positions[N])      # -> cluster index per new token [Hkv, N]
     wicsum_select(weights[rows, C], counts[C], ratio)   # -> bool [rows, C]
-    select_tokens(query[Hq, Nq, D], table, ratio, cfg)  # -> ReSVSelection (per-KV-head positions + stats)
+    select_tokens(query[Hq, Nq, D], table, ratio, cfg)  # -> Selection (per-KV-head positions + stats)
 
 Defaults (paper §VI.E and docs/DECISIONS.md D1-D4) live in :class:`vrex_lib.config.ReSVConfig`: N_hp=32, Th_hp=7
 (strict <), Th_r-wics=0.3, softmax-numerator weights of q·Key_cluster/√d, per-layer × per-KV-head
@@ -38,11 +38,11 @@ WTU (``reference.wicsum_select_ref(weights, counts, ratio)`` with integer weight
 from .hashing import hamming, hash_bits, layer_seed, make_hyperplanes, pack_bits, popcount, projection_signs
 from .reference import (HashClusterTableRef, cluster_ref, hamming_ref, hash_bits_ref, select_tokens_ref,
                         wicsum_select_ref)
-from .select import ReSVSelection, cluster_scores, select_tokens
+from .select import select_tokens
 from .table import HashClusterTable
 from .wicsum import RATIO_FRAC_BITS, cluster_weights, quantize_weights, ratio_q, wicsum_select
 
-__all__ = ["HashClusterTable", "HashClusterTableRef", "RATIO_FRAC_BITS", "ReSVSelection", "cluster_ref",
-           "cluster_scores", "cluster_weights", "hamming", "hamming_ref", "hash_bits", "hash_bits_ref", "layer_seed",
+__all__ = ["HashClusterTable", "HashClusterTableRef", "RATIO_FRAC_BITS", "cluster_ref",
+           "cluster_weights", "hamming", "hamming_ref", "hash_bits", "hash_bits_ref", "layer_seed",
            "make_hyperplanes", "pack_bits", "popcount", "projection_signs", "quantize_weights", "ratio_q",
            "select_tokens", "select_tokens_ref", "wicsum_select", "wicsum_select_ref"]
