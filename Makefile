@@ -13,11 +13,16 @@ JOBS      ?= 2
 # Extra papermill arguments, e.g. PAPERMILL_ARGS='-p COIN_ROOT /data/coin -p CHECKPOINT_DIR /ckpt' for PROFILE=full.
 PAPERMILL_ARGS ?=
 
-PROFILES  := smoke default full
+# The profiles are the records of vrex_lib/profiles.py (standard library only, so this works before the venv exists);
+# when it cannot be read, PROFILES is empty and check-profile says so.
+PROFILES  := $(shell $(PYTHON) -c 'import importlib.util as u, sys; s = u.spec_from_file_location("vrex_profiles", "vrex_lib/profiles.py"); m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); print(*m.PROFILES)' 2>/dev/null)
 # Exact: one word, one of PROFILES ('default full' is not a profile).
 PROFILE_OK := $(and $(filter 1,$(words $(PROFILE))),$(filter $(PROFILES),$(PROFILE)))
 # A value quoted for the shell (RESULTS and PROFILE reach scripts as one argument, whatever they hold).
 shq = '$(subst ','\'',$(1))'
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # JupyterLab's port for `make lab` (bound to localhost only).
 LAB_PORT  ?= 8888
 
@@ -36,7 +41,7 @@ APT_TOOLS := iverilog verilator yosys ffmpeg g++
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
-	@echo "  Variables: PROFILE=smoke|default|full (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..., LONG=1 (workload to 40K tokens)"
+	@echo "  Variables: PROFILE=$(subst $(space),|,$(PROFILES)) (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..., LONG=1 (workload to 40K tokens)"
 	@echo "  One notebook: make $(RESULTS)/executed/06_performance.ipynb (any NN_name; what it reads runs first)"
 
 setup: $(VENV)/.ok data ## Install system tools (apt) and build .venv from environment.yml, then the COIN fixture
@@ -112,7 +117,7 @@ _reproduce: $(EXEC_ORDERED)
 
 # Validated before anything is written or deleted: a typo never discards the results of a valid profile, and a
 # VREX_THREADS the notebooks cannot use fails here rather than inside every notebook.
-PROFILE_ERR = make: PROFILE=$(PROFILE) is not a profile; use PROFILE=smoke, default or full (nothing was changed)
+PROFILE_ERR = make: PROFILE=$(PROFILE) is not a profile; use PROFILE=$(if $(PROFILES),$(subst $(space),$(comma) ,$(PROFILES)),<one of vrex_lib/profiles.py's, which $(PYTHON) could not read>) (nothing was changed)
 check-profile:
 	@$(if $(PROFILE_OK),:,printf '%s\n' $(call shq,$(PROFILE_ERR)) >&2; exit 2)
 	@case "$${VREX_THREADS-}" in ""|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; \

@@ -241,6 +241,12 @@ def results_dir(override: str | os.PathLike | None = None) -> Path:
     return d
 
 
+def workload_path(profile: str, results: str | os.PathLike | None = None) -> Path:
+    """The workload measurement's file of ``profile`` in a results folder (default :func:`results_dir`): the one
+    place its name is made (tests/test_profiles.py holds the Makefile's ``WORKLOAD_FILE`` to it)."""
+    return Path(results if results is not None else results_dir()) / "data" / f"workload_{profile}.json"
+
+
 _ARG_STYLE = {"style": "cli"}
 
 

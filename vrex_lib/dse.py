@@ -86,6 +86,16 @@ def spec_inputs_key(spec: SweepSpec, model_name: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def long_point_names(spec: SweepSpec) -> list[str]:
+    """The ReSV points ``spec`` also measures on the long stream: every one ('all') or those named, 'paper' naming
+    the paper's point (:data:`PAPER_POINT`)."""
+    pts = resv_points(spec)
+    if spec.long_points == "all":
+        return list(pts)
+    paper = point_name({k: PAPER_POINT[k] for k in RESV_KEYS})
+    return [n for n in (paper if n == "paper" else n for n in spec.long_points) if n in pts]
+
+
 def point_name(p: dict) -> str:
     """'resv@nhp32_th7_r0.3' -- the contract's variant naming (method@tag)."""
     return f"resv@nhp{p['n_hp']}_th{p['th_hp']}_r{p['th_r_wics']:g}"
@@ -151,7 +161,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     t_start = time.perf_counter()
     cfg = RuntimeConfig(measure_attn_error=True)
     pts = resv_points(spec)
-    long_names = list(pts) if spec.long_points == "all" else [n for n in spec.long_points if n in pts]
+    long_names = long_point_names(spec)
     streams = {"fixture": ((spec.fixture_video,), spec.fixture_frames, list(pts)),
                "long": (spec.long_videos, spec.long_frames, long_names)}
     res: dict = {n: {"fixture": None, "long": None} for n in pts}
