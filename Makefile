@@ -73,18 +73,23 @@ data: $(VENV)/.ok data/coin_mini/COIN.json ## Build the real-footage COIN-format
 data/coin_mini/COIN.json: data/make_coin_mini.py | $(VENV)/.ok
 	$(PY) data/make_coin_mini.py
 
-# Two workers, each taking whole test files (module fixtures such as the tiny model are built once per file);
+# Two workers sharing the tests one by one (`worksteal`: each starts on half of the suite, in file order, and an idle
+# worker takes half of what the other has left), so neither waits while the other runs the heavy hardware files;
+# a module fixture (the tiny model) is built once per worker that runs a test of its file (docs/DECISIONS.md D373).
 # TEST_WORKERS=0 runs the suite in this process. `make test` leaves out the tests marked `long` (whole chains: the
 # smoke profile's make reproduce, RTL runs and synthesis, the README's commands); `make test-all`, which CI runs,
 # runs every test (docs/DECISIONS.md D366).
 TEST_WORKERS ?= 2
-PYTEST = $(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile
+TEST_DIST ?= worksteal
+PYTEST = $(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist $(TEST_DIST)
 test: $(VENV)/.ok data ## Run the unit tests (all but the `long` whole-chain tests), slowest 20 printed
 	$(PYTEST) -m "not long"
 	@echo "test: the tests marked 'long' (whole chains, minutes) were left out; make test-all runs every test"
+	@$(PY) -m vrex_lib.envcheck  # the machine's calibration line, so the time above compares across machines (D364)
 
 test-all: $(VENV)/.ok data ## Run every test: the unit tests + the whole chains (every notebook in the smoke profile, RTL, synthesis); what CI runs
 	$(PYTEST)
+	@$(PY) -m vrex_lib.envcheck
 
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke

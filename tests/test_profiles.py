@@ -129,3 +129,15 @@ def test_path_parameters_follow_the_records():
         param_profile("CONNECTOR_PATH", "", "full")
     with pytest.raises(ParamError, match="LLM_PATH.*used only by the default / full profile, not smoke"):
         param_profile("LLM_PATH", "/x", "smoke")
+
+
+def test_the_model_path_flags_are_declared_once():
+    """Every CLI that builds a model adds --llm-path/--vision-path/--connector-path through
+    ``runtime.checkpoint.add_model_path_flags``; none declares them itself."""
+    from vrex_lib.runtime.checkpoint import MODEL_PATH_FLAGS
+
+    found = [f"{p.relative_to(PKG.parent)}: {flag}" for p in sorted(PKG.rglob("*.py"))
+             for flag in MODEL_PATH_FLAGS if f'add_argument("{flag}"' in p.read_text()]
+    assert not found, found
+    users = [p.relative_to(PKG) for p in sorted(PKG.rglob("*.py")) if "add_model_path_flags(" in p.read_text()]
+    assert len(users) >= 5, users  # the helper's own file and the four CLIs
