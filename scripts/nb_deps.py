@@ -13,6 +13,7 @@ them may be loaded. Only the standard library is used: the script runs before th
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import sys
 from pathlib import Path
@@ -71,14 +72,15 @@ def package_modules(f: Path) -> set[str]:
     return out | {f"{dotted}.{d.name}" for d in pkg.iterdir() if (d / "__init__.py").is_file()}
 
 
-def module_dependencies(f: Path) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def module_dependencies(f: Path) -> frozenset[str]:
     """The dotted vrex_lib modules importing file ``f`` runs: its imports, and its package's modules when it loads
     modules by name."""
     src = f.read_text()
     deps = imported_modules(src, _package_of(f))
     if any(_loads_by_name(n) for n in ast.walk(ast.parse(src))):
         deps |= package_modules(f)
-    return deps
+    return frozenset(deps)
 
 
 def _with_parents(mod: str) -> list[str]:

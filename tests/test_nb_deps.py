@@ -3,6 +3,7 @@ same list (docs/DECISIONS.md D301, D370)."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+@functools.lru_cache(maxsize=None)
 def _nb_deps():
     spec = importlib.util.spec_from_file_location("nb_deps", REPO / "scripts" / "nb_deps.py")
     mod = importlib.util.module_from_spec(spec)
@@ -31,8 +33,9 @@ def _is_program(f: Path) -> bool:
     return False
 
 
-def _listed() -> set[str]:
-    return set(re.findall(r"vrex_lib/\S+\.py", _nb_deps().rules()))
+@functools.lru_cache(maxsize=None)
+def _listed() -> frozenset[str]:
+    return frozenset(re.findall(r"vrex_lib/\S+\.py", _nb_deps().rules()))
 
 
 def test_every_library_file_but_the_programs_is_in_some_notebooks_list():
