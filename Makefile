@@ -13,11 +13,16 @@ JOBS      ?= 2
 # Extra papermill arguments, e.g. PAPERMILL_ARGS='-p COIN_ROOT /data/coin -p CHECKPOINT_DIR /ckpt' for PROFILE=full.
 PAPERMILL_ARGS ?=
 
-PROFILES  := smoke default full
+# The profiles are the records of vrex_lib/profiles.py (standard library only, so this works before the venv exists);
+# when it cannot be read, PROFILES is empty and check-profile says so.
+PROFILES  := $(shell $(PYTHON) -c 'import importlib.util as u, sys; s = u.spec_from_file_location("vrex_profiles", "vrex_lib/profiles.py"); m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); print(*m.PROFILES)' 2>/dev/null)
 # Exact: one word, one of PROFILES ('default full' is not a profile).
 PROFILE_OK := $(and $(filter 1,$(words $(PROFILE))),$(filter $(PROFILES),$(PROFILE)))
 # A value quoted for the shell (RESULTS and PROFILE reach scripts as one argument, whatever they hold).
 shq = '$(subst ','\'',$(1))'
+comma := ,
+empty :=
+space := $(empty) $(empty)
 # JupyterLab's port for `make lab` (bound to localhost only).
 LAB_PORT  ?= 8888
 
@@ -36,7 +41,7 @@ APT_TOOLS := iverilog verilator yosys ffmpeg g++
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*?## "}{printf "  \033[1m%-10s\033[0m %s\n",$$1,$$2}'
-	@echo "  Variables: PROFILE=smoke|default|full (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..., LONG=1 (workload to 40K tokens)"
+	@echo "  Variables: PROFILE=$(subst $(space),|,$(PROFILES)) (now: $(PROFILE)), RESULTS=$(RESULTS), PAPERMILL_ARGS=..., LONG=1 (workload to 40K tokens)"
 	@echo "  One notebook: make $(RESULTS)/executed/06_performance.ipynb (any NN_name; what it reads runs first)"
 
 setup: $(VENV)/.ok data ## Install system tools (apt) and build .venv from environment.yml, then the COIN fixture
@@ -68,18 +73,23 @@ data: $(VENV)/.ok data/coin_mini/COIN.json ## Build the real-footage COIN-format
 data/coin_mini/COIN.json: data/make_coin_mini.py | $(VENV)/.ok
 	$(PY) data/make_coin_mini.py
 
-# Two workers, each taking whole test files (module fixtures such as the tiny model are built once per file);
+# Two workers sharing the tests one by one (`worksteal`: each starts on half of the suite, in file order, and an idle
+# worker takes half of what the other has left), so neither waits while the other runs the heavy hardware files;
+# a module fixture (the tiny model) is built once per worker that runs a test of its file (docs/DECISIONS.md D373).
 # TEST_WORKERS=0 runs the suite in this process. `make test` leaves out the tests marked `long` (whole chains: the
 # smoke profile's make reproduce, RTL runs and synthesis, the README's commands); `make test-all`, which CI runs,
 # runs every test (docs/DECISIONS.md D366).
 TEST_WORKERS ?= 2
-PYTEST = $(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist loadfile
+TEST_DIST ?= worksteal
+PYTEST = $(PY) -m pytest -q -ra --durations=20 -n $(TEST_WORKERS) --dist $(TEST_DIST)
 test: $(VENV)/.ok data ## Run the unit tests (all but the `long` whole-chain tests), slowest 20 printed
 	$(PYTEST) -m "not long"
 	@echo "test: the tests marked 'long' (whole chains, minutes) were left out; make test-all runs every test"
+	@$(PY) -m vrex_lib.envcheck  # the machine's calibration line, so the time above compares across machines (D364)
 
 test-all: $(VENV)/.ok data ## Run every test: the unit tests + the whole chains (every notebook in the smoke profile, RTL, synthesis); what CI runs
 	$(PYTEST)
+	@$(PY) -m vrex_lib.envcheck
 
 smoke: ## Execute every notebook in the smoke profile into results/smoke
 	$(MAKE) reproduce PROFILE=smoke RESULTS=$(RESULTS)/smoke
@@ -112,7 +122,7 @@ _reproduce: $(EXEC_ORDERED)
 
 # Validated before anything is written or deleted: a typo never discards the results of a valid profile, and a
 # VREX_THREADS the notebooks cannot use fails here rather than inside every notebook.
-PROFILE_ERR = make: PROFILE=$(PROFILE) is not a profile; use PROFILE=smoke, default or full (nothing was changed)
+PROFILE_ERR = make: PROFILE=$(PROFILE) is not a profile; use PROFILE=$(if $(PROFILES),$(subst $(space),$(comma) ,$(PROFILES)),<one of vrex_lib/profiles.py's, which $(PYTHON) could not read>) (nothing was changed)
 check-profile:
 	@$(if $(PROFILE_OK),:,printf '%s\n' $(call shq,$(PROFILE_ERR)) >&2; exit 2)
 	@case "$${VREX_THREADS-}" in ""|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;; \

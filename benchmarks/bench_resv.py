@@ -105,7 +105,7 @@ def main(argv=None) -> float:
     print(calibration_line(), flush=True)
     cfg = ReSVConfig()
     print(f"# ReSV vs full-key scoring, Llama-3-8B layer: {HKV} KV heads x {D}, {HQ} query heads, {N} tokens/frame; "
-          f"N_hp={cfg.n_hp} Th_hp={cfg.th_hp} Th_r-wics={cfg.ratio} score={cfg.score} hash_mode={cfg.hash_mode}; "
+          f"N_hp={cfg.n_hp} Th_hp={cfg.th_hp} Th_r-wics={cfg.th_r_wics} score={cfg.score} hash_mode={cfg.hash_mode}; "
           f"torch threads={torch.get_num_threads()}, repeats={args.repeats}, seed={args.seed}")
     stream = drifting_keys(None, HKV, N, D, seed=args.seed)
     g = torch.Generator().manual_seed(args.seed + 1)

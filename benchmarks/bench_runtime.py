@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from _profile import RESV_STEP_PARTS, breakdown, format_breakdown, profile, total_ms
 
-from vrex_lib.config import RuntimeConfig
+from vrex_lib.config import PROFILES, RuntimeConfig, builds_from_folders
 from vrex_lib.envcheck import calibration_line
 from vrex_lib.runtime import DEFAULT_SYSTEM_PROMPT, StreamingSession, build_model
 from vrex_lib.runtime.model import FRAME_TOKENS
@@ -152,7 +152,8 @@ def resv_step_ratios(model, kv_points: list[int], steps: int, chunk_frames: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--profile", default="default", choices=("smoke", "default"))
+    # the profiles whose model builds here, without the user's checkpoint folders
+    ap.add_argument("--profile", default="default", choices=[p for p in PROFILES if not builds_from_folders(p)])
     ap.add_argument("--frames", type=int, default=30)
     ap.add_argument("--new-tokens", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)

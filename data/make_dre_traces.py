@@ -44,7 +44,6 @@ def record_traces(qk: dict, layers: list[int], frame: int, n_frames: int, wtu_fr
     tokens per (layer, KV head) with the software ReSV, and record the HCU / WTU / KVMU trace arrays
     (:data:`TRACE_KEYS`, int64) for the first ``n_frames`` frames; WTU rows at the frames in ``wtu_frames``."""
     from vrex_lib.resv import HashClusterTable, hash_bits, quantize_weights, wicsum_select
-    from vrex_lib.resv.select import cluster_scores
     from vrex_lib.resv.wicsum import cluster_weights
 
     rec: dict = {k: [] for k in TRACE_KEYS}
@@ -71,7 +70,8 @@ def record_traces(qk: dict, layers: list[int], frame: int, n_frames: int, wtu_fr
                 frame_idx = len(rec["hcu_frame_start"]) - 1
                 if f in wtu_frames:
                     rows = q[head * grp:(head + 1) * grp, sl].reshape(-1, D)
-                    s = cluster_scores(rows, table, 0, 1.0 / math.sqrt(D))
+                    # Score_cluster = Q · Key_cluster^T / sqrt(D), float64 (§IV.C)
+                    s = (rows.to(torch.float64) @ table.head_centroids(0).to(torch.float64).T) * (1.0 / math.sqrt(D))
                     w = quantize_weights(cluster_weights(s, cfg.score), 16).numpy().astype(np.int64)
                     c = np.minimum(table.head_counts(0).numpy().astype(np.int64), 65535)
                     for r in range(w.shape[0]):

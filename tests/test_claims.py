@@ -117,9 +117,9 @@ def _resv_inputs(tpc_clip=72.0, tpc_stream=25.6, hc_head=2.29, hc_concat=1.54, c
                                hc_pct_of_kv=hc_concat),
                           dict(source="text", layer=3, hash_mode="per_head", tokens_per_cluster=6.2, hc_pct_of_kv=9.0),
                           dict(source="text", layer=3, hash_mode="concat", tokens_per_cluster=4.0, hc_pct_of_kv=9.0)])
-    sens = pd.DataFrame([dict(source="frames", param="ratio", value="0.3", prefix_frac=0.22, ratio=0.5, rel_err=0.12,
-                              oracle_rel_err=0.13),
-                         dict(source="frames", param="ratio", value="0.7", prefix_frac=0.6, ratio=0.8, rel_err=0.05,
+    sens = pd.DataFrame([dict(source="frames", param="th_r_wics", value="0.3", prefix_frac=0.22, ratio=0.5,
+                              rel_err=0.12, oracle_rel_err=0.13),
+                         dict(source="frames", param="th_r_wics", value="0.7", prefix_frac=0.6, ratio=0.8, rel_err=0.05,
                               oracle_rel_err=0.04)])
     enc = pd.DataFrame([dict(encoder="patch-dct", input="clip a.mp4", layer=3, adjacent_frame_key_cos=0.97,
                              tokens_per_cluster=tpc_clip),
@@ -167,8 +167,8 @@ def test_resv_causes_follow_the_evidence():
 def test_default_sensitivity_row_must_exist():
     _, _, sens, _ = _resv_inputs()
     assert resv.default_sensitivity_row(sens, ReSVConfig()).prefix_frac == 0.22
-    with pytest.raises(ValueError, match="ratio=0.5"):
-        resv.default_sensitivity_row(sens, ReSVConfig(ratio=0.5))
+    with pytest.raises(ValueError, match="th_r_wics=0.5"):
+        resv.default_sensitivity_row(sens, ReSVConfig(th_r_wics=0.5))
 
 
 # ------------------------------------------------------------------------------------------- Table II
@@ -206,7 +206,7 @@ def test_infinigen_cap_evidence_reads_the_policys_own_cap():
 
 
 def test_rekv_budget_evidence_by_hand_and_a_bad_config():
-    cfg = "{'mode': 'question', 'topk_blocks': 64, 'ratio': 0.5}"
+    cfg = "{'mode': 'question', 'topk_blocks': 64, 'topk_frac': 0.5}"
     nan = math.nan
     tr = _trace(cfg, ["text", "text"], [40, 40], [[0, 1], [0, 1]], retrieved_now=[[nan, 1], [nan, 0]],
                 blocks=[[nan, 4], [nan, 4]], blocks_selected=[[nan, 4], [nan, 4]])
@@ -330,7 +330,7 @@ def _ab() -> pd.DataFrame:
 
 
 def test_fig19_rows():
-    rows = acc_claims.fig19_rows(_ab(), None, STANDIN, _evidence(), TASKS5)
+    rows = acc_claims.fig19_accuracy_rows(_ab(), None, STANDIN, _evidence(), TASKS5)
     df = report.to_frame(rows, "default").set_index("claim")
     assert df.verdict[["fig19.acc_drop.resv_noclust", "fig19.acc_drop.resv"]].eq("NOT RUN").all()
     assert not any(k.startswith("fig19.speedup") for k in df.index)  # the simulator's rows (claims.hwmodel)
@@ -339,7 +339,8 @@ def test_fig19_rows():
     assert df.loc["fig19.resv.attn_err", "verdict"] == "NOT RUN"  # undefined: explained, not dropped
     assert "never restricted attention" in df.loc["fig19.resv.attn_err", "cause_detail"]
     assert_explained(rows)
-    on_full = report.to_frame(acc_claims.fig19_rows(_ab(), _acc_table(), PAPERLIKE, _evidence(), TASKS5), "full")
+    on_full = report.to_frame(acc_claims.fig19_accuracy_rows(_ab(), _acc_table(), PAPERLIKE, _evidence(), TASKS5),
+                              "full")
     drops = on_full.set_index("claim").reproduced
     assert drops["fig19.acc_drop.resv"] == pytest.approx(1.0) and drops["fig19.acc_drop.resv_noclust"] == \
         pytest.approx(0.5)
@@ -499,7 +500,7 @@ def test_system_power_fail_names_the_part_a_pass_needs(tmp_path):
     from vrex_lib.claims import table3
 
     # a hot core (the RTL estimate's 1.61 W) puts V-Rex8 outside 35 W +-30 %; the cool one inside
-    rows = table3.system_power_rows({"component": 0.75, "rtl": 1.613}, cache_dir=tmp_path)
+    rows = table3.system_power_estimate_rows({"component": 0.75, "rtl": 1.613}, cache_dir=tmp_path)
     df = report.to_frame(rows, "default")
     v8 = df[df.claim == "table1.power_w.vrex8"].set_index("verdict")
     assert set(v8.index) == {"PASS", "FAIL"}

@@ -29,14 +29,14 @@ def test_resv_points_one_at_a_time_and_named():
         assert dse.point_name(p) == name
         assert sum(p[k] != dse.PAPER_POINT[k] for k in dse.RESV_KEYS) <= 1
     assert {p["n_hp"] for p in pts.values()} == {16, 32, 64}
-    assert min(p["ratio"] for p in pts.values()) == 0.1 and max(p["ratio"] for p in pts.values()) == 0.9
+    assert min(p["th_r_wics"] for p in pts.values()) == 0.1 and max(p["th_r_wics"] for p in pts.values()) == 0.9
     for prof in ("smoke", "default", "full"):
         s = dse.sweep_spec(prof)
         assert all(b & (b - 1) == 0 for b in s.n_buckets)  # WTU bucket counts are powers of two
-        assert s.long_points == "all" or set(s.long_points) <= set(dse.resv_points(s))
+        assert s.long_points == "all" or len(dse.long_point_names(s)) == len(s.long_points)
     with pytest.raises(ValueError, match="unknown profile"):
         dse.sweep_spec("huge")
-    assert dse.spec_inputs_key(spec, "m") != dse.spec_inputs_key(dataclasses.replace(spec, ratio=(0.5,)), "m")
+    assert dse.spec_inputs_key(spec, "m") != dse.spec_inputs_key(dataclasses.replace(spec, th_r_wics=(0.5,)), "m")
 
 
 def test_measured_workload_replaces_only_what_was_measured():
@@ -93,15 +93,15 @@ def _fake_fid(spec) -> dict:
     """A fidelity file as measure_fidelity writes it, with made-up numbers (the table logic only)."""
     res = {}
     for i, (n, p) in enumerate(dse.resv_points(spec).items()):
-        rec = dict(kv_len=400, answer_agreement=1.0 - p["ratio"] / 10, attn_rel_error=0.3 * (1 - p["ratio"]),
-                   selected_frac=p["ratio"], tokens_per_cluster=4.0 + i, wics_exit_frac=0.2, reuse_frac=0.5)
+        rec = dict(kv_len=400, answer_agreement=1.0 - p["th_r_wics"] / 10, attn_rel_error=0.3 * (1 - p["th_r_wics"]),
+                   selected_frac=p["th_r_wics"], tokens_per_cluster=4.0 + i, wics_exit_frac=0.2, reuse_frac=0.5)
         res[n] = dict(fixture=rec, long=None)
     return dict(points=dse.resv_points(spec), results=res, model="fake")
 
 
 @pytest.mark.long
 def test_design_space_table_and_report(tmp_path):
-    spec = dataclasses.replace(dse.sweep_spec("smoke"), ratio=(0.1, 0.9), wtu_rows=2)
+    spec = dataclasses.replace(dse.sweep_spec("smoke"), th_r_wics=(0.1, 0.9), wtu_rows=2)
     df = dse.design_space(spec, _fake_fid(spec))
     assert df["is_paper"].sum() == 1
     assert set(df["kind"]) >= {"paper", "resv", "kv_capacity", "n_hcu_w", "n_wtu_w", "n_buckets"}
@@ -122,7 +122,7 @@ def test_design_space_table_and_report(tmp_path):
 
 
 def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
-    spec = dataclasses.replace(dse.sweep_spec("smoke"), n_hp=(), th_hp=(), ratio=(0.1,), fixture_frames=2,
+    spec = dataclasses.replace(dse.sweep_spec("smoke"), n_hp=(), th_hp=(), th_r_wics=(0.1,), fixture_frames=2,
                                long_frames=3, max_new_tokens=2)
     out = tmp_path / "fid.json"
     a = dse.measure_fidelity(spec, out, model=tiny, progress=False)
@@ -132,7 +132,7 @@ def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
     assert a["results"]["resv@nhp32_th7_r0.1"]["long"] is None  # not in long_points: null, never a guess
     b = dse.measure_fidelity(spec, out, model=tiny, progress=False)
     assert b["elapsed_s"] == a["elapsed_s"]  # reused
-    spec2 = dataclasses.replace(spec, ratio=(0.9,))
+    spec2 = dataclasses.replace(spec, th_r_wics=(0.9,))
     c = dse.measure_fidelity(spec2, out, model=tiny, progress=False)
     assert "resv@nhp32_th7_r0.9" in c["results"] and "resv@nhp32_th7_r0.1" not in c["results"]
     assert json.loads(out.read_text())["inputs_key"] == dse.spec_inputs_key(spec2, tiny)
@@ -140,7 +140,8 @@ def test_measure_fidelity_caches_by_inputs(tiny, tmp_path):
 
 def test_shadow_workload_via_contract_c(tiny, tmp_path):
     """Every ReSV point's workload from one full-attention stream with the points' policies in shadow."""
-    spec = dataclasses.replace(dse.sweep_spec("smoke"), n_hp=(), th_hp=(), ratio=(0.9,), shadow_kv=(100,), wtu_rows=2)
+    spec = dataclasses.replace(dse.sweep_spec("smoke"), n_hp=(), th_hp=(), th_r_wics=(0.9,), shadow_kv=(100,),
+                               wtu_rows=2)
     sh = dse.measure_shadow(spec, tmp_path / "shadow.json", model=tiny)
     assert set(sh) == {"resv@nhp32_th7_r0.3", "resv@nhp32_th7_r0.9"}
     lo, hi = sh["resv@nhp32_th7_r0.3"][-1], sh["resv@nhp32_th7_r0.9"][-1]

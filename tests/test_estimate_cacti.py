@@ -9,7 +9,7 @@ import pytest
 
 from vrex_lib.estimate import cacti as K
 from vrex_lib.estimate import dram as D
-from vrex_lib.estimate.memories import MemoryTech, memory_table, onchip_memories
+from vrex_lib.estimate.memories import SramTech, memory_table, onchip_memories
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_memories_follow_the_config(cache):
     assert dre == 20608  # 20.125 KB (Fig. 10)
     idle = memory_table(util=dict(hcu=0.0, wtu=0.0, dpe=0.0, vpe=0.0), cache_dir=cache)
     assert (idle.dynamic_mW == 0).all() and (idle.leakage_mW > 0).all()
-    lstp = memory_table(tech=MemoryTech(cell="itrs-lstp", periph="itrs-lstp"), cache_dir=cache)
+    lstp = memory_table(tech=SramTech(cell="itrs-lstp", periph="itrs-lstp"), cache_dir=cache)
     assert lstp.leakage_mW.sum() < 0.1 * memory_table(cache_dir=cache).leakage_mW.sum()
 
 

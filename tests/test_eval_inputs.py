@@ -111,7 +111,7 @@ def test_merge_of_a_nonexistent_or_empty_path_is_an_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("change", [
     dict(method="flexgen"),
-    dict(method_kwargs={"ratio": 0.5}),
+    dict(method_kwargs={"th_r_wics": 0.5}),
     dict(max_new_tokens=3),
     dict(max_frames=2),
 ])
@@ -372,7 +372,9 @@ def test_reference_of_another_configuration_is_refused(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, named", [
-    ('{"ratio": 7}', "ratio (Th_r-wics) must be a number in [0, 1], got 7"),
+    ('{"th_r_wics": 7}', "th_r_wics (Th_r-wics) must be a number in [0, 1], got 7"),
+    ('{"ratio": 0.3}', "'ratio' is not an option; use th_r_wics (its options are cfg, quant_bits, n_hp, th_hp, "
+                       "th_r_wics"),
     ('{"n_hp": 0}', "n_hp (N_hp, hash bits) must be an integer in [1, 64], got 0"),
     ('{"n_hp": "32"}', "must be an integer in [1, 64], got '32'"),
     ('{"th_hp": 1.5}', "th_hp (Th_hp, Hamming threshold) must be an integer >= 0, got 1.5"),
@@ -397,7 +399,9 @@ def test_method_kwargs_are_checked_when_the_flag_is_parsed(tmp_path, capsys, mon
 
 @pytest.mark.parametrize("method, kwargs, named", [
     ("rekv", {"topk_blocks": 2.5}, "topk_blocks must be an integer >= 1"),
-    ("rekv", {"ratio": 0}, "ratio must be a number in (0, 1]"),
+    ("rekv", {"topk_frac": 0}, "topk_frac (fraction of blocks kept) must be a number in (0, 1]"),
+    ("rekv", {"ratio": 0.5}, "'ratio' is not an option; use topk_frac (its options are mode, topk_blocks, topk_frac)"),
+    ("streamingllm", {"windows": 8}, "unknown option(s) windows; its options are window"),
     ("infinigen", {"cap": True}, "cap must be a number in (0, 1], got True"),
     ("infinigen_p", {"dense_layers": 0}, "dense_layers must be an integer >= 1"),
     ("infinigen", {"alpha": float("nan")}, "alpha (logit margin) must be a number"),

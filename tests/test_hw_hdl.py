@@ -47,7 +47,7 @@ def test_verify_smoke_all_blocks(tmp_path):
         assert speeds["myhdl"][b] > 0 and speeds["icarus"][b] == bk["cycles_per_s"] > 0, b
     assert s["dre"]["memory_bytes"] == 20608 and s["dre"]["verilog_compiles"]
     rc = ReSVConfig()  # th / ratio come from the one ReSV configuration
-    assert (s["th_hd"], s["ratio"], s["verilog_checks"]) == (rc.th_hp, rc.ratio, "run")
+    assert (s["th_hd"], s["ratio"], s["verilog_checks"]) == (rc.th_hp, rc.th_r_wics, "run")
     assert json.loads((tmp_path / "summary.json").read_text())["schema"] == verify.SCHEMA
 
 

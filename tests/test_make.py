@@ -437,3 +437,19 @@ def test_a_dry_run_with_other_arguments_leaves_the_folder_byte_identical_and_sho
     assert _dry_run(repo, res, f"PAPERMILL_ARGS=-p WORKLOAD_FILE {wl}")[0] == set()
     wl.write_text('{"other": 1}')  # the same file name, other content: the notebooks rerun
     assert _dry_run(repo, res, f"PAPERMILL_ARGS=-p WORKLOAD_FILE {wl}")[0] == nbs
+
+
+def test_an_edited_simulator_model_reruns_the_notebooks_that_simulate_it(tmp_path):
+    """perf/methods/resv.py is loaded by the simulator's registry (pkgutil), never imported by name: the rule sees it
+    (docs/DECISIONS.md D370)."""
+    repo, res = _checkout_for_make(tmp_path), tmp_path / "res"
+    _up_to_date_results(repo, res)
+    model = repo / "vrex_lib" / "perf" / "methods" / "resv.py"
+    newest = max(p.stat().st_mtime for p in res.rglob("*") if p.is_file())
+    os.utime(model, (newest + 3600,) * 2)
+    reran, out = _dry_run(repo, res)
+    deps = (repo / "notebooks" / "deps.mk").read_text().split("\n\n")
+    users = {b.split(".ipynb:")[0].rsplit("/", 1)[1] for b in deps if "vrex_lib/perf/methods/resv.py" in b
+             and ".ipynb:" in b}
+    assert {"06_performance", "09_retrieval_demand"} <= reran and "03_accuracy" not in reran, reran
+    assert reran == users | {"07_summary"}, (reran, users)  # 07 summarises every other notebook

@@ -97,9 +97,9 @@ def test_param_int_list():
     ("n_hp", 65, "in [1, 64], got 65"),
     ("n_hp", True, "got True"),
     ("th_hp", -1, "th_hp (Th_hp, Hamming threshold) must be an integer >= 0"),
-    ("ratio", 7, "ratio (Th_r-wics) must be a number in [0, 1], got 7"),
-    ("ratio", float("nan"), "got nan"),
-    ("ratio", "0.3", "got '0.3'"),
+    ("th_r_wics", 7, "th_r_wics (Th_r-wics) must be a number in [0, 1], got 7"),
+    ("th_r_wics", float("nan"), "got nan"),
+    ("th_r_wics", "0.3", "got '0.3'"),
     ("granularity", "head", "granularity must be one of 'kv_head', 'q_head', 'layer'"),
     ("hash_mode", "both", "hash_mode must be one of"),
     ("code_rule", "median", "code_rule must be one of"),
@@ -120,6 +120,22 @@ def test_resv_config_edges_stay_valid():
     from vrex_lib.resv.hashing import MAX_BITS
 
     assert MAX_HASH_BITS == MAX_BITS  # the packing limit the check names is the hashing's own
-    for cfg in (ReSVConfig(n_hp=1, th_hp=0, ratio=0.0), ReSVConfig(n_hp=64, th_hp=65, ratio=1.0),
-                ReSVConfig(n_hp=np.int64(16), ratio=np.float32(0.5)), ReSVConfig(granularity="q_head")):
+    for cfg in (ReSVConfig(n_hp=1, th_hp=0, th_r_wics=0.0), ReSVConfig(n_hp=64, th_hp=65, th_r_wics=1.0),
+                ReSVConfig(n_hp=np.int64(16), th_r_wics=np.float32(0.5)), ReSVConfig(granularity="q_head")):
         assert cfg.n_hp >= 1
+
+
+def test_an_old_option_name_is_refused_with_the_new_one():
+    """`ratio` meant Th_r-wics for ReSV and the kept fraction of blocks for ReKV: each is refused by its new name."""
+    from vrex_lib.retrieval import make_policy
+
+    with pytest.raises(ValueError, match="ReSVConfig: 'ratio' is not an option; use th_r_wics"):
+        ReSVConfig(ratio=0.5)
+    with pytest.raises(ValueError, match="use th_r_wics"):
+        ReSVConfig().replace(ratio=0.5)
+    with pytest.raises(ValueError, match="'ratio' is not an option; use th_r_wics"):
+        make_policy("resv", ratio=0.5)
+    with pytest.raises(ValueError, match="'ratio' is not an option; use topk_frac"):
+        make_policy("rekv", ratio=0.5)
+    assert make_policy("resv", th_r_wics=0.5).cfg.th_r_wics == 0.5
+    assert make_policy("rekv", topk_frac=0.25).topk_frac == 0.25

@@ -24,7 +24,7 @@ def _rows(res, measured_claims=None, label="NOT RUN: no workload file"):
                                                            measured_label=label, prefix=pre, res=res)]
     f4b = E.fig4b(kv_sizes=(1000, 80000), workload="paper")
     rows += CMP.fig4_rows(E.fig4a(), f4b, E.fig4c(workload="paper"))
-    rows += CMP.system_power_rows(res["grid"])[0]
+    rows += CMP.system_power_simulated_rows(res["grid"])[0]
     return rows
 
 

@@ -164,7 +164,7 @@ def test_fig19_rows_are_graded_and_explained():
     from vrex_lib import report
     from vrex_lib.claims import hwmodel as H
 
-    df = report.to_frame(H.fig19_rows(H.fig19_frame()), "t").set_index("claim")
+    df = report.to_frame(H.fig19_speedup_rows(H.fig19_frame()), "t").set_index("claim")
     for k in ("fig19.speedup.resv_noclust", "fig19.speedup.resv"):
         assert df.verdict[k] in ("PASS", "FAIL")
         assert df.verdict[k] == "PASS" or df.cause_detail[k]

@@ -103,8 +103,8 @@ def _random_stream(seed, Hkv=2, D=8, frames=8, N=5, scale=0.4):
 
 CFGS = [ReSVConfig(), ReSVConfig(hash_mode="concat"), ReSVConfig(code_rule="mean"),
         ReSVConfig(n_hp=8, th_hp=3), ReSVConfig(n_hp=64, th_hp=20), ReSVConfig(granularity="q_head"),
-        ReSVConfig(granularity="layer"), ReSVConfig(score="raw", ratio=0.5), ReSVConfig(ratio=0.0),
-        ReSVConfig(ratio=1.0)]
+        ReSVConfig(granularity="layer"), ReSVConfig(score="raw", th_r_wics=0.5), ReSVConfig(th_r_wics=0.0),
+        ReSVConfig(th_r_wics=1.0)]
 
 
 @settings(max_examples=12, deadline=None)
@@ -400,7 +400,7 @@ def _check_select(q, fast, ref, cfg, quant_bits=None, candidates=None):
     return got
 
 
-@pytest.mark.parametrize("cfg", [ReSVConfig(), ReSVConfig(th_hp=4), ReSVConfig(ratio=0.05),
+@pytest.mark.parametrize("cfg", [ReSVConfig(), ReSVConfig(th_hp=4), ReSVConfig(th_r_wics=0.05),
                                  ReSVConfig(granularity="layer"), ReSVConfig(hash_mode="concat")],
                          ids=["default", "th4", "ratio0.05", "layer", "concat"])
 def test_fast_select_equals_reference_on_many_clusters(cfg):

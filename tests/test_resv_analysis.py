@@ -15,11 +15,11 @@ def _seq(seed=0, Hq=4, Hkv=2, T=64, D=8):
 
 def test_full_ratio_reproduces_full_attention():
     q, k, v = _seq()
-    rows = A.evaluate_selection(q, k, v, ReSVConfig(ratio=1.0), n_sink=4, eval_frames=[-1, -2])
+    rows = A.evaluate_selection(q, k, v, ReSVConfig(th_r_wics=1.0), n_sink=4, eval_frames=[-1, -2])
     assert len(rows) == 2
     for r in rows:
         assert r["ratio"] == 1.0 and r["rel_err"] < 1e-12 and r["oracle_rel_err"] < 1e-12
-    low = A.summarize(A.evaluate_selection(q, k, v, ReSVConfig(ratio=0.05), n_sink=4, eval_frames=[-1]))
+    low = A.summarize(A.evaluate_selection(q, k, v, ReSVConfig(th_r_wics=0.05), n_sink=4, eval_frames=[-1]))
     assert 0 < low["ratio"] < 1 and low["rel_err"] > 0
 
 

@@ -124,7 +124,7 @@ def test_infinigen_p_fixed_topk_at_frames() -> None:
 
 
 def test_rekv_picks_whole_frames_shared_by_heads() -> None:
-    pol = make_policy("rekv", ratio=0.5, mode="legacy")
+    pol = make_policy("rekv", topk_frac=0.5, mode="legacy")
     keys = _stream(pol, n_frames=8)
     q = _query(TOK)
     hot = 2  # make frame 2's mean key align with the summed mean query of every KV head
@@ -176,7 +176,7 @@ def test_resv_ratio_knob_is_monotone_and_noclust_is_per_token() -> None:
     q = _query(TOK)
     sizes = []
     for ratio in (0.1, 0.5, 0.9):
-        pol = make_policy("resv", ratio=ratio)
+        pol = make_policy("resv", th_r_wics=ratio)
         keys = _stream(pol)
         sizes.append(sum(pol.select(1, q, keys[1], cand, "frame").n_selected))
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]

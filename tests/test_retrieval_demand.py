@@ -91,7 +91,7 @@ def test_bad_trials_are_refused_with_the_fix():
 def test_method_names():
     assert longctx.method_spec("rekv@frame").kwargs == (("mode", "frame"),)
     s = longctx.method_spec("resv@text-r0.7")
-    assert s.text_only and s.kwargs == (("ratio", 0.7),) and s.policy == "resv"
+    assert s.text_only and s.kwargs == (("th_r_wics", 0.7),) and s.policy == "resv"
     assert not longctx.method_spec("resv@r0.9").text_only
 
 

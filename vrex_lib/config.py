@@ -13,7 +13,7 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from . import profiles as _profiles
 from .profiles import PROFILES, Profile
@@ -47,6 +47,14 @@ def check_real(owner: str, name: str, value: object, lo: float, hi: float, *, lo
     raise ValueError(f"{owner}: {name} must be a number in {'(' if lo_open else '['}{lo:g}, {hi:g}], got {value!r}")
 
 
+def refuse_renamed(owner: str, given, renamed: dict[str, str]) -> None:
+    """A one-line ValueError when a name in ``given`` is an old name of an option (``renamed``: old -> new), naming
+    the new one: an old keyword must not silently mean something else, nor fail as merely unknown."""
+    old = [k for k in given if k in renamed]
+    if old:
+        raise ValueError(f"{owner}: {old[0]!r} is not an option; use {renamed[old[0]]}")
+
+
 def check_choice(owner: str, name: str, value: object, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices`` (compared exactly), else a one-line ValueError naming them."""
     if isinstance(value, str) and value in choices:
@@ -61,7 +69,7 @@ class ReSVConfig:
 
     n_hp:  N_hp, number of random hyperplanes = hash bits per key (paper: 32).
     th_hp: Th_hp (a.k.a. Th_hd), strict Hamming-distance threshold for joining a cluster (paper: 7).
-    ratio: Th_r-wics, WiCSum threshold ratio (paper: 0.3).
+    th_r_wics: Th_r-wics, WiCSum threshold ratio (paper: 0.3).
     score: how Q·K_cluster^T becomes WiCSum weights: 'softmax' (exp(s/√d − max), default, D1) or 'raw'.
     granularity: 'kv_head' (select per layer × KV head, D2), 'q_head' or 'layer'.
     hash_mode: 'per_head' (hash each KV head's key, D3) or 'concat' (hash the concatenated layer key).
@@ -71,20 +79,26 @@ class ReSVConfig:
 
     n_hp: int = 32
     th_hp: int = 7
-    ratio: float = 0.3
+    th_r_wics: float = 0.3
     score: Literal["softmax", "raw"] = "softmax"
     granularity: Literal["kv_head", "q_head", "layer"] = "kv_head"
     hash_mode: Literal["per_head", "concat"] = "per_head"
     code_rule: Literal["founder", "mean"] = "founder"
     seed: int = 0
+    #: Old keyword -> the field that holds its meaning (refused with the new name, docs/DECISIONS.md D371).
+    RENAMED: ClassVar[dict[str, str]] = {"ratio": "th_r_wics"}
+
+    def __new__(cls, *args, **kwargs):
+        refuse_renamed("ReSVConfig", kwargs, cls.RENAMED)  # also reached by replace(), which builds a new one
+        return super().__new__(cls)
 
     def __post_init__(self):
         # Checked here, where every ReSV policy, sweep and CLI flag builds its config: a wrong type or range would
-        # otherwise surface mid-stream inside the attention hook (n_hp=0) or run as another point (ratio=7).
+        # otherwise surface mid-stream inside the attention hook (n_hp=0) or run as another point (th_r_wics=7).
         who = "ReSVConfig"
         check_int(who, "n_hp (N_hp, hash bits)", self.n_hp, 1, MAX_HASH_BITS)
         check_int(who, "th_hp (Th_hp, Hamming threshold)", self.th_hp, 0)
-        check_real(who, "ratio (Th_r-wics)", self.ratio, 0.0, 1.0)
+        check_real(who, "th_r_wics (Th_r-wics)", self.th_r_wics, 0.0, 1.0)
         check_choice(who, "score", self.score, ("softmax", "raw"))
         check_choice(who, "granularity", self.granularity, ("kv_head", "q_head", "layer"))
         check_choice(who, "hash_mode", self.hash_mode, ("per_head", "concat"))
@@ -235,6 +249,12 @@ def results_dir(override: str | os.PathLike | None = None) -> Path:
     d = Path(override) if override else Path(os.environ.get("VREX_RESULTS_DIR", REPO_ROOT / "results"))
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def workload_path(profile: str, results: str | os.PathLike | None = None) -> Path:
+    """The workload measurement's file of ``profile`` in a results folder (default :func:`results_dir`): the one
+    place its name is made (tests/test_profiles.py holds the Makefile's ``WORKLOAD_FILE`` to it)."""
+    return Path(results if results is not None else results_dir()) / "data" / f"workload_{profile}.json"
 
 
 _ARG_STYLE = {"style": "cli"}

@@ -58,17 +58,18 @@ from .streams import clips_back_to_back
 from .workload import measure
 
 #: The paper's design point (ReSV §VI.E, core §VI.F / Table I, KVMU window RuntimeConfig default).
-PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, ratio=ReSVConfig().ratio,
+PAPER_POINT = dict(n_hp=ReSVConfig().n_hp, th_hp=ReSVConfig().th_hp, th_r_wics=ReSVConfig().th_r_wics,
                    kv_capacity=RuntimeConfig().kv_capacity, n_hcu_w=VRexCoreConfig().n_hcu_w,
                    n_wtu_w=VRexCoreConfig().n_wtu_w, n_buckets=WTUParams().n_buckets)
-RESV_KEYS = ("n_hp", "th_hp", "ratio")
+RESV_KEYS = ("n_hp", "th_hp", "th_r_wics")
 HW_KEYS = ("kv_capacity", "n_hcu_w", "n_wtu_w", "n_buckets")
 SCHEMA = "vrex.dse_fidelity/1"
 QUESTION = "What is the person doing in the video?"
 
 
 def resv_points(spec: SweepSpec) -> dict[str, dict]:
-    """{name: dict(n_hp, th_hp, ratio)}: the paper point, then one-at-a-time variations of ``spec`` (no duplicates)."""
+    """{name: dict(n_hp, th_hp, th_r_wics)}: the paper point, then one-at-a-time variations of ``spec`` (no
+    duplicates)."""
     base = {k: PAPER_POINT[k] for k in RESV_KEYS}
     pts = {point_name(base): base}
     for k in RESV_KEYS:
@@ -86,9 +87,19 @@ def spec_inputs_key(spec: SweepSpec, model) -> str:
     return _io.reuse_key(model=record, code=["vrex_lib.dse"], args=asdict(spec), schema=SCHEMA)[:16]
 
 
+def long_point_names(spec: SweepSpec) -> list[str]:
+    """The ReSV points ``spec`` also measures on the long stream: every one ('all') or those named, 'paper' naming
+    the paper's point (:data:`PAPER_POINT`)."""
+    pts = resv_points(spec)
+    if spec.long_points == "all":
+        return list(pts)
+    paper = point_name({k: PAPER_POINT[k] for k in RESV_KEYS})
+    return [n for n in (paper if n == "paper" else n for n in spec.long_points) if n in pts]
+
+
 def point_name(p: dict) -> str:
     """'resv@nhp32_th7_r0.3' -- the contract's variant naming (method@tag)."""
-    return f"resv@nhp{p['n_hp']}_th{p['th_hp']}_r{p['ratio']:g}"
+    return f"resv@nhp{p['n_hp']}_th{p['th_hp']}_r{p['th_r_wics']:g}"
 
 
 def sweep_spec(profile: str) -> SweepSpec:
@@ -151,7 +162,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
     t_start = time.perf_counter()
     cfg = RuntimeConfig(measure_attn_error=True)
     pts = resv_points(spec)
-    long_names = list(pts) if spec.long_points == "all" else [n for n in spec.long_points if n in pts]
+    long_names = long_point_names(spec)
     streams = {"fixture": ((spec.fixture_video,), spec.fixture_frames, list(pts)),
                "long": (spec.long_videos, spec.long_frames, long_names)}
     res: dict = {n: {"fixture": None, "long": None} for n in pts}
@@ -167,7 +178,7 @@ def measure_fidelity(spec: SweepSpec, out: str | Path, *, model=None, progress: 
         bar.update(1)
         for n in names:
             p = pts[n]
-            pol = make_policy("resv", n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])
+            pol = make_policy("resv", n_hp=p["n_hp"], th_hp=p["th_hp"], th_r_wics=p["th_r_wics"])
             rec = _run_one(model, emb, times, pol, ref["answer_ids"] or None, cfg, spec.max_new_tokens)
             if not ref["answer_ids"]:
                 rec["answer_agreement"] = None  # full answered nothing: nothing to agree with
@@ -190,7 +201,7 @@ def measure_shadow(spec: SweepSpec, out: str | Path, *, model=None, progress: bo
         return {}
     pts = resv_points(spec)
     paper = next(iter(pts))
-    variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], ratio=p["ratio"])) for n, p in pts.items()
+    variants = {n: ("resv", dict(n_hp=p["n_hp"], th_hp=p["th_hp"], th_r_wics=p["th_r_wics"])) for n, p in pts.items()
                 if n != paper}
     path = measure(spec.profile, ["resv"], list(spec.shadow_kv), out, variants=variants, model=model,
                    progress=progress, fidelity_kv=(), replace=True)  # this notebook's own cache file
@@ -284,7 +295,7 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
         else:
             wl, wsrc = fx_, "fixture (steered)"
         core = VRexCoreConfig(n_hcu_w=int(p["n_hcu_w"]), n_wtu_w=int(p["n_wtu_w"]))
-        walk = wtu_walk_stats(p["ratio"], p["n_wtu_w"], p["n_buckets"], spec.wtu_rows)
+        walk = wtu_walk_stats(p["th_r_wics"], p["n_wtu_w"], p["n_buckets"], spec.wtu_rows)
         tpc = wl.get("tokens_per_cluster") or 32.0
         row = dict(point=pt.label, kind=pt.kind, **{k: p[k] for k in RESV_KEYS + HW_KEYS},
                    is_paper=all(p[k] == PAPER_POINT[k] for k in PAPER_POINT),

@@ -43,6 +43,7 @@ from .perf.sim import step_latency_ms
 from .retrieval import make_policy
 from .runtime import (AskAtTimes, ContextTooLarge, Question, StreamingSession, build_model, check_context, drive,
                       kv_bytes, step_stats, tokens_for, validate_full_paths)
+from .runtime.checkpoint import add_model_path_flags
 from .video import VideoDecodeError, probe, request_times, stream_frames
 
 DEFAULT_MAX_FRAMES = 600
@@ -270,10 +271,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kv-capacity", type=int, default=RuntimeConfig().kv_capacity,
                     help="KVMU window in tokens; older tokens count as offloaded (default %(default)s)")
     ap.add_argument("--no-progress", action="store_true", help="plain rows, no tqdm bar")
-    ap.add_argument("--llm-path", default=None, help="default profile: a Llama-family HF folder instead of SmolLM2; "
-                                                     "full profile: Llama-3-8B-Instruct folder")
-    ap.add_argument("--vision-path", default=None, help="full profile: siglip-large-patch16-384 folder")
-    ap.add_argument("--connector-path", default=None, help="full profile: VideoLLM-online checkpoint folder")
+    add_model_path_flags(ap)
     ap.add_argument("--device", default=None, help="torch device (full profile default: cuda)")
     return ap
 

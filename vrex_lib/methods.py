@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-Role = Literal["table2", "baseline", "ablation", "alternative", "external"]
+Role = Literal["table2", "baseline", "ablation", "reading", "alternative", "external"]
 #: Where a method runs besides its own CLI: notebook 03's accuracy study, notebook 09's long-context study, the GPU
 #: grid of Fig. 13, the AGX Orin end-to-end comparison of Fig. 14, Fig. 19's ablation. (The workload measurement runs
 #: every method with a simulator model, :data:`SIMULATED`.)
@@ -46,7 +46,8 @@ class Method:
     name: the runtime name (policy registry key, ``--method``, the ``method`` of a workload checkpoint);
     policy: ``module.Class`` of the policy under :mod:`vrex_lib.retrieval`; label: the name the paper prints;
     role: 'table2' (a Table II row), 'baseline' (a comparison system only: FlexGen, Fig. 13/14), 'ablation'
-    (Fig. 19), 'alternative' (this artifact's own variant, no paper counterpart) or 'external' (a published
+    (Fig. 19), 'reading' (another reading of a step the paper leaves open, no paper counterpart), 'alternative'
+    (this artifact's own variant beyond the paper, no paper counterpart) or 'external' (a published
     method the paper does not compare, run beside it); where: the paper place (or docs/DECISIONS.md entry) that
     defines it; stages: the stages at which the method as the paper runs it retrieves KV from the offload tier
     ('frame': frame prefill, 'text': question and answer), so "Retrieval @ frame" of Table II is
@@ -99,7 +100,7 @@ _ROWS: tuple[Method, ...] = (
            runs_in=frozenset({"study", "longctx", "fig19"})),
     Method("resv_noclust", "resv_policy.ReSVNoClustering", "ReSV w/o clustering", "ablation", "Fig. 19",
            ("frame", "text"), sim="resv_noclust", runs_in=frozenset({"study", "fig19"})),
-    Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "alternative",
+    Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "reading",
            "docs/DECISIONS.md D7", ("frame", "text")),
     Method("resv_rescore", "resv_policy.ReSVRescore", "ReSV, clusters as shortlist + exact re-score", "alternative",
            "docs/DECISIONS.md D262 (beyond the paper)", ("frame", "text")),
@@ -131,8 +132,8 @@ def in_family(family: str) -> tuple[str, ...]:
 STUDY: tuple[str, ...] = runs_in("study")
 #: Table II's rows that retrieve at some stage (every row but VideoLLM-Online): those with a printed retrieval ratio.
 RATIO_ROWS: tuple[str, ...] = tuple(m for m in TABLE2 if METHODS[m].stages)
-#: This artifact's own variants (no paper counterpart).
-ALTERNATIVES: tuple[str, ...] = tuple(m.name for m in _ROWS if m.role == "alternative")
+#: This artifact's own variants (no paper counterpart): other readings of the paper and those beyond it.
+ALTERNATIVES: tuple[str, ...] = tuple(m.name for m in _ROWS if m.role in ("reading", "alternative"))
 #: Fig. 19's bars after VideoLLM-Online: the ablation(s) first, then ReSV.
 FIG19: tuple[str, ...] = tuple(sorted(runs_in("fig19"), key=lambda m: METHODS[m].role != "ablation"))
 LONGCTX: tuple[str, ...] = runs_in("longctx")

@@ -19,7 +19,7 @@ compares profile names (``tests/test_profiles.py`` fails on one). A profile's se
 
     from vrex_lib import profiles
     p = profiles.get("default")
-    p.model.kind, p.data.root, p.eval.max_samples_per_task, p.design_space.ratio, p.notebook.perf_kv_sizes
+    p.model.kind, p.data.root, p.eval.max_samples_per_task, p.design_space.th_r_wics, p.notebook.perf_kv_sizes
 """
 from __future__ import annotations
 
@@ -136,16 +136,17 @@ class SweepSpec:
 
     fixture_video: the clip of the fixture stream; long_videos: clips streamed back to back for the long stream;
     fixture_frames / long_frames: frames fed at ``fps``; long_points: ReSV points also measured on the long stream
-    ('all' or names); kv_len_sim: cache length (tokens) the simulator evaluates each point at; wtu_rows: real WTU
-    rows simulated in MyHDL per (ratio, lanes, buckets) combination; shadow_kv: cache lengths at which every ReSV
-    point's workload is measured in shadow on one full-attention long stream (:func:`vrex_lib.workload.measure`
-    with ``variants``); () = take the workload from the steered fixture runs instead.
+    ('all' or names; 'paper' names the paper's point); kv_len_sim: cache length (tokens) the simulator evaluates
+    each point at; wtu_rows: real WTU rows simulated in MyHDL per (Th_r-wics, lanes, buckets) combination;
+    shadow_kv: cache lengths at which every ReSV point's workload is measured in shadow on one full-attention long
+    stream (:func:`vrex_lib.workload.measure` with ``variants``); () = take the workload from the steered fixture
+    runs instead.
     """
 
     profile: str
     n_hp: tuple[int, ...]
     th_hp: tuple[int, ...]
-    ratio: tuple[float, ...]
+    th_r_wics: tuple[float, ...]
     kv_capacity: tuple[int, ...]
     n_hcu_w: tuple[int, ...]
     n_wtu_w: tuple[int, ...]
@@ -244,10 +245,10 @@ _PROFILES: dict[str, Profile] = {
         # tiny model, tiny capacity so the offload tier is exercised in seconds
         WorkloadSection((200, 320), (480,), (200,), kv_capacity=96, frame_steps=1, decode_tokens=2),
         HardwareSection("smoke", 200, synthesize=False),
-        SweepSpec("smoke", n_hp=(16,), th_hp=(), ratio=(0.9,), kv_capacity=(256, 4096), n_hcu_w=(8, 16),
+        SweepSpec("smoke", n_hp=(16,), th_hp=(), th_r_wics=(0.9,), kv_capacity=(256, 4096), n_hcu_w=(8, 16),
                   n_wtu_w=(8, 16), n_buckets=(2,), fixture_video=_TINY_VIDEO,
                   long_videos=(_TINY_VIDEO, "data/coin_tiny/videos/tinyC-plane1.mp4"), fixture_frames=4,
-                  long_frames=8, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=4, kv_len_sim=5000,
+                  long_frames=8, long_points=("paper",), max_new_tokens=4, kv_len_sim=5000,
                   wtu_rows=6),
         LongctxSection("smoke"),
         notebook=NotebookSizes(perf_kv_sizes=(1000, 10000, 40000), fig4b_kv_sizes=(1000, 10000, 40000, 80000),
@@ -267,10 +268,10 @@ _PROFILES: dict[str, Profile] = {
         # steers them here at 1K/5K/10K, the smoke profile at 200 tokens.
         WorkloadSection((1000, 2000, 5000, 10000), (20000, 40000), ()),
         HardwareSection("default", 2000, synthesize=True, lxe_size="default"),
-        SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), ratio=(0.1, 0.2, 0.5, 0.7, 0.9),
+        SweepSpec("default", n_hp=(16, 64), th_hp=(3, 5, 9, 11), th_r_wics=(0.1, 0.2, 0.5, 0.7, 0.9),
                   kv_capacity=(1024, 2048, 8192, 16384), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                   n_buckets=(2, 4, 8, 32), fixture_video=_MINI[0], long_videos=_MINI, fixture_frames=10,
-                  long_frames=40, long_points=("resv@nhp32_th7_r0.3",), max_new_tokens=12, kv_len_sim=20_000,
+                  long_frames=40, long_points=("paper",), max_new_tokens=12, kv_len_sim=20_000,
                   wtu_rows=12, shadow_kv=()),
         LongctxSection("default")),
     "full": Profile(
@@ -284,7 +285,7 @@ _PROFILES: dict[str, Profile] = {
                      n_variants=None),
         WorkloadSection((1000, 2000, 5000, 10000, 20000, 40000), (), (1000, 5000, 10000)),
         HardwareSection("default", 2000, synthesize=True, lxe_size="default"),
-        SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), ratio=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+        SweepSpec("full", n_hp=(16, 64), th_hp=(3, 5, 9, 11, 13), th_r_wics=(0.1, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
                   kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                   n_buckets=(2, 4, 8, 32, 64), fixture_video=_MINI[0], long_videos=_MINI, fixture_frames=60,
                   long_frames=240, long_points="all", max_new_tokens=32, kv_len_sim=40_000, wtu_rows=400,

@@ -464,12 +464,12 @@ def table2_rows(summ: pd.DataFrame, by_m: pd.DataFrame, prov: Provenance, ev: St
             + fidelity_rows(by_m, prov, ev))
 
 
-def fig19_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev: StudyEvidence,
+def fig19_accuracy_rows(ab: pd.DataFrame, acc: pd.DataFrame | None, prov: Provenance, ev: StudyEvidence,
                tasks: Sequence[str], n_samples: str = "all",
                ci: Mapping[str, Interval] | None = None) -> list[report.Row]:
     """Fig. 19: accuracy drops (full profile, all tasks) and what the ablation changes on these runs (ratios,
     fidelity, prediction cost). ``ab``: ``by_m`` rows resv_noclust and resv. The latency speedups are the performance
-    simulator's (:func:`vrex_lib.claims.hwmodel.fig19_rows`, notebook 06's table ``fig19_speedup``)."""
+    simulator's (:func:`vrex_lib.claims.hwmodel.fig19_speedup_rows`, notebook 06's table ``fig19_speedup``)."""
     drops = accuracy_drops(acc, tasks)
     rows = []
     for m in method_table.FIG19:

@@ -7,8 +7,8 @@ V-Rex48 ratio explained, Fig. 16's steps, Fig. 19's speedups from the simulator 
 * :func:`core_ratio_frame` / :func:`core_ratio_rows` -- V-Rex8 / V-Rex48 latency as a sum of terms (DRAM-bound ops,
   DPE/VPE-bound ops, vision, prediction, link stall), each term's ratio and its share of the difference;
 * :func:`fig16_step_rows` -- each Fig. 16 bar against the previous one (the ablation's direction);
-* :func:`fig19_frame` / :func:`fig19_rows` -- Fig. 19's speedups over VideoLLM-online from the simulator, graded on
-  the system argued (V-Rex8) with the other reading (AGX Orin) and the keys-resident variant as INFO;
+* :func:`fig19_frame` / :func:`fig19_speedup_rows` -- Fig. 19's speedups over VideoLLM-online from the simulator,
+  graded on the system argued (V-Rex8) with the other reading (AGX Orin) and the keys-resident variant as INFO;
 * :func:`sweep_frame` -- every choice of :mod:`vrex_lib.choices` with a simulator override, over its admissible
   range, on each headline quantity, beside the paper's value;
 * hardware model v5 (docs/DECISIONS.md D420-D426): :func:`headline_regrade_frame` -- the server batch-8 (19.7x) and
@@ -182,7 +182,7 @@ def _fig19_bound(g: pd.Series, link_bps: float) -> float:
     return g.base_ms / (g.fetch_gb * 1e9 / link_bps * 1e3)
 
 
-def fig19_rows(df: pd.DataFrame) -> list[report.Row]:
+def fig19_speedup_rows(df: pd.DataFrame) -> list[report.Row]:
     """``fig19.speedup.<method>`` graded on the argued system, the other readings as INFO rows."""
     link = paper.spec("table1.pcie_bw_gbs.edge") * 1e9
     rows = []
@@ -272,7 +272,7 @@ def all_rows(res: Mapping | None = None, workload: Workload | str = "paper") -> 
     return dict(hwmodel_edge_line=edge_line_rows(el, capacity_range(workload=workload)),
                 hwmodel_cores=core_ratio_rows(core_ratio_frame(workload)),
                 hwmodel_fig16_steps=fig16_step_rows(res["f16"] if res else fig16_frame(workload), workload),
-                fig19_speedup=fig19_rows(fig19_frame(workload)), **v5_rows(workload))
+                fig19_speedup=fig19_speedup_rows(fig19_frame(workload)), **v5_rows(workload))
 
 
 # ---------------------------------------------------------------------------------------------------------------

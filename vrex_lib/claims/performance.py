@@ -7,7 +7,7 @@
   with its own verdict; :func:`paired_frame` shows them side by side;
 * :func:`implied_rows` -- what the paper's printed latencies imply (effective bandwidths, utilisation, the largest
   selected fraction a link could carry), INFO only: never an input of the simulator;
-* :func:`system_power_rows` -- Table I's system power against the simulated peak, per-point averages beside.
+* :func:`system_power_simulated_rows` -- Table I's system power against the simulated peak, per-point averages beside.
 
 Besides :meth:`vrex_lib.perf.Workload.paper`, the simulator's one labelled path for paper-stated statistics, this is
 where the performance claims meet the paper's printed results.
@@ -470,7 +470,7 @@ def granule_rows(df: pd.DataFrame) -> list[report.Row]:
 # ---------------------------------------------------------------------------------------------------------------
 # System power: Table I against the simulated peak, per-point averages beside.
 
-def system_power_rows(grid: pd.DataFrame) -> tuple[list[report.Row], pd.DataFrame]:
+def system_power_simulated_rows(grid: pd.DataFrame) -> tuple[list[report.Row], pd.DataFrame]:
     """Rows comparing Table I's V-Rex8 / V-Rex48 system power with the simulated peak (:func:`peak_power_w`), and
     a frame of peak parts + the min/mean/max average power over the system's Fig. 13 points."""
     rows, recs = [], []
@@ -521,7 +521,7 @@ def headline_frame(res_p: Mapping, res_m: Mapping | None, measured_label: str,
     cl_m = claim_values(res_m) if res_m is not None else None
     rows = [r for k in keys for r in paired_rows(cl_p, cl_m, paper_label="", measured_label=measured_label,
                                                   prefix=k, res=res_p)]
-    rows += system_power_rows(res_p["grid"])[0]
+    rows += system_power_simulated_rows(res_p["grid"])[0]
     return paired_frame(rows)
 
 

@@ -36,10 +36,11 @@ def hc_overhead_pct(head_dim: int, n_kv_heads: int, tokens_per_cluster: float, n
 
 
 def default_sensitivity_row(sens: pd.DataFrame, cfg: ReSVConfig) -> pd.Series:
-    """The row of :func:`vrex_lib.resv.analysis.sensitivity` (frames) at the defaults (Th_r-wics = ``cfg.ratio``)."""
-    sel = sens[(sens.source == "frames") & (sens.param == "ratio") & (sens.value == str(cfg.ratio))]
+    """The row of :func:`vrex_lib.resv.analysis.sensitivity` (frames) at the defaults (``cfg.th_r_wics``)."""
+    sel = sens[(sens.source == "frames") & (sens.param == "th_r_wics") & (sens.value == str(cfg.th_r_wics))]
     if sel.empty:
-        raise ValueError(f"sensitivity table has no frames row at ratio={cfg.ratio}: include it in the sweep grid")
+        raise ValueError(f"sensitivity table has no frames row at th_r_wics={cfg.th_r_wics}: include it in the sweep "
+                         "grid")
     return sel.iloc[0]
 
 
@@ -143,7 +144,7 @@ def cluster_rows(stats: pd.DataFrame, enc_cmp: pd.DataFrame, prov: Provenance, *
     return rows
 
 
-def wicsum_rows(default_row: Mapping, prov: Provenance, *, layer: int) -> list[report.Row]:
+def wicsum_prefix_rows(default_row: Mapping, prov: Provenance, *, layer: int) -> list[report.Row]:
     """§IV.C's WiCSum prefix (judged) and the defaults' retrieval ratio and attention errors (INFO), from
     :func:`default_sensitivity_row` (prefix_frac, ratio, rel_err, oracle_rel_err)."""
     who = f"{prov.model}, layer {layer}"
@@ -169,4 +170,4 @@ def algorithm_rows(corr: pd.DataFrame, stats: pd.DataFrame, sens: pd.DataFrame, 
     return (fig7b_rows(corr, prov, layer=layer)
             + cluster_rows(stats, enc_cmp, prov, layer=layer, head_dim=head_dim, n_kv_heads=n_kv_heads,
                            n_frames=n_frames, cfg=cfg)
-            + wicsum_rows(default_row=default_sensitivity_row(sens, cfg), prov=prov, layer=layer))
+            + wicsum_prefix_rows(default_row=default_sensitivity_row(sens, cfg), prov=prov, layer=layer))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import methods as method_table
 from .. import report
+from ..config import ReSVConfig
 from ..eval.stats import wilson
 from ..longctx import accuracy_table
 from ..perf import simulate
@@ -163,7 +164,8 @@ def _lower(df: pd.DataFrame, a: str, b: str) -> tuple[str, str]:
     return "uncheckable", ev + "; the intervals overlap at this many trials"
 
 
-def findings(df: pd.DataFrame, mech: pd.DataFrame | None = None, ratio: float = 0.3) -> pd.DataFrame:
+def findings(df: pd.DataFrame, mech: pd.DataFrame | None = None,
+             ratio: float = ReSVConfig().th_r_wics) -> pd.DataFrame:
     """The retrieval study's findings (columns of :data:`vrex_lib.claims.findings.COLUMNS`): ReSV as specified
     against ``full`` and the baselines, its own ablation without clustering, the mechanism read on one trial
     (``mech``: :func:`vrex_lib.longctx.mechanism.probe`, one row per (layer, KV head)) and the beyond-the-paper
@@ -172,7 +174,7 @@ def findings(df: pd.DataFrame, mech: pd.DataFrame | None = None, ratio: float = 
     kind, ev = _lower(df, RESV, "full")
     others = [m for m in method_table.GPU_BASELINES if m in set(df.method)]
     ev += "".join(f"; {_em_text(m, _em(df, m))}" for m in others)
-    rows.append(("resv-loses-key", kind, "ReSV as the paper specifies it (streaming, Th_r-wics 0.3) loses the key "
+    rows.append(("resv-loses-key", kind, f"ReSV as the paper specifies it (streaming, Th_r-wics {ReSVConfig().th_r_wics:g}) loses the key "
                  "that full attention keeps on the same trials", ev))
     kind, ev = _lower(df, RESV_TEXT, NOCLUST_TEXT)
     rows.append(("clustering-is-the-cause", kind, "The paper's own Fig. 19 ablation (ReSV without clustering: the "

@@ -220,7 +220,8 @@ def system_power_parts(system: str, core_w: float, *, cache_dir: str | os.PathLi
     return parts
 
 
-def system_power_rows(core_w: dict[str, float], *, cache_dir: str | os.PathLike | None = None) -> list[report.Row]:
+def system_power_estimate_rows(core_w: dict[str, float], *,
+                               cache_dir: str | os.PathLike | None = None) -> list[report.Row]:
     """Table I's V-Rex8 / V-Rex48 system power with each core estimate (``core_w``: model -> W per core)."""
     rows = []
     for s in ("vrex8", "vrex48"):

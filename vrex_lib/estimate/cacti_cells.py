@@ -31,7 +31,7 @@ from . import constants as C
 from .cells import DEFAULT_FANOUT, ActivityLike, cell_energy, flop_power_mw, logic_power
 from .core import (DRE_BLOCKS, GROUP, TABLE3_BLOCKS, Activity, CorePowerModel, MicroArch, core_breakdown,
                    lxe_traffic_bits)
-from .memories import MemoryTech, memory_table
+from .memories import SramTech, memory_table
 
 POINTS = ("low", "mid", "high")
 _REGISTER_ROWS = ("pipeline registers (bits)", "lane registers (bits)")
@@ -106,7 +106,7 @@ def _datapath_rows(cfg: VRexCoreConfig, ua: MicroArch, resv: ReSVConfig, ov: Ove
 
 def cacti_cells_breakdown(cfg: VRexCoreConfig = VRexCoreConfig(), *, activities: Mapping[str, ActivityLike],
                           summary: dict | str | os.PathLike, uarch: MicroArch = MicroArch(),
-                          resv: ReSVConfig = ReSVConfig(), tech: MemoryTech = MemoryTech(), point: str = "mid",
+                          resv: ReSVConfig = ReSVConfig(), tech: SramTech = SramTech(), point: str = "mid",
                           fanout: float = DEFAULT_FANOUT, datapath_alpha: float = 0.5,
                           cache_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """Per-part area and full-activity power of one core under this model.
@@ -163,8 +163,8 @@ VARIANTS: dict[str, dict] = {
     "fan-out 1": dict(fanout=1.0),
     "fan-out 4": dict(fanout=4.0),
     "datapath register activity 0.25": dict(datapath_alpha=0.25),
-    "SRAM itrs-lstp cells and periphery": dict(tech=MemoryTech(cell="itrs-lstp", periph="itrs-lstp")),
-    "SRAM at 360 K": dict(tech=MemoryTech(temperature_k=360)),
+    "SRAM itrs-lstp cells and periphery": dict(tech=SramTech(cell="itrs-lstp", periph="itrs-lstp")),
+    "SRAM at 360 K": dict(tech=SramTech(temperature_k=360)),
     "LXE SRAM 8 KB banks": dict(uarch=MicroArch(lxe_sram_bank_bytes=8 * 1024)),
     "LXE SRAM 128 KB banks": dict(uarch=MicroArch(lxe_sram_bank_bytes=128 * 1024)),
 }

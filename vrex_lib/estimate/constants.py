@@ -308,11 +308,6 @@ def cells_table() -> pd.DataFrame:
     return pd.DataFrame([{**asdict(c), "yosys": " ".join(c.yosys)} for c in CELLS])
 
 
-def dram_table() -> pd.DataFrame:
-    """:data:`DRAM_DEVICES` as a DataFrame, one row per DRAM kind."""
-    return pd.DataFrame([dict(kind=k, **asdict(d)) for k, d in DRAM_DEVICES.items()])
-
-
 #: Rows whose area column holds a dimensionless factor, not an area: never node-scaled.
 DIMENSIONLESS_AREA = ("sram_array_efficiency",)
 

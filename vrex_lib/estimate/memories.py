@@ -35,7 +35,7 @@ from .scaling import TARGET_NODE_NM, TARGET_VDD, area_factor, energy_factor
 
 
 @dataclass(frozen=True)
-class MemoryTech:
+class SramTech:
     """CACTI technology of every array: node (nm, a CACTI technology file), bit-cell and peripheral flavours,
     temperature (K). Defaults: 22 nm itrs-hp at 300 K (the cell library's 25 C corner); docs/DECISIONS.md D121."""
 
@@ -92,7 +92,7 @@ def onchip_memories(cfg: VRexCoreConfig = VRexCoreConfig(), ua: MicroArch = Micr
 
 
 def memory_table(cfg: VRexCoreConfig = VRexCoreConfig(), ua: MicroArch = MicroArch(), *,
-                 n_hp: int = ReSVConfig().n_hp, tech: MemoryTech = MemoryTech(), util: dict[str, float] | None = None,
+                 n_hp: int = ReSVConfig().n_hp, tech: SramTech = SramTech(), util: dict[str, float] | None = None,
                  cache_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """One row per memory kind: CACTI at ``tech`` (``*_cacti`` columns, per instance), the same at 14 nm / 0.8 V
     for all instances (``read_pJ``, ``write_pJ`` per access; ``leakage_mW``, ``area_mm2``, ``dynamic_mW``,

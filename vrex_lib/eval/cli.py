@@ -16,9 +16,9 @@ import numpy as np
 import torch
 
 from .. import coin, methods, video
-from ..config import RuntimeConfig
+from ..config import PROFILES, RuntimeConfig
 from ..retrieval import check_policy_kwargs
-from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
+from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP, add_model_path_flags
 from .plan import NoSamplesEvaluated
 from .results import merge_shards, read_jsonl
 from .run import run_eval, score_results
@@ -28,13 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m vrex_lib.eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", required=True, help="step | next | task | procedure | taskprocedure")
     p.add_argument("--method", required=True, help=f"one of {', '.join(methods.NAMES)} (vrex_lib.methods)")
-    p.add_argument("--profile", default="default", choices=("smoke", "default", "full"))
+    p.add_argument("--profile", default="default", choices=PROFILES)
     p.add_argument("--out", required=True, help="results JSONL, e.g. results/eval/<profile>/<method>/<task>.jsonl")
     p.add_argument("--coin-root", default=None, help="full profile: folder with COIN.json and videos/")
     p.add_argument("--split", default="testing")
-    p.add_argument("--llm-path", default=None)
-    p.add_argument("--vision-path", default=None)
-    p.add_argument("--connector-path", default=None)
+    add_model_path_flags(p)
     p.add_argument("--device", default=None, help=DEVICE_HELP)
     p.add_argument("--dtype", default=None, help=DTYPE_HELP)
     p.add_argument("--max-samples", type=int, default=None)
@@ -52,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int, default=None)
     p.add_argument("--num-shards", type=int, default=None)
     p.add_argument("--shard-index", type=int, default=None)
-    p.add_argument("--method-kwargs", default="{}", help="JSON dict of the policy's config, e.g. '{\"ratio\": 0.3}'")
+    p.add_argument("--method-kwargs", default="{}",
+                   help="JSON dict of the policy's config, e.g. '{\"th_r_wics\": 0.3}' for resv")
     p.add_argument("--kv-capacity", type=int, default=RuntimeConfig.kv_capacity)
     p.add_argument("--recent-frames", type=int, default=RuntimeConfig.recent_frames)
     p.add_argument("--reference", default="auto", help="full-method JSONL for agreement columns ('none' to skip)")
@@ -102,9 +101,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         kwargs = json.loads(a.method_kwargs)
     except json.JSONDecodeError as err:
-        raise ValueError(f"--method-kwargs is not valid JSON ({err}); e.g. '{{\"ratio\": 0.3}}'") from None
+        raise ValueError(f"--method-kwargs is not valid JSON ({err}); e.g. '{{\"th_r_wics\": 0.3}}'") from None
     if not isinstance(kwargs, dict):
-        raise ValueError(f"--method-kwargs must be a JSON object, got {a.method_kwargs!r}; e.g. '{{\"ratio\": 0.3}}'")
+        raise ValueError(f"--method-kwargs must be a JSON object, got {a.method_kwargs!r}; "
+                         "e.g. '{\"th_r_wics\": 0.3}'")
     if a.threads is not None:
         if a.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {a.threads}")

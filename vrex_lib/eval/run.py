@@ -19,6 +19,7 @@ from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROM
 from .results import (RESULTS_KIND, _exclusive, append_jsonl, check_resume, read_jsonl, run_file, shard_path,
                       skips_file)
 from .sample import evaluate_sample
+from .stats import scored_samples
 
 
 @dataclass
@@ -406,16 +407,6 @@ def score_results(path: str | os.PathLike, profile: str, coin_root: str | None =
                   split: str = "testing", metric: str = "videollm-online") -> float:
     """COIN Top-1 (%) of a results file with :func:`vrex_lib.coin.score` over all its samples pooled (procedure
     tasks: Σ correct / Σ counted steps, as VideoLLM-online's compute_metrics), samples and vocabulary built as
-    the run built them (the split's videos whose files exist)."""
-    rows = read_jsonl(path)
-    if not rows:
-        raise ValueError(f"{path}: no results to score")
-    task = rows[0]["task"]
-    js, videos_dir = coin.dataset_paths(profile, coin_root)
-    ann = coin.load_annotations(js, coin.SkipLog())
-    samples = coin.build_task(ann, task, split, available=coin.available_ids(ann, videos_dir, None, split))
-    by_id = {s.sample_id: s for s in samples}
-    missing = [r["sample_id"] for r in rows if r["sample_id"] not in by_id]
-    if missing:
-        raise ValueError(f"{path}: sample {missing[0]} is not in {js} ({split}); wrong profile or --coin-root?")
-    return coin.score(task, [r["prediction"] for r in rows], [by_id[r["sample_id"]] for r in rows], metric=metric)
+    the run built them (:func:`~vrex_lib.eval.stats.scored_samples`)."""
+    task, rows, samples = scored_samples(path, profile, coin_root, split)
+    return coin.score(task, [r["prediction"] for r in rows], samples, metric=metric)

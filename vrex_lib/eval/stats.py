@@ -50,10 +50,11 @@ class Interval:
         return f"95 % CI [{self.lo:.1f}, {self.hi:.1f}] {unit} ({self.method}, n = {self.n})"
 
 
-def pooled_counts(path: str | os.PathLike, profile: str, coin_root: str | None = None, split: str = "testing",
-                  metric: str = "videollm-online") -> dict[str, tuple[int, int]]:
-    """{sample id: (correct, counted)} of a results file under VideoLLM-online's metric (counted: 1 per
-    single-answer sample, the scored step positions of a procedure sample), samples built as the run built them."""
+def scored_samples(path: str | os.PathLike, profile: str, coin_root: str | None = None,
+                   split: str = "testing") -> tuple[str, list[dict], list]:
+    """(task, result rows, the COIN sample of each row) of a results file, the samples and their vocabulary built as
+    the run built them (the split's videos whose files exist); an empty file or a sample the profile's annotations
+    do not hold is a ValueError naming the file."""
     rows = read_jsonl(path)
     if not rows:
         raise ValueError(f"{path}: no results to score")
@@ -62,12 +63,19 @@ def pooled_counts(path: str | os.PathLike, profile: str, coin_root: str | None =
     ann = coin.load_annotations(js, coin.SkipLog())
     by_id = {s.sample_id: s for s in coin.build_task(ann, task, split,
                                                      available=coin.available_ids(ann, videos_dir, None, split))}
-    out = {}
-    for r in rows:
-        if r["sample_id"] not in by_id:
-            raise ValueError(f"{path}: sample {r['sample_id']} is not in {js} ({split}); wrong profile or --coin-root?")
-        out[r["sample_id"]] = coin.score_counts(task, [r["prediction"]], [by_id[r["sample_id"]]], metric=metric)
-    return out
+    missing = [r["sample_id"] for r in rows if r["sample_id"] not in by_id]
+    if missing:
+        raise ValueError(f"{path}: sample {missing[0]} is not in {js} ({split}); wrong profile or --coin-root?")
+    return task, rows, [by_id[r["sample_id"]] for r in rows]
+
+
+def pooled_counts(path: str | os.PathLike, profile: str, coin_root: str | None = None, split: str = "testing",
+                  metric: str = "videollm-online") -> dict[str, tuple[int, int]]:
+    """{sample id: (correct, counted)} of a results file under VideoLLM-online's metric (counted: 1 per
+    single-answer sample, the scored step positions of a procedure sample), samples built as the run built them."""
+    task, rows, samples = scored_samples(path, profile, coin_root, split)
+    return {r["sample_id"]: coin.score_counts(task, [r["prediction"]], [s], metric=metric)
+            for r, s in zip(rows, samples)}
 
 
 def _pooled(c: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -216,7 +216,7 @@ def block_activity(block: str, *, n_vectors: int = 2000, seed: int = 0, out: str
     pick_simulator(sim)
     cfg = cfg or VRexCoreConfig()
     rc = ReSVConfig()
-    ctx = OperatingPoint(th=rc.th_hp, ratio=rc.ratio)
+    ctx = OperatingPoint(th=rc.th_hp, ratio=rc.th_r_wics)
     p = b.params(cfg)
     path = results_dir(out) / "hdl" / "activity" / f"{block}.json"
     key = inputs_key(block, n_vectors, seed, sim, asdict(p) if p is not None else {}, ctx)

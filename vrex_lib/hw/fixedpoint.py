@@ -50,11 +50,6 @@ def quantize_ratio(ratio: float) -> int:
     return ratio_q(ratio)
 
 
-def saturate_counts(c: np.ndarray) -> np.ndarray:
-    """Token counts clipped to the 16-bit count memory."""
-    return np.minimum(np.asarray(c, dtype=np.int64), C_MAX)
-
-
 def threshold(total: int, r_q: int) -> int:
     """``Th_wics = floor(Sum * r_q / 2**16)``. For an integer Acc, ``Acc > floor(y)`` <=> ``Acc > y``, so the
     WTU's test ``Acc > Th_wics`` is exactly the software's ``Acc * 2**16 > r_q * Sum``."""

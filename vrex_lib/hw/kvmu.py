@@ -21,12 +21,6 @@ from .fixedpoint import C_BITS
 
 
 # ----------------------------------------------------------------------------------------- references
-def cluster_bases(counts: np.ndarray, bytes_per_token: int) -> np.ndarray:
-    """Byte offset of each cluster in the cluster-contiguous layout, ``[C]``."""
-    c = np.asarray(counts, dtype=np.int64)
-    return (np.concatenate([[0], np.cumsum(c)[:-1]]) * int(bytes_per_token)).astype(np.int64)
-
-
 def prefetch_requests(selected: np.ndarray, counts: np.ndarray, bytes_per_token: int) -> list[tuple[int, int]]:
     """(address, bytes) transactions fetching the selected clusters from the cluster-contiguous layout."""
     sel = np.asarray(selected, dtype=bool)

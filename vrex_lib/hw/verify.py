@@ -297,7 +297,8 @@ def run(out: Path, blocks: list[str] | None = None, size: str = "default", seed:
     S = SIZES[size]
     cfg = cfg or VRexCoreConfig()
     rcfg = ReSVConfig()
-    ctx = OperatingPoint(th=rcfg.th_hp if th is None else int(th), ratio=rcfg.ratio if ratio is None else float(ratio),
+    ctx = OperatingPoint(th=rcfg.th_hp if th is None else int(th),
+                         ratio=rcfg.th_r_wics if ratio is None else float(ratio),
                   bytes_per_token=bytes_per_token)
     out = Path(out)
     check_writable(out)

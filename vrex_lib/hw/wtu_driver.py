@@ -30,8 +30,8 @@ def check_rows(rows: list[tuple[np.ndarray, np.ndarray]], p: WTUParams) -> None:
         if not 1 <= len(w) <= p.n_max or len(w) != len(c):
             raise ValueError(f"a WTU row has {len(w)} weights / {len(c)} counts; 1..{p.n_max} equal lengths needed")
         if np.min(w) < 0 or np.max(w) >= 1 << W_BITS or np.min(c) < 0 or np.max(c) >= 1 << C_BITS:
-            raise ValueError("WTU rows need 16-bit unsigned weights and counts (fixedpoint.quantize_weights / "
-                             "saturate_counts)")
+            raise ValueError("WTU rows need 16-bit unsigned weights and counts (fixedpoint.quantize_weights; counts "
+                             "clipped to fixedpoint.C_MAX)")
 
 
 def _padded(v: np.ndarray, groups: int, lanes: int) -> np.ndarray:

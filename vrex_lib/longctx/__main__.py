@@ -19,6 +19,7 @@ import torch
 
 from ..config import PROFILES, STUDY_GRIDS, builds_from_folders, check_profile_inputs, torch_threads
 from ..runtime import resolve_device, validate_full_paths
+from ..runtime.checkpoint import add_model_path_flags
 from .export import check_workload_out, write_workload
 from .grid import Block, StudyGrid, method_specs, study_grid
 from .run import default_out, run
@@ -104,10 +105,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="recompute even if the file's inputs_key matches, and overwrite --out / --workload even "
                         "if they are not files of this kind")
     r.add_argument("--no-progress", action="store_true")
-    r.add_argument("--llm-path", help="default profile: a Llama-family HF folder instead of SmolLM2; full profile: "
-                                      "Llama-3-8B-Instruct HF folder")
-    r.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
-    r.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder")
+    add_model_path_flags(r)
     r.add_argument("--device", default=None, help="e.g. cuda (full profile default: cuda)")
     return ap
 

@@ -125,9 +125,9 @@ def _resv_variant(name: str, pol: str, tag: str, forms: str) -> StudyMethod:
             kw["rank"] = part
         elif part in READING_TAGS and READING_TAGS[part][0] not in kw:
             kw[READING_TAGS[part][0]] = READING_TAGS[part][1]
-        elif num and num["k"] == "r" and "ratio" not in kw:
-            kw["ratio"] = float(num["v"])
-            if not 0.0 < kw["ratio"] <= 1.0:
+        elif num and num["k"] == "r" and "th_r_wics" not in kw:
+            kw["th_r_wics"] = float(num["v"])
+            if not 0.0 < kw["th_r_wics"] <= 1.0:
                 raise ValueError(f"long-context study: {name!r}: Th_r-wics must be in (0, 1]")
         elif num and num["k"] == "s" and pol == "resv_rescore" and "shortlist" not in kw:
             kw["shortlist"] = float(num["v"])

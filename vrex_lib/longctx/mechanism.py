@@ -57,7 +57,7 @@ class Probe(PolicyBase):
             t = self.inner.table(layer)
             for h in range(keys.shape[0]):
                 tr = token_report(query, keys, t, h, self.targets)
-                share = always_attended_share(query, keys, t, h, candidates, self.cfg.ratio)
+                share = always_attended_share(query, keys, t, h, candidates, self.cfg.th_r_wics)
                 self.rows.append(dict(
                     layer=layer, head=h, cluster_size=float(np.median([r.cluster_size for r in tr])),
                     own_score=float(np.median([r.own_score for r in tr])),

@@ -13,20 +13,40 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import methods as method_table
+from ..config import ReSVConfig
 from ..eval.stats import wilson
-from .grid import READING_TAGS, method_spec
+from ..retrieval import takes_resv_config
+from .grid import LOCAL_POLICIES, READING_TAGS, method_spec
 
 LABELS: tuple[str, ...] = ("paper-stated", "another reading", "beyond", "reference")
-_PAPER_POLICIES = {"resv": "paper-stated", "resv_noclust": "paper-stated", "resv_candwics": "another reading",
-                   "resv_rescore": "beyond", "full": "reference", "exact": "reference"}
+#: The label of a ReSV policy by its method's role (:data:`vrex_lib.methods.METHODS`).
+_ROLE_LABEL = {"table2": "paper-stated", "ablation": "paper-stated", "reading": "another reading",
+               "alternative": "beyond"}
+
+
+def policy_label(policy: str) -> str | None:
+    """The label of a policy of the study, from the method table: a ReSV policy's by its role; ``reference`` for
+    the Table II row that retrieves nothing (VideoLLM-Online's full attention) and the study's own exact top-k;
+    None for the rest (e.g. InfiniGen)."""
+    if policy in LOCAL_POLICIES:
+        return "reference"
+    m = method_table.METHODS.get(policy)
+    if m is None:
+        return None
+    if m.role == "table2" and not m.stages:
+        return "reference"
+    return _ROLE_LABEL.get(m.role) if takes_resv_config(policy) else None
 
 
 def variant_label(name: str) -> str | None:
     """The label of a method name of the study (None: not a ReSV reading nor a reference, e.g. InfiniGen)."""
     s = method_spec(name)
-    lab = _PAPER_POLICIES.get(s.policy)
+    lab = policy_label(s.policy)
     kw = dict(s.kwargs)
-    if lab == "paper-stated" and (any(k in kw for k, _ in READING_TAGS.values()) or kw.get("ratio", 0.3) != 0.3):
+    default = ReSVConfig().th_r_wics
+    if lab == "paper-stated" and (any(k in kw for k, _ in READING_TAGS.values())
+                                  or kw.get("th_r_wics", default) != default):
         return "another reading"
     return lab
 

@@ -68,12 +68,4 @@ def table() -> "pandas.DataFrame":  # noqa: F821
     )
 
 
-def tolerance_table() -> "pandas.DataFrame":  # noqa: F821
-    """The one tolerance table: quantity kind, tolerance, why, and how many registered claims are of that kind."""
-    import pandas as pd
-
-    n = {k: sum(1 for v in REGISTRY.values() if v.qkind == k) for k in QUANTITY_KINDS}
-    return pd.DataFrame([dict(kind=k, tolerance=str(t), why=t.why, claims=n[k]) for k, t in QUANTITY_KINDS.items()])
-
-
-__all__ = ["INFO", "QUANTITY_KINDS", "REGISTRY", "tolerance_table", "PaperValue", "Tolerance", "get", "pv", "register", "select", "spec", "table", "value"]
+__all__ = ["INFO", "QUANTITY_KINDS", "REGISTRY", "PaperValue", "Tolerance", "get", "pv", "register", "select", "spec", "table", "value"]

@@ -64,8 +64,9 @@ def _tech_rows(tech: memtech.MemoryTech, system: str) -> tuple[DeviceConstant, .
 
 
 _DRAM_ROWS: tuple[DeviceConstant, ...] = (
-    *_tech_rows(memtech.LPDDR5, "edge DRAM (V-Rex8, AGX Orin)"),
-    *_tech_rows(memtech.HBM2E, "server DRAM (V-Rex48, A100)"),
+    # every DRAM technology with JEDEC timing, from its record (a new record brings its rows)
+    *(row for name in memtech.DRAM if memtech.dram(name).timing is not None
+      for row in _tech_rows(memtech.dram(name), memtech.dram(name).label)),
     # --- memory controller (both technologies) ------------------------------------------------------------------
     DeviceConstant("dram_ctrl.queue_depth", 32, "requests", "DRAM controller, per channel", "-", "spec",
                    _DRAMSIM3_HBM, "cmd_queue_size = 32: requests the scheduler can reorder over banks"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..config import results_dir
+from ..config import results_dir, workload_path
 from . import captions, layout, manifest, stale
 from .rows import (CAUSES, CONSISTENT, DEPENDS, FAIL, INFO_V, MISSING, NEEDS_CAUSE, NO_TERM, PASS, UNEXPLAINED,
                    VERDICTS, cause_of)
@@ -570,7 +570,7 @@ def profile_models(base: Path, profiles: list[str]) -> str:
     '; model — default: SmolLM2-135M-Instruct (...), recorded in `data/workload_default.json`'."""
     said = []
     for p in profiles:
-        rel = f"data/workload_{p}.json"
+        rel = str(workload_path(p, "."))
         try:
             d = json.loads((base / rel).read_text())
         except (OSError, ValueError):

@@ -20,11 +20,11 @@ per-KV-head hashing, nearest-cluster join with the founder's code, running-mean 
 from .hashing import hamming, hash_bits, layer_seed, make_hyperplanes, pack_bits, popcount, projection_signs
 from .reference import (HashClusterTableRef, cluster_ref, hamming_ref, hash_bits_ref, select_tokens_ref,
                         wicsum_select_ref)
-from .select import ReSVSelection, cluster_scores, select_tokens
+from .select import select_tokens
 from .table import HashClusterTable
 from .wicsum import RATIO_FRAC_BITS, cluster_weights, quantize_weights, ratio_q, wicsum_select
 
-__all__ = ["HashClusterTable", "HashClusterTableRef", "RATIO_FRAC_BITS", "ReSVSelection", "cluster_ref",
-           "cluster_scores", "cluster_weights", "hamming", "hamming_ref", "hash_bits", "hash_bits_ref", "layer_seed",
+__all__ = ["HashClusterTable", "HashClusterTableRef", "RATIO_FRAC_BITS", "cluster_ref",
+           "cluster_weights", "hamming", "hamming_ref", "hash_bits", "hash_bits_ref", "layer_seed",
            "make_hyperplanes", "pack_bits", "popcount", "projection_signs", "quantize_weights", "ratio_q",
            "select_tokens", "select_tokens_ref", "wicsum_select", "wicsum_select_ref"]

@@ -207,7 +207,7 @@ def load_text_ids(tokenizer, max_tokens: int | None = None) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------------------------- tables
-CFG_FIELDS = ("n_hp", "th_hp", "ratio", "score", "granularity", "hash_mode", "code_rule", "seed")
+CFG_FIELDS = ("n_hp", "th_hp", "th_r_wics", "score", "granularity", "hash_mode", "code_rule", "seed")
 
 def correlation_table(keys_by_layer: dict[int, torch.Tensor], n_hps=(32, 64), modes=("per_head", "concat"),
                       seed: int = 0, source: str = "") -> pd.DataFrame:
@@ -251,7 +251,7 @@ def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = ReSVConfig()
     per cluster, WiCSum walk fraction and the relative attention-output error vs full attention."""
     q, k, v, n_sink, fl = cap["q"], cap["k"], cap["v"], cap["n_sink"], cap["frame_len"]
     Hq, T, D = q.shape
-    cfg = ReSVConfig(n_hp=int(n_hp), th_hp=int(th_hp), ratio=float(ratio))
+    cfg = ReSVConfig(n_hp=int(n_hp), th_hp=int(th_hp), th_r_wics=float(ratio))
     table = HashClusterTable(k.shape[0], D, cfg, cap["layer"])
     pos = torch.arange(T)
     table.add_frame(k[:, :n_sink], pos[:n_sink])
@@ -260,7 +260,7 @@ def selection_view(cap: dict, th_hp: int, ratio: float, n_hp: int = ReSVConfig()
         table.add_frame(k[:, a:min(a + fl, T)], pos[a:min(a + fl, T)])
     a = starts[-1]
     cands = pos[n_sink:a]
-    sel = select_tokens(q[:, a:T], table, cfg.ratio, cfg, candidates=cands)
+    sel = select_tokens(q[:, a:T], table, cfg.th_r_wics, cfg, candidates=cands)
     mask = torch.zeros(len(sel.indices), T, dtype=torch.bool)
     for i, idx in enumerate(sel.indices):
         mask[i, idx] = True

@@ -218,7 +218,7 @@ def select_tokens_ref(query, table: HashClusterTableRef, ratio: float | None = N
     positions. Loop version of :func:`vrex_lib.resv.select_tokens`; returns the per-head (per-q-head) position
     lists."""
     cfg = cfg or table.cfg
-    ratio = cfg.ratio if ratio is None else ratio
+    ratio = cfg.th_r_wics if ratio is None else ratio
     q = np.asarray(query, dtype=np.float32)
     Hq, Nq, D = q.shape
     Hkv = table.n_kv_heads

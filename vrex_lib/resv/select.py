@@ -21,16 +21,6 @@ from .table import HashClusterTable, to_numpy
 from .threads import single_thread
 from .wicsum import RATIO_FRAC_BITS, quantize_weights, ratio_q
 
-# ReSV returns the runtime's own selection type (per-KV-head positions + stats: rows, clusters /
-# clusters_selected per KV head, prefix_frac, sum_nonpos_rows for raw scores, ratio).
-ReSVSelection = Selection
-
-
-def cluster_scores(query: torch.Tensor, table: HashClusterTable, head: int, scaling: float) -> torch.Tensor:
-    """``Score_cluster`` of one KV head: its query rows ``[R, D]`` × ``Key_cluster^T`` · scaling -> ``[R, C]`` (float64)."""
-    return (query.to(torch.float64) @ table.head_centroids(head).to(torch.float64).T) * scaling
-
-
 def _candidate_range(candidates) -> tuple[np.ndarray | None, tuple[int, int] | None]:
     """Sorted unique candidate positions -> (array, None), or (None, (lo, hi)) when they are exactly [lo, hi)."""
     c = to_numpy(candidates, np.int64).reshape(-1)
@@ -44,12 +34,12 @@ def _candidate_range(candidates) -> tuple[np.ndarray | None, tuple[int, int] | N
 
 def select_tokens(query: torch.Tensor, table: HashClusterTable, ratio: float | None = None,
                   cfg: ReSVConfig | None = None, scaling: float | None = None,
-                  candidates: torch.Tensor | None = None, quant_bits: int | None = None) -> ReSVSelection:
+                  candidates: torch.Tensor | None = None, quant_bits: int | None = None) -> Selection:
     """ReSV selection for ``query [Hq, Nq, D]`` (post-RoPE) against the layer's HC ``table``.
 
     Rows of KV head g are (query head in g's group, query token), head-major (docs/DECISIONS.md D2). Per row:
     scores s = q·Key_cluster^T·scaling (default 1/√D, float64), weights by ``cfg.score`` (D1), WiCSum with
-    ``ratio`` (default ``cfg.ratio``). Granularity ``cfg.granularity``: 'kv_head' = union over the group's
+    ``ratio`` (default ``cfg.th_r_wics``). Granularity ``cfg.granularity``: 'kv_head' = union over the group's
     rows; 'q_head' = one set per query head; 'layer' = union over all rows of all heads, same set for every
     head. ``candidates`` (sorted positions) restricts the returned sets and is the ratio's denominator.
     Returned index tensors are on the query's device.
@@ -123,9 +113,9 @@ def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
     return mask.reshape(Hkv, R, C), union, n_sel.reshape(Hkv, R), nonpos
 
 
-def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> ReSVSelection:
+def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) -> Selection:
     cfg = cfg or table.cfg
-    ratio = cfg.ratio if ratio is None else float(ratio)
+    ratio = cfg.th_r_wics if ratio is None else float(ratio)
     _check_args(query, table, cfg)
     Hq, Nq, D = query.shape
     Hkv = table.n_kv_heads
@@ -149,7 +139,7 @@ def _select_tokens(query, table, ratio, cfg, scaling, candidates, quant_bits) ->
     if query.device.type != "cpu":
         idx = [i.to(query.device) for i in idx]
     n_cand = table.n_tokens if candidates is None else int(candidates.numel())
-    sel = ReSVSelection(idx, n_cand, dict(rows=R * Hkv, clusters=n_c.tolist(),
+    sel = Selection(idx, n_cand, dict(rows=R * Hkv, clusters=n_c.tolist(),
                                           clusters_selected=head_mask.sum(1).tolist(), prefix_frac=prefix,
                                           sum_nonpos_rows=nonpos))
     sel.stats["ratio"] = sel.ratio()

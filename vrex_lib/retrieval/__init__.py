@@ -2,7 +2,7 @@
 (:mod:`vrex_lib.methods`: names, paper rows, simulator methods, stages).
 
     from vrex_lib.retrieval import POLICIES, make_policy
-    policy = make_policy("resv", ratio=0.3)          # == POLICIES["resv"](ratio=0.3)
+    policy = make_policy("resv", th_r_wics=0.3)      # == POLICIES["resv"](th_r_wics=0.3)
 
 | name          | paper row (Table II)      | retrieves at frame | selection                                        |
 |---------------|---------------------------|--------------------|--------------------------------------------------|
@@ -29,12 +29,14 @@ the prediction), ``select_s`` (measured wall time of ``select``); plus method-sp
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import json
 from collections.abc import Callable
 
 from .. import methods
+from ..config import ReSVConfig, refuse_renamed
 from .base import PolicyBase, RetrievalPolicy, Selection, Stage, check_policy
 from .flexgen import FlexGen
 from .full import FullAttention
@@ -59,14 +61,34 @@ TABLE2_METHODS: tuple[str, ...] = methods.TABLE2
 
 
 def make_policy(name: str, **kwargs) -> RetrievalPolicy:
-    """Build the policy registered under ``name`` with its config kwargs; unknown names list the choices."""
-    return POLICIES[methods.get(name).name](**kwargs)
+    """Build the policy registered under ``name`` with its config kwargs; unknown names list the choices, an old
+    option name is refused with the new one."""
+    cls = POLICIES[methods.get(name).name]
+    refuse_renamed(name, kwargs, renamed_options(name))
+    return cls(**kwargs)
 
 
 def takes_resv_config(name: str) -> bool:
     """True when ``name``'s policy is configured by a :class:`~vrex_lib.config.ReSVConfig` (its ``cfg``), so a study
     sweeping ReSV's hyper-parameters passes it one."""
     return "cfg" in inspect.signature(POLICIES[methods.get(name).name].__init__).parameters
+
+
+def accepted_options(name: str) -> tuple[str, ...]:
+    """The option names ``name``'s policy takes: its constructor's parameters and, for a policy configured by a
+    :class:`~vrex_lib.config.ReSVConfig`, that config's fields (passed as keyword overrides)."""
+    cls = POLICIES[methods.get(name).name]
+    params = [p.name for p in inspect.signature(cls.__init__).parameters.values()
+              if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if takes_resv_config(name):
+        params += [f.name for f in dataclasses.fields(ReSVConfig) if f.name not in params]
+    return tuple(params)
+
+
+def renamed_options(name: str) -> dict[str, str]:
+    """Old option name -> the name that holds its meaning now, for ``name``'s policy (docs/DECISIONS.md D371)."""
+    cls = POLICIES[methods.get(name).name]
+    return dict(ReSVConfig.RENAMED) if takes_resv_config(name) else dict(getattr(cls, "renamed_options", {}))
 
 
 def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") -> None:
@@ -78,19 +100,27 @@ def check_policy_kwargs(name: str, kwargs: dict, flag: str = "--method-kwargs") 
     """
     if not isinstance(kwargs, dict):
         raise ValueError(f"{flag} must be a JSON object of {name!r}'s options, got {kwargs!r}; "
-                         "e.g. '{\"ratio\": 0.3}'")
+                         "e.g. '{\"th_r_wics\": 0.3}' for resv")
     cls = POLICIES[methods.get(name).name]
+    accepted = accepted_options(name)
+    try:
+        refuse_renamed(f"{flag} for method {name!r}", kwargs, renamed_options(name))
+    except ValueError as err:
+        raise ValueError(f"{err} (its options are {', '.join(accepted) or 'none'})") from None
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise ValueError(f"{flag} {json.dumps(kwargs)} does not fit method {name!r}: unknown option(s) "
+                         f"{', '.join(unknown)}; its options are {', '.join(accepted) or 'none'}")
     try:
         cls(**kwargs)
     except TypeError as err:  # an option the constructor does not take
-        params = [p.name for p in inspect.signature(cls.__init__).parameters.values()
-                  if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         raise ValueError(f"{flag} {json.dumps(kwargs)} does not fit method {name!r} ({err}); its options are "
-                         f"{', '.join(params) or 'none'}") from None
+                         f"{', '.join(accepted) or 'none'}") from None
     except ValueError as err:
         raise ValueError(f"{flag} {json.dumps(kwargs)} for method {name!r}: {err}") from None
 
 
 __all__ = ["POLICIES", "TABLE2_METHODS", "FlexGen", "FullAttention", "InfiniGen", "InfiniGenP", "ReKV", "ReSV",
-           "ReSVCandidatesWiCSum", "ReSVNoClustering", "ReSVRescore", "RetrievalPolicy", "Selection", "Stage", "check_policy_kwargs",
-           "make_policy", "retrieval_ratio", "takes_resv_config"]
+           "ReSVCandidatesWiCSum", "ReSVNoClustering", "ReSVRescore", "RetrievalPolicy", "Selection", "Stage",
+           "accepted_options", "check_policy_kwargs", "make_policy", "renamed_options", "retrieval_ratio",
+           "takes_resv_config"]

@@ -113,7 +113,7 @@ class ReSVCandidatesWiCSum(ReSV):
             vr = ok[:, None, :].expand(hkv, r, C)
             w = cluster_weights(s.masked_fill(~vr, float("-inf")), self.cfg.score)
             mask = wicsum_select(w.reshape(hkv * r, C), cc[:, None, :].expand(hkv, r, C).reshape(hkv * r, C),
-                                 self.cfg.ratio, self.quant_bits, valid=vr.reshape(hkv * r, C)).view(hkv, r, C)
+                                 self.cfg.th_r_wics, self.quant_bits, valid=vr.reshape(hkv * r, C)).view(hkv, r, C)
             head_mask = mask.any(1) & ok
             idx = [i[torch.isin(i, candidates.to(i.device))].to(candidates.device)
                    for i in t.tokens_of_heads(head_mask)]

@@ -41,8 +41,8 @@ Positions are *not* re-assigned: the runtime attends selected tokens at their or
 ``mode="frame"`` is the V-Rex paper's ReKV row (Table II marks ReKV as retrieving during frame processing):
 the same pre-RoPE block scoring and budget, decided afresh at every step of both stages from that step's
 queries, from the runtime's first retrieving layer (layer 0 dense, as for every method the paper compares).
-``mode="legacy"``, kept for comparison, scores post-RoPE keys at every step with a ``ratio`` budget
-(``topk_blocks`` or ``floor(ratio × blocks)``), means and scores in fp32.
+``mode="legacy"``, kept for comparison, scores post-RoPE keys at every step with a ``topk_frac`` budget
+(``topk_blocks`` or ``floor(topk_frac × blocks)``), means and scores in fp32.
 """
 from __future__ import annotations
 
@@ -61,14 +61,16 @@ class ReKV(PolicyBase):
     name = "rekv"
     #: The default (reference) mode retrieves only for questions; ``mode='frame'``/``'legacy'`` instances set True.
     retrieves_at_frame = False
+    #: Old keyword -> the option that holds its meaning (docs/DECISIONS.md D371).
+    renamed_options = {"ratio": "topk_frac"}
 
-    def __init__(self, mode: str = "question", topk_blocks: int | None = None, ratio: float = 0.5):
+    def __init__(self, mode: str = "question", topk_blocks: int | None = None, topk_frac: float = 0.5):
         if mode not in REKV_MODES:
             raise ValueError(f"rekv: unknown mode {mode!r}: choose one of {', '.join(REKV_MODES)}")
-        ratio = check_real("rekv", "ratio", ratio, 0.0, 1.0, lo_open=True)
+        topk_frac = check_real("rekv", "topk_frac (fraction of blocks kept)", topk_frac, 0.0, 1.0, lo_open=True)
         if topk_blocks is not None:
             topk_blocks = check_int("rekv", "topk_blocks", topk_blocks, 1)
-        self.mode, self.ratio = mode, float(ratio)
+        self.mode, self.topk_frac = mode, float(topk_frac)
         self.topk_blocks = topk_blocks if (topk_blocks is not None or mode == "legacy") else RETRIEVE_SIZE
         self.retrieves_at_frame = mode != "question"
         #: First layer the runtime consults this policy at (None: ``RuntimeConfig.dense_layers``). The reference
@@ -78,7 +80,7 @@ class ReKV(PolicyBase):
 
     @property
     def config(self) -> dict:
-        return dict(mode=self.mode, topk_blocks=self.topk_blocks, ratio=self.ratio)
+        return dict(mode=self.mode, topk_blocks=self.topk_blocks, topk_frac=self.topk_frac)
 
     def bind(self, model) -> None:
         """Keep the model's per-layer q/k projection outputs (the pre-RoPE tensors) for pre-RoPE scoring."""
@@ -165,7 +167,7 @@ class ReKV(PolicyBase):
             score = self.block_scores(layer, query, blocks, hkv)              # [B]
             n_blocks, hq = int(blocks.numel()), query.shape[0]
             if self.mode == "legacy" and self.topk_blocks is None:
-                k = max(1, int(self.ratio * n_blocks))
+                k = max(1, int(self.topk_frac * n_blocks))
             else:
                 k = self.topk_blocks
             k = min(k, n_blocks)  # all blocks when there are no more than the budget

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from ..config import ReSVConfig, check_int
+from ..config import ReSVConfig, check_int, refuse_renamed
 from ..resv import HashClusterTable, cluster_weights, select_tokens, wicsum_select
 from ..resv.rescore import RANKS, rescore_select
 from ._common import Stopwatch, kv_rows
@@ -30,7 +30,8 @@ from .base import PolicyBase, Selection, Stage
 def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = None) -> ReSVConfig:
     if cfg is not None and not isinstance(cfg, ReSVConfig):
         raise ValueError(f"ReSV policy: cfg must be a ReSVConfig, got {type(cfg).__name__}; pass its fields "
-                         "themselves instead, e.g. ratio=0.3 (--method-kwargs '{\"ratio\": 0.3}')")
+                         "themselves instead, e.g. th_r_wics=0.3 (--method-kwargs '{\"th_r_wics\": 0.3}')")
+    refuse_renamed("ReSV policy", overrides, ReSVConfig.RENAMED)
     unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(ReSVConfig)})
     if unknown:
         raise ValueError(f"ReSV policy: unknown option(s) {', '.join(unknown)}; ReSVConfig has "
@@ -48,7 +49,7 @@ def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = No
 
 class ReSV(PolicyBase):
     """ReSV (paper §IV) with :class:`~vrex_lib.config.ReSVConfig` defaults; kwargs override its fields
-    (e.g. ``ReSV(ratio=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
+    (e.g. ``ReSV(th_r_wics=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
 
     name = "resv"
     retrieves_at_frame = True
@@ -127,7 +128,7 @@ class ReSVNoClustering(PolicyBase):
             ones = torch.ones(s, dtype=torch.int64, device=keys.device)
             indices, n_sel = [], 0
             for h in range(hkv):
-                mask = wicsum_select(cluster_weights(scores[h], self.cfg.score), ones, self.cfg.ratio,
+                mask = wicsum_select(cluster_weights(scores[h], self.cfg.score), ones, self.cfg.th_r_wics,
                                      self.quant_bits).any(0)               # union over the head's rows
                 n_sel += int(mask.sum())
                 chosen = mask.nonzero().flatten()
@@ -164,7 +165,7 @@ class ReSVRescore(ReSV):
             return None
         t = self.table(layer)
         with Stopwatch() as sw:
-            idx, st = rescore_select(query.detach(), keys.detach(), t, candidates, self.cfg.ratio, self.shortlist,
+            idx, st = rescore_select(query.detach(), keys.detach(), t, candidates, self.cfg.th_r_wics, self.shortlist,
                                      self.rank)
         hkv = keys.shape[0]
         self.counters["shortlist_keys"] += st["shortlist_keys"]

@@ -32,6 +32,20 @@ DEVICE_HELP = ("cpu, cuda or cuda:N (default: cuda for the full profile -- under
                "cuda:$LOCAL_RANK -- and cpu for smoke and default); a CUDA device on a machine without one is an "
                "error, never a silent CPU run")
 DTYPE_HELP = f"one of {', '.join(DTYPES)} (default: bfloat16 for the full profile, float32 for smoke and default)"
+#: The model path flags of every command that builds a model, with their help (which a profile reads: its
+#: ``ModelSection.path_flags``; any other is refused, docs/DECISIONS.md D74).
+MODEL_PATH_FLAGS: dict[str, str] = {
+    "--llm-path": "default profile: a Llama-family HF folder instead of SmolLM2; full profile: Llama-3-8B-Instruct "
+                  "HF folder",
+    "--vision-path": "full profile: siglip-large-patch16-384 HF folder",
+    "--connector-path": "full profile: VideoLLM-online checkpoint folder (PEFT adapter)",
+}
+
+
+def add_model_path_flags(parser) -> None:
+    """Add :data:`MODEL_PATH_FLAGS` to an argparse parser (default None: the profile's own model)."""
+    for flag, text in MODEL_PATH_FLAGS.items():
+        parser.add_argument(flag, default=None, help=text)
 SMOKE_NAME, SMOLLM2_NAME = "tiny-llama", "SmolLM2-135M-Instruct"
 # Weight-file content enters the fingerprint through its first and last MiB (D210): a safetensors file's first
 # MiB holds its header (every tensor's name, dtype, shape, offset) and the first tensors' values.

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
-from ..config import builds_from_folders, check_profile_inputs, results_dir, torch_threads
+from ..config import PROFILES, builds_from_folders, check_profile_inputs, torch_threads, workload_path
 from ..runtime import resolve_device, resolve_dtype, validate_full_paths
-from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP
+from ..runtime.checkpoint import DEVICE_HELP, DTYPE_HELP, add_model_path_flags
 from .measure import ALL_METHODS, measure
 
 
@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m vrex_lib.workload", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="measure the retrieval workload into a schema vrex.workload/1 file")
-    m.add_argument("--profile", default="default", choices=["smoke", "default", "full"])
+    m.add_argument("--profile", default="default", choices=PROFILES)
     m.add_argument("--methods", default=",".join(ALL_METHODS),
                    help="comma-separated method names (default: every method with a simulator model, "
                         "vrex_lib.methods.SIMULATED)")
@@ -61,10 +61,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="recompute and overwrite whatever --out holds, even a matching workload file or a file "
                         "that is not one")
     m.add_argument("--no-progress", action="store_true")
-    m.add_argument("--llm-path", help="default profile: a Llama-family HF folder instead of SmolLM2; full profile: "
-                                      "Llama-3-8B-Instruct HF folder")
-    m.add_argument("--vision-path", help="full profile: siglip-large-patch16-384 HF folder")
-    m.add_argument("--connector-path", help="full profile: VideoLLM-online checkpoint folder (PEFT adapter)")
+    add_model_path_flags(m)
     m.add_argument("--device", default=None, help=DEVICE_HELP)
     m.add_argument("--dtype", default=None, help=DTYPE_HELP)
     return ap
@@ -92,7 +89,7 @@ def _measure(a: argparse.Namespace) -> int:
     if builds_from_folders(a.profile):
         validate_full_paths(a.llm_path, a.vision_path, a.connector_path)
     kw.update({k: v for k, v in paths.items() if v})
-    out = a.out or results_dir() / "data" / f"workload_{a.profile}.json"
+    out = a.out or workload_path(a.profile)
     torch.set_num_threads(torch_threads(torch.get_num_threads()))
     before = out.stat().st_mtime_ns if out.is_file() else None
     methods = [x.strip() for x in a.methods.split(",")]

@@ -43,8 +43,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import _io, methods as method_table
-from ..config import (PROFILES, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, profile_config,
-                      results_dir)
+from ..config import (PROFILES, REPO_ROOT, WORKLOAD_SCHEMA as SCHEMA, ReSVConfig, RuntimeConfig, profile_config,
+                      results_dir, workload_path)
 from ..hw.timing import hcu_cycles, wtu_cycles
 from ..retrieval import make_policy, takes_resv_config
 from ..runtime import (ContextTooLarge, Question, Schedule, StreamingSession, build_model, drive, kv_bytes, lockstep,
@@ -184,7 +184,7 @@ def _plan(profile: str, methods: Sequence[str], kv_points, out, *, resv, runtime
     if fidelity_kv is not None and any(p not in points for p in fid_req):
         raise ValueError(f"workload measure: fidelity points {list(fidelity_kv)} must be among the kv points {points}")
     seed = mp.stream_seed if stream_seed is None else int(stream_seed)
-    out = Path(out) if out else results_dir() / "data" / f"workload_{profile}.json"
+    out = Path(out) if out else workload_path(profile)
     requested = jsonable(dict(profile=profile, methods=list(specs), variants=variants, kv_points=points,
                               fidelity_kv=fid, kv_capacity=cfg.kv_capacity, recent_frames=cfg.recent_frames,
                               dense_layers=cfg.dense_layers, resv=dataclasses.asdict(resv),
