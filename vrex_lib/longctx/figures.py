@@ -20,7 +20,7 @@ def mechanism_figure(mech: pd.DataFrame, title: str, cfg: ReSVConfig | None = No
     cluster against the cluster's size."""
     import matplotlib.pyplot as plt
 
-    th = (cfg or ReSVConfig()).ratio
+    th = (cfg or ReSVConfig()).th_r_wics
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.9))
     axes[0].hist(np.log10(mech.dilution.clip(lower=1.0)), bins=30)
     axes[0].axvline(0.0, color="k", ls="--", lw=1, label="1: no dilution")

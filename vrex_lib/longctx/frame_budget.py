@@ -58,7 +58,7 @@ def budget_policies(resv: ReSVConfig | None = None, budgets: Mapping[str, Sequen
             if fam == "exact":
                 out[f"{fam}@{v:g}"] = FrameExactTopK(frac=float(v))
             elif fam == "resv":
-                out[f"{fam}@{v:g}"] = make_policy(fam, cfg=dataclasses.replace(resv, ratio=float(v)))
+                out[f"{fam}@{v:g}"] = make_policy(fam, cfg=dataclasses.replace(resv, th_r_wics=float(v)))
             elif fam == "infinigen_p":
                 out[f"{fam}@{v:g}"] = make_policy(fam, cap=float(v))
             else:

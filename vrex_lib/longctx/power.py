@@ -118,6 +118,6 @@ def _family(spec) -> str:
 
     kw = dict(spec.kwargs)
     if spec.policy in POLICIES and takes_resv_config(spec.policy):
-        reading = [k for k in kw if k != "ratio"]
+        reading = [k for k in kw if k != "th_r_wics"]
         return f"{spec.policy}{'@text' if spec.text_only else ''}" + (f" ({', '.join(reading)})" if reading else "")
     return spec.policy
