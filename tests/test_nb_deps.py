@@ -71,9 +71,10 @@ def test_an_edited_simulator_model_marks_the_notebooks_that_simulate_it_stale(tm
     (out / "executed").mkdir(parents=True)
     later = max(p.stat().st_mtime for p in repo.rglob("*") if p.is_file()) + 10
     nbs = sorted((repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for nb in nbs:
-        (out / "executed" / nb.name).write_text("{}")
-        os.utime(out / "executed" / nb.name, (later, later))
+    for nb in nbs:  # an executed copy and its manifest (a missing manifest is stale by itself, D443)
+        for f in (out / "executed" / nb.name, out / "executed" / f"{nb.stem}.manifest.json"):
+            f.write_text("{}")
+            os.utime(f, (later, later))
     assert report.stale_notebooks(out, repo / "notebooks") == {}
     model = repo / "vrex_lib" / "perf" / "methods" / "resv.py"
     os.utime(model, (later + 60, later + 60))  # `touch vrex_lib/perf/methods/resv.py` after every run

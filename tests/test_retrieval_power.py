@@ -13,8 +13,22 @@ from vrex_lib.longctx import power
 from vrex_lib.longctx.grid import BUDGET_METHODS, POWER_METHODS
 
 
-def test_default_grid_has_40_trials_per_power_cell_at_1k_and_2k():
+def test_default_make_reproduce_share_runs_every_power_method_on_the_same_trials():
+    """make reproduce's share (D485): at least 5 trials per (method, task) cell at 1K (the sweep's trials join them),
+    the same trials for every method."""
     g = longctx.study_grid("default")
+    cells = collections.defaultdict(set)
+    for cell in g.trials():
+        for m in g.cell_methods(cell):
+            if m in POWER_METHODS and cell[1] == 1000:
+                cells[(m, cell[0])].add(cell)
+    assert min(len(v) for v in cells.values()) >= 5 and len(cells) == len(POWER_METHODS) * len(longctx.TASKS)
+    for task in longctx.TASKS:
+        assert len({frozenset(v) for (m, t), v in cells.items() if t == task}) == 1  # paired: the same trials
+
+
+def test_power_grid_has_40_trials_per_power_cell_at_1k_and_2k():
+    g = longctx.study_grid("default", "power")
     n = collections.Counter()
     for cell in g.trials():
         for m in g.cell_methods(cell):
@@ -32,7 +46,8 @@ def test_default_grid_has_40_trials_per_power_cell_at_1k_and_2k():
         if methods.METHODS[m].role == "alternative":
             assert any(p.split("@")[0] == m for p in POWER_METHODS), m
     # the sweep trials still run every method the claims name; the full grid adds 4K
-    assert set(g.methods) >= set(BUDGET_METHODS) | {"resv_candwics@text", "resv_rescore@text-bound-s0.02"}
+    assert set(longctx.study_grid("default").methods) >= set(BUDGET_METHODS) | {"resv_candwics@text",
+                                                                  "resv_rescore@text-bound-s0.02"}
     assert 4000 in longctx.study_grid("default", "full").lengths
 
 

@@ -197,8 +197,9 @@ def profile_config(profile: str) -> Profile:
 #: How notebook 06 and the simulator extend a measured workload outside its context range
 #: (``vrex_lib.perf.workload``).
 EXTRAPOLATIONS: tuple[str, ...] = ("hold", "loglog-fit")
-#: The long-context study's grids (``vrex_lib.longctx.study_grid``): the profile's share of make reproduce, or all.
-STUDY_GRIDS: tuple[str, ...] = ("profile", "full")
+#: The long-context study's grids (``vrex_lib.longctx.study_grid``): the profile's share of make reproduce, the
+#: comparison with power alone (40 trials per cell, docs/DECISIONS.md D481), or all.
+STUDY_GRIDS: tuple[str, ...] = ("profile", "power", "full")
 #: Notebook parameters that take one of a few values: checked before any notebook runs (scripts/check_params.py,
 #: docs/DECISIONS.md D330) and by the notebooks themselves.
 NOTEBOOK_CHOICES: dict[str, tuple[str, ...]] = {"PROFILE": PROFILES, "GRID": STUDY_GRIDS,

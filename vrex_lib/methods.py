@@ -40,6 +40,19 @@ RUNS_IN: tuple[str, ...] = ("study", "longctx", "fig13", "fig14", "fig19")
 
 
 @dataclass(frozen=True)
+class Budget:
+    """The knob along which a method's equal-budget curves run (docs/DECISIONS.md D482, D484): the policy option it
+    sets, the long-context study's tag letter for it (``method@<tag><value>``), the option's type, and the values the
+    study's text-stage curves and the frame-stage comparison sweep (empty: not swept there)."""
+
+    option: str
+    tag: str
+    kind: type = float
+    study: tuple = ()
+    frame: tuple = ()
+
+
+@dataclass(frozen=True)
 class Method:
     """One retrieval method.
 
@@ -53,7 +66,8 @@ class Method:
     ('frame': frame prefill, 'text': question and answer), so "Retrieval @ frame" of Table II is
     ``'frame' in stages``; sim: the simulator method (None = no hardware mapping); sim_source: the measured name
     whose statistics the simulator uses for it (a :data:`VARIANTS` key when the default policy differs from the
-    paper's behaviour; None = the method itself); runs_in: members of :data:`RUNS_IN`.
+    paper's behaviour; None = the method itself); runs_in: members of :data:`RUNS_IN`; budget: its equal-budget
+    knob (:class:`Budget`; None = not swept).
     """
 
     name: str
@@ -65,6 +79,7 @@ class Method:
     sim: str | None = None
     sim_source: str | None = None
     runs_in: frozenset[str] = frozenset()
+    budget: Budget | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.runs_in) - set(RUNS_IN)
@@ -89,15 +104,16 @@ _ROWS: tuple[Method, ...] = (
     Method("flexgen", "flexgen.FlexGen", "FlexGen", "baseline", "Fig. 13/14 baseline (fetches every offloaded token)",
            ("frame", "text"), sim="flexgen", runs_in=_ALL),
     Method("infinigen", "infinigen.InfiniGen", "InfiniGen", "table2", "Table II", ("text",), sim="infinigen",
-           runs_in=frozenset({"study", "longctx", "fig13"})),
+           runs_in=frozenset({"study", "longctx", "fig13"}), budget=Budget("alpha", "a", float, study=(1, 3, 8, 12))),
     Method("infinigen_p", "infinigen.InfiniGenP", "InfiniGenP", "table2", "Table II", ("frame", "text"),
-           sim="infinigen_p", runs_in=_ALL),
+           sim="infinigen_p", runs_in=_ALL, budget=Budget("cap", "c", float, frame=(0.05, 0.2, 0.5))),
     # The reference ReKV retrieves once per question (docs/DECISIONS.md D60); Table II's row retrieves during
     # frame processing too, which is the 'frame' mode measured as rekv@frame.
     Method("rekv", "rekv.ReKV", "ReKV", "table2", "Table II", ("frame", "text"), sim="rekv", sim_source="rekv@frame",
            runs_in=_ALL),
     Method("resv", "resv_policy.ReSV", "V-Rex's ReSV", "table2", "Table II; §IV", ("frame", "text"), sim="resv",
-           runs_in=frozenset({"study", "longctx", "fig19"})),
+           runs_in=frozenset({"study", "longctx", "fig19"}),
+           budget=Budget("th_r_wics", "r", float, study=(0.1, 0.5, 0.7, 0.9), frame=(0.1, 0.3, 0.7))),
     Method("resv_noclust", "resv_policy.ReSVNoClustering", "ReSV w/o clustering", "ablation", "Fig. 19",
            ("frame", "text"), sim="resv_noclust", runs_in=frozenset({"study", "fig19"})),
     Method("resv_candwics", "ratio.ReSVCandidatesWiCSum", "ReSV, WiCSum over candidates", "reading",
@@ -106,7 +122,8 @@ _ROWS: tuple[Method, ...] = (
            "docs/DECISIONS.md D262 (beyond the paper)", ("frame", "text")),
     Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",
            "Xiao et al., ICLR 2024 (sinks + recent window; docs/DECISIONS.md D300)", (), sim="streamingllm",
-           runs_in=frozenset({"study", "longctx", "fig13"})),
+           runs_in=frozenset({"study", "longctx", "fig13"}),
+           budget=Budget("window", "w", int, study=(256, 768, 1024), frame=(256, 1024))),
 )
 
 #: name -> :class:`Method`, in table order (Table II's methods in the paper's row order).

@@ -30,14 +30,16 @@ import pandas as pd
 import torch
 
 from ..config import ReSVConfig, RuntimeConfig
-from ..retrieval import make_policy
+from ..methods import METHODS
+from ..retrieval import make_policy, takes_resv_config
 from ..runtime import Schedule, StreamingSession, drive, lockstep
 from .policy import ExactTopK
 
 #: Budgets of the frame-stage curves, per family: exact top-k (fraction of candidates), ReSV streaming (Th_r-wics),
 #: InfiniGenP (cap: its fixed top-k share at frames), StreamingLLM (window, tokens).
-FRAME_BUDGETS: dict[str, tuple] = {"exact": (0.0025, 0.01, 0.04), "resv": (0.1, 0.3, 0.7),
-                                   "infinigen_p": (0.05, 0.2, 0.5), "streamingllm": (256, 1024)}
+FRAME_BUDGETS: dict[str, tuple] = {"exact": (0.0025, 0.01, 0.04),
+                                   **{m.name: m.budget.frame for m in METHODS.values()
+                                      if m.budget is not None and m.budget.frame}}
 
 
 class FrameExactTopK(ExactTopK):
@@ -57,12 +59,11 @@ def budget_policies(resv: ReSVConfig | None = None, budgets: Mapping[str, Sequen
         for v in values:
             if fam == "exact":
                 out[f"{fam}@{v:g}"] = FrameExactTopK(frac=float(v))
-            elif fam == "resv":
+            elif takes_resv_config(fam):
                 out[f"{fam}@{v:g}"] = make_policy(fam, cfg=dataclasses.replace(resv, th_r_wics=float(v)))
-            elif fam == "infinigen_p":
-                out[f"{fam}@{v:g}"] = make_policy(fam, cap=float(v))
             else:
-                out[f"{fam}@{v:g}"] = make_policy(fam, window=int(v))
+                b = METHODS[fam].budget
+                out[f"{fam}@{v:g}"] = make_policy(fam, **{b.option: b.kind(v)})
     return out
 
 
@@ -140,3 +141,56 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                  fetched_frac_offloaded=("fetched_frac_offloaded", "mean"),
                  attn_rel_error=("attn_rel_error", "mean"), kl_vs_full=("kl_vs_full", "mean"),
                  top1_agreement=("top1_agrees", "mean")).reset_index()
+
+
+def stream_frames(profile: str, max_tokens: int) -> tuple[object, list, RuntimeConfig]:
+    """(model, [(frame tokens [10, hidden], time s)], runtime config) of the composed real-footage stream the
+    workload measurement of ``profile`` streams (:mod:`vrex_lib.streams`), long enough for ``max_tokens``."""
+    from ..runtime import build_model
+    from ..streams import build_stream
+    from ..workload.measure import _frame_tokens, _tokens_per_frame, measure_profile
+
+    mp = measure_profile(profile)
+    model = build_model(mp.model_profile)
+    n_frames = -(-max_tokens // _tokens_per_frame(model, mp.runtime)) + 2
+    stream = build_stream(n_frames, seed=mp.stream_seed, fps=mp.fps, size=model.image_size)
+    return model, list(_frame_tokens(model, stream)), mp.runtime
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m vrex_lib.longctx.frame_budget --profile default [--lo 1000] [--hi 4000] [--every 10]
+    [--kv-capacity N] --out F.csv``: the frame-stage table of every family and budget (:data:`FRAME_BUDGETS`) and
+    its summary (``F.summary.csv``). Minutes to hours of CPU (every method streams the whole stream): not part of
+    ``make reproduce``."""
+    import argparse
+    from pathlib import Path
+
+    from .. import _io
+    from ..config import PROFILES
+
+    ap = argparse.ArgumentParser(prog="python -m vrex_lib.longctx.frame_budget", description=main.__doc__)
+    ap.add_argument("--profile", choices=PROFILES, default="default")
+    ap.add_argument("--lo", type=int, default=1000, help="first cache size kept (tokens)")
+    ap.add_argument("--hi", type=int, default=4000, help="last cache size kept (tokens)")
+    ap.add_argument("--every", type=int, default=10, help="keep every n-th frame step in [lo, hi]")
+    ap.add_argument("--kv-capacity", type=int, default=None,
+                    help="device tier in tokens (default: the profile's; below --lo so that tokens are offloaded)")
+    ap.add_argument("--out", required=True, help="CSV to write (atomic); its summary goes beside it")
+    a = ap.parse_args(argv)
+    if not 0 < a.lo <= a.hi or a.every < 1 or (a.kv_capacity is not None and a.kv_capacity < 1):
+        ap.error("need 0 < --lo <= --hi, --every >= 1 and --kv-capacity >= 1")
+    out = Path(a.out)
+    if out.is_dir() or not out.parent.is_dir():
+        ap.error(f"--out {out}: give a file in an existing folder")
+    model, frames, cfg = stream_frames(a.profile, a.hi)
+    if a.kv_capacity is not None:
+        cfg = cfg.replace(kv_capacity=a.kv_capacity)
+    df = frame_budget(model, frames, budget_policies(), cfg, lo_tokens=a.lo, hi_tokens=a.hi, every=a.every)
+    _io.write_text(out, df.to_csv(index=False))
+    _io.write_text(out.with_suffix(".summary.csv"), summary(df).to_csv(index=False))
+    print(summary(df).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

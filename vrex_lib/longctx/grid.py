@@ -2,6 +2,7 @@
 
     methods = method_specs(("full", "resv", "resv@r0.7", "resv@text"))
     grid = study_grid("default")            # the default profile's share of make reproduce
+    grid = study_grid("default", "power")   # the comparison with power: 40 trials per cell at 1K and 2K
     grid = study_grid("default", "full")    # the full grid: 1K-8K x 5 depths x 4 seeds x both tasks (40 per cell)
 
 Method names: a registry policy (``full``, ``flexgen``, ``infinigen``, ``infinigen_p``, ``rekv``, ``resv``), or a
@@ -84,8 +85,10 @@ def method_spec(name: str) -> StudyMethod:
 
 
 #: Budget tags of the equal-budget curves (docs/DECISIONS.md D482): InfiniGen's alpha, StreamingLLM's window (tokens).
-BUDGET_TAGS: dict[str, tuple[str, str, type]] = {"infinigen": ("a", "alpha", float),
-                                                 "streamingllm": ("w", "window", int)}
+#: From the method table's :class:`~vrex_lib.methods.Budget` records; ReSV's Th_r-wics is its ``r`` reading tag.
+BUDGET_TAGS: dict[str, tuple[str, str, type]] = {
+    m.name: (m.budget.tag, m.budget.option, m.budget.kind) for m in method_table.METHODS.values()
+    if m.budget is not None and m.budget.study and m.budget.option != "th_r_wics"}
 
 
 def _budget_tag(name: str, pol: str, tag: str) -> StudyMethod | None:
@@ -258,8 +261,9 @@ POWER_METHODS: tuple[str, ...] = _power_methods()
 POWER_DEPTHS: tuple[float, ...] = (0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95)
 POWER_SEEDS: tuple[int, ...] = (0, 1, 2, 3)
 #: Budget values per method tag (the policy's default is the plain name, listed by the method table).
-BUDGET_VALUES: dict[str, tuple] = {"exact": (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08), "resv": (0.1, 0.5, 0.7, 0.9),
-                                   "infinigen": (1, 3, 8, 12), "streamingllm": (256, 768, 1024)}
+BUDGET_VALUES: dict[str, tuple] = {"exact": (0.0025, 0.005, 0.01, 0.02, 0.04, 0.08),
+                                   **{m.name: m.budget.study for m in method_table.METHODS.values()
+                                      if m.budget is not None and m.budget.study}}
 
 
 def _budget_methods() -> tuple[str, ...]:
@@ -277,6 +281,10 @@ def _budget_methods() -> tuple[str, ...]:
 #: 512, so a longer window keeps offloaded tokens too).
 BUDGET_METHODS: tuple[str, ...] = _budget_methods()
 _POWER_BLOCKS = tuple(Block(t, (1000, 2000), POWER_DEPTHS, POWER_SEEDS, POWER_METHODS) for t in TASKS)
+#: make reproduce's share of the comparison (docs/DECISIONS.md D485): every other power depth at 1K, one seed -- 5
+#: trials per cell, the code path and a first look; the 160 trials of :data:`_POWER_BLOCKS` (~45 CPU-minutes) are
+#: the ``power`` grid, opt-in, like the ``full`` grid.
+_POWER_BLOCKS_DEFAULT = tuple(Block(t, (1000,), POWER_DEPTHS[::2], POWER_SEEDS[:1], POWER_METHODS) for t in TASKS)
 #: The earlier five trials: every method, the Th_r-wics sweep and the readings the claims name (few trials each).
 _SWEEP_BLOCKS = (Block("passkey", (1000, 2000), (0.25, 0.75)), Block("needle", (1000,), (0.5,)))
 _SWEEP_METHODS = tuple(dict.fromkeys(ALL_METHODS + _TEXT_SWEEP + _BEYOND_DEFAULT + POWER_METHODS + BUDGET_METHODS))
@@ -287,7 +295,8 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
                                     ALL_METHODS + ("resv@r0.7", "exact@k0.05"), chunk_tokens=64, kv_capacity=128,
                                     max_new_tokens=6),
     # ~3 CPU-minutes of make reproduce (measured, notebook 09)
-    ("default", "profile"): StudyGrid("default", "default", _POWER_BLOCKS + _SWEEP_BLOCKS, _SWEEP_METHODS),
+    ("default", "profile"): StudyGrid("default", "default", _POWER_BLOCKS_DEFAULT + _SWEEP_BLOCKS, _SWEEP_METHODS),
+    ("default", "power"): StudyGrid("default-power", "default", _POWER_BLOCKS, POWER_METHODS),
     ("default", "full"): StudyGrid("default-full", "default",
                                    tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS)
                                    + tuple(Block(t, (1000, 2000, 4000), POWER_DEPTHS, POWER_SEEDS + (4, 5, 6, 7),
@@ -299,7 +308,8 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
 
 def study_grid(profile: str, grid: str = "profile") -> StudyGrid:
     """The study of ``profile`` (its ``longctx`` section, :mod:`vrex_lib.profiles`): ``grid='profile'`` its share of
-    make reproduce, ``'full'`` the whole grid of its family. The ``full`` profile (VideoLLM-online 8B) always runs
+    make reproduce, ``'power'`` the 40-trial comparison alone (D481), ``'full'`` the whole grid of its family. The
+    ``full`` profile (VideoLLM-online 8B) always runs
     the default family's full grid, on its own model."""
     if grid not in STUDY_GRIDS:
         raise ValueError(f"long-context study: {arg_name('--grid')} {grid!r} is not a study grid; use "

@@ -61,6 +61,9 @@ CAPTIONS: dict[str, str] = {
                                 "panel per method and task.",
     "retrieval_demand_accuracy_vs_selection": "Accuracy against what each method selects; dotted / dashed: ReSV's "
                                               "Th_r-wics sweeps (streaming / @text).",
+    "retrieval_demand_equal_budget": "Equal budget: exact match (left) and needle recall (right) against the fetched "
+                                     "share of the offloaded tier, one line per method family and context; star: "
+                                     "ReSV at the paper's Th_r-wics 0.3.",
     "retrieval_demand_recall_per_layer": "Recall of the key's digit tokens per layer, one line per method.",
     "resv_mechanism": "ReSV's mechanism on one trial, one point per (layer, KV head): centroid dilution (dashed: 1, "
                       "no dilution), the always-attended share (dashed: Th_r-wics) and one-cluster rows.",

@@ -4,7 +4,7 @@ The README holds three generated blocks between marker comments, ``<!-- readme:N
 -->``: ``counts`` (the verdict totals per distinct claim, rows in parentheses -- what REPORT.md, summary.csv and the
 console of ``make reproduce`` say), ``headline`` (the headline claims with both workload columns, their verdicts
 and causes, as REPORT.md's first table) and ``times`` (each executed notebook's wall time, from papermill's record).
-``scripts/readme_numbers.py`` writes them; :func:`drift` says which block no longer matches a results folder.
+``scripts/readme_numbers.py`` (this module's :func:`main`) writes them; :func:`drift` says which block no longer matches a results folder.
 
     blocks = generate(Path("results"))
     text = apply(Path("README.md").read_text(), blocks)
@@ -12,8 +12,12 @@ and causes, as REPORT.md's first table) and ``times`` (each executed notebook's 
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import re
+import sys
+import tempfile
 from pathlib import Path
 
 from . import content
@@ -98,3 +102,41 @@ def drift(text: str, blocks: dict[str, str]) -> list[str]:
 
 
 __all__ = ["BLOCKS", "apply", "counts_block", "drift", "generate", "headline_block", "times_block"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python scripts/readme_numbers.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default="results", help="the results folder `make reproduce` wrote")
+    ap.add_argument("--readme", default="README.md", help="the README to rewrite or check")
+    ap.add_argument("--check", action="store_true", help="only check; exit 1 when a block drifted")
+    a = ap.parse_args(argv)
+
+    path = Path(a.readme)
+    if not path.is_file():
+        print(f"readme_numbers: error: --readme {path} does not exist: pass the README to update", file=sys.stderr)
+        return 2
+    try:
+        blocks = generate(Path(a.results))
+        text = path.read_text()
+        if a.check:
+            bad = drift(text, blocks)
+            if bad:
+                print(f"readme_numbers: {path} drifted from {a.results} in: {', '.join(bad)}; run "
+                      f"`python scripts/readme_numbers.py --results {a.results}` to regenerate", file=sys.stderr)
+                return 1
+            print(f"{path} matches {a.results}")
+            return 0
+        new = apply(text, blocks)
+    except ValueError as err:
+        print(f"readme_numbers: error: {err}", file=sys.stderr)
+        return 2
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(new)
+    os.replace(tmp, path)
+    print(f"wrote {', '.join(blocks)} into {path} from {a.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from ..config import REPO_ROOT, results_dir
+from ..config import REPO_ROOT, results_dir, workload_path
 from . import manifest
 
 #: The results folder's record of the parameters of its last `make reproduce` (the Makefile's PARAMS_STAMP).
@@ -58,7 +58,7 @@ def output_inputs(nb: Path, results: Path) -> list[Path]:
             continue
         for k in kinds:
             if k == "workload" and profile:
-                out.append(results / "data" / f"workload_{profile}.json")
+                out.append(workload_path(profile, results))
             elif k == "coin" and (results / PARAMS_FILE).is_file():
                 out.append(results / ".coin")
             elif k == "executed:*":
