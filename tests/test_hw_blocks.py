@@ -3,7 +3,7 @@ against values worked out by hand (the whole blocks are checked against the refe
 testbenches sit beside its blocks (vrex_lib/hw/wtu_blocks.py); the others use the drivers of vrex_lib/hw/_sim.py."""
 from __future__ import annotations
 
-from myhdl import ResetSignal, Signal, intbv
+from myhdl import ResetSignal, Signal, block, intbv
 
 from vrex_lib.hw import wtu_blocks as W
 from vrex_lib.hw._sim import drive_clocked as clocked

@@ -320,7 +320,7 @@ def test_a_choice_parameter_is_checked_before_any_notebook_runs(tmp_path, nbdir)
     r = make("reproduce", "PROFILE=smoke", "PAPERMILL_ARGS=-p GRID ful", tmp=tmp_path,
              nbdir=REPO / "notebooks")
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert "the notebook parameter GRID 'ful', which is not one of 'profile', 'full'" in r.stderr
+    assert "the notebook parameter GRID 'ful', which is not one of 'profile', 'power', 'full'" in r.stderr
     assert "-p GRID profile or -p GRID full" in r.stderr and "grid=" not in r.stderr
     assert _untouched(tmp_path / "res")
 
