@@ -321,7 +321,7 @@ def test_a_choice_parameter_is_checked_before_any_notebook_runs(tmp_path, nbdir)
              nbdir=REPO / "notebooks")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "the notebook parameter GRID 'ful', which is not one of 'profile', 'power', 'full'" in r.stderr
-    assert "-p GRID profile or -p GRID full" in r.stderr and "grid=" not in r.stderr
+    assert "-p GRID profile or -p GRID power or -p GRID full" in r.stderr and "grid=" not in r.stderr
     assert _untouched(tmp_path / "res")
 
 
