@@ -103,6 +103,13 @@ _ROWS: tuple[Method, ...] = (
            "docs/DECISIONS.md D7", ("frame", "text")),
     Method("resv_rescore", "resv_policy.ReSVRescore", "ReSV, clusters as shortlist + exact re-score", "alternative",
            "docs/DECISIONS.md D262 (beyond the paper)", ("frame", "text")),
+    # Beyond the paper (docs/DECISIONS.md D490-D494): capped clusters, a bounded cluster score, a token-budget stop.
+    Method("resv_best", "bounded_policy.BoundedReSV", "ReSV, capped clusters + 4-bit best member + budget",
+           "alternative", "docs/DECISIONS.md D490 (beyond the paper)", ("frame", "text"), ),
+    Method("resv_cuboid", "bounded_policy.BoundedReSVCuboid", "ReSV, capped clusters + cuboid-mean + budget",
+           "alternative", "docs/DECISIONS.md D490 (beyond the paper)", ("frame", "text")),
+    Method("resv_capped", "bounded_policy.BoundedReSVCentroid", "ReSV, capped clusters + centroid + budget",
+           "alternative", "docs/DECISIONS.md D490 (beyond the paper)", ("frame", "text")),
     Method("streamingllm", "streamingllm.StreamingLLM", "StreamingLLM", "external",
            "Xiao et al., ICLR 2024 (sinks + recent window; docs/DECISIONS.md D300)", (), sim="streamingllm",
            runs_in=frozenset({"study", "longctx", "fig13"})),

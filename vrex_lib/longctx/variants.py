@@ -18,7 +18,8 @@ from .grid import READING_TAGS, method_spec
 
 LABELS: tuple[str, ...] = ("paper-stated", "another reading", "beyond", "reference")
 _PAPER_POLICIES = {"resv": "paper-stated", "resv_noclust": "paper-stated", "resv_candwics": "another reading",
-                   "resv_rescore": "beyond", "full": "reference", "exact": "reference"}
+                   "resv_rescore": "beyond", "resv_best": "beyond", "resv_cuboid": "beyond", "resv_capped": "beyond",
+                   "full": "reference", "exact": "reference"}
 
 
 def variant_label(name: str) -> str | None:
