@@ -289,7 +289,7 @@ def random_stop(n: int, rng: np.random.Generator, p: BoundedParams) -> list[dict
 RANDOM = {"capped_nearest": random_nearest, "best_member": random_scorer, "budget_stop": random_stop}
 
 
-def _inputs(name: str, v: dict, p: BoundedParams) -> dict:
+def vector_inputs(name: str, v: dict, p: BoundedParams) -> dict:
     """The input port values of one vector."""
     if name == "capped_nearest":
         return dict(in_valid=1, code=v["code"], codes=_pack(v["codes"], p.code_bits),
@@ -300,17 +300,13 @@ def _inputs(name: str, v: dict, p: BoundedParams) -> dict:
     return dict(in_valid=1, first=int(v["first"]), count=v["count"], budget=v["budget"])
 
 
-def _outputs(name: str, got: dict, p: BoundedParams) -> tuple:
+def vector_outputs(name: str, got: dict, p: BoundedParams) -> tuple:
     """The logged outputs of one vector in the reference's form (signed where the port is)."""
     if name == "capped_nearest":
         return int(got["best_idx"]), int(got["best_d"]), bool(got["join_o"])
     if name == "best_member":
         return _signed(got["score"], p.score_bits), _signed(got["best"], p.score_bits)
     return bool(got["sel"]), int(got["acc_out"]), bool(got["stop"])
-
-
-def _check_ref(name: str, v: dict, out: tuple) -> bool:
-    return out == v["ref"]
 
 
 # ---------------------------------------------------------------------------------------- simulation
@@ -330,17 +326,37 @@ def simulate_myhdl(name: str, vecs: list[dict], p: BoundedParams) -> dict:
             clk = P["clk"]
             yield from reset_pulse(clk, P["rst"])
             for v in vecs:
-                for k, x in _inputs(name, v, p).items():
+                for k, x in vector_inputs(name, v, p).items():
                     P[k].next = x
                 yield clk.negedge
-                got.append(_outputs(name, {k: int(P[k]) for k in outs}, p))
+                got.append(vector_outputs(name, {k: int(P[k]) for k in outs}, p))
             raise StopSimulation()
 
         return dut, clkgen, tb
 
     bench().run_sim(quiet=1)
-    bad = sum(int(not _check_ref(name, v, g)) for v, g in zip(vecs, got))
+    bad = sum(int(g != v["ref"]) for v, g in zip(vecs, got))
     return dict(vectors=len(vecs), mismatches=bad + abs(len(vecs) - len(got)))
+
+
+def stimulus(name: str, vecs: list[dict], p: BoundedParams) -> tuple[Stimulus, list[dict]]:
+    """The stimulus of ``vecs`` (reset, then one logged vector a cycle) and per vector its line and reference."""
+    _, ports, outs = BLOCKS[name]
+    stim = Stimulus(ports(p), outs)
+    stim.step(rst=1)
+    stim.vals["rst"] = 0
+    return stim, [dict(line=stim.step(LOG, **vector_inputs(name, v, p)), ref=v["ref"]) for v in vecs]
+
+
+def check_log(name: str, run, meta: list[dict], p: BoundedParams) -> dict:
+    """Per vector: the outputs the Verilog logged at its line vs the reference -> {vectors, mismatches}."""
+    _, ports, outs = BLOCKS[name]
+    logs, _ = decode_log(run, ports(p), outs)
+    bad = 0
+    for m in meta:
+        e = logs.get(m["line"], [])
+        bad += int(len(e) != 1 or e[0] is None or vector_outputs(name, e[0], p) != m["ref"])
+    return dict(vectors=len(meta), mismatches=bad)
 
 
 def run_verilog(name: str, vecs: list[dict], p: BoundedParams, work: Path, simulator: str = "icarus") -> dict:
@@ -349,16 +365,9 @@ def run_verilog(name: str, vecs: list[dict], p: BoundedParams, work: Path, simul
     make, ports, outs = BLOCKS[name]
     vfile = convert(lambda P: make(**P, p=p), ports(p), name, work)
     P = ports(p)
-    stim = Stimulus(P, outs)
-    stim.step(rst=1)
-    stim.vals["rst"] = 0
-    lines = [stim.step(LOG, **_inputs(name, v, p)) for v in vecs]
+    stim, meta = stimulus(name, vecs, p)
     run = simulate(vfile, name, P, Protocol(outs), stim, work / "sim", simulator)
-    logs, _ = decode_log(run, P, outs)
-    bad = 0
-    for v, ln in zip(vecs, lines):
-        e = logs.get(ln, [])
-        bad += int(len(e) != 1 or e[0] is None or not _check_ref(name, v, _outputs(name, e[0], p)))
+    bad = check_log(name, run, meta, p)["mismatches"]
     return dict(vectors=len(vecs), mismatches=bad, cycles=run.cycles, run_s=run.run_s, simulator=simulator)
 
 
@@ -373,4 +382,4 @@ def synth_cells(name: str, p: BoundedParams, work: Path) -> dict:
 
 __all__ = ["BLOCKS", "BoundedParams", "DEFAULT_VECTORS", "RANDOM", "best_member", "budget_stop", "bulk_vectors",
            "capped_nearest", "random_nearest", "random_scorer", "random_stop", "run_verilog", "simulate_myhdl",
-           "synth_cells"]
+           "stimulus", "check_log", "synth_cells", "vector_inputs", "vector_outputs"]

@@ -51,8 +51,9 @@ from ..config import ReSVConfig, check_choice, check_int, check_real
 from .hashing import layer_seed, make_hyperplanes
 
 SUMMARIES: tuple[str, ...] = ("best", "cuboid", "centroid")
-#: Per-token key scale = mantissa · 2^(exponent − SCALE_BIAS), mantissa in [128, 255] (8 bits), exponent in
-#: [0, 15] (4 bits): scales from 2^-8 to ~2^8 cover post-RoPE keys of the models here (|k| up to ~20).
+#: Per-token key scale = mantissa · 2^(exponent − SCALE_BIAS), mantissa 8 bits (in [128, 255] unless the exponent
+#: is at its floor 0), exponent in [0, 15] (4 bits): scales from 2^-15 to ~2^8 cover post-RoPE keys of the models
+#: here (|k| up to ~20).
 SCALE_MANT_BITS, SCALE_EXP_BITS, SCALE_BIAS = 8, 4, 15
 #: The query rows as signed 8-bit integers (one scale per row; a common factor of a row's scores, so it never
 #: changes which member of a row is best).
@@ -91,7 +92,7 @@ class BoundedConfig:
 # ------------------------------------------------------------------------------------ integer references
 def quantize_keys(keys: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Symmetric per-token quantisation of ``keys [T, D]``: (codes int8 [T, D] in [−(2^(b−1)−1), 2^(b−1)−1],
-    mantissa int64 [T] in [128, 255], exponent int64 [T] in [0, 15]); the key is ≈ codes · m · 2^(e − 15)."""
+    mantissa int64 [T] in [1, 255], exponent int64 [T] in [0, 15]); the key is ≈ codes · m · 2^(e − 15)."""
     qmax = (1 << (bits - 1)) - 1
     k = np.asarray(keys, dtype=np.float64)
     s = np.maximum(np.abs(k).max(axis=1), 1e-30) / qmax
