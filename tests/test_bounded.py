@@ -149,9 +149,11 @@ _no_iverilog = shutil.which("iverilog") is None or shutil.which("vvp") is None
 
 
 @pytest.mark.hdl
+@pytest.mark.long
 @pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
 @pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
 def test_icarus_bulk_vectors_bit_exact(name, tmp_path):
+    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus."""
     from vrex_lib.hw import blocks
     from vrex_lib.hw import bounded as hb
     b = blocks.spec(name)
@@ -160,10 +162,21 @@ def test_icarus_bulk_vectors_bit_exact(name, tmp_path):
     vecs = b.random(n, np.random.default_rng(4), p, blocks.OperatingPoint())
     r = hb.run_verilog(name, vecs, p, tmp_path)
     assert r["vectors"] == n >= 3000 and r["mismatches"] == 0
+
+
+@pytest.mark.hdl
+@pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
+@pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
+def test_icarus_small_and_the_check_can_fail(name, tmp_path):
+    from vrex_lib.hw import bounded as hb
+    p = hb.BoundedParams(lanes=4, code_bits=16, dim=8)
+    make, ports, outs = hb.BLOCKS[name]
+    vecs = hb.RANDOM[name](200, np.random.default_rng(5), p)
+    assert hb.run_verilog(name, vecs, p, tmp_path)["mismatches"] == 0
     stim, meta = hb.stimulus(name, vecs[:50], p)
     meta[7] = dict(meta[7], ref=("x",))                  # the log check fails on a wrong reference
-    run = hb.simulate(hb.convert(lambda P: b.make(P, p), b.ports(p), name, tmp_path / "m"), name, b.ports(p),
-                      b.protocol, stim, tmp_path / "m" / "sim", "icarus")
+    vfile = hb.convert(lambda P: make(**P, p=p), ports(p), name, tmp_path / "m")
+    run = hb.simulate(vfile, name, ports(p), hb.Protocol(outs), stim, tmp_path / "m" / "sim", "icarus")
     assert hb.check_log(name, run, meta, p)["mismatches"] == 1
 
 
