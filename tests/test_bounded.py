@@ -199,3 +199,12 @@ def test_bulk_vectors_env(monkeypatch):
     monkeypatch.setenv("VREX_HW_VECTORS", "ten")
     with pytest.raises(ValueError, match="VREX_HW_VECTORS"):
         hb.bulk_vectors()
+
+
+def test_study_names_and_labels():
+    from vrex_lib.longctx.grid import method_spec
+    from vrex_lib.longctx.variants import variant_label
+    for name in ("resv_best", "resv_cuboid", "resv_capped"):
+        assert variant_label(name) == variant_label(f"{name}@text") == "beyond"
+    pol = method_spec("resv_best@text").build(ReSVConfig(th_hp=6))
+    assert pol.retrieves_at_frame is False and pol.inner.cfg.th_hp == 6 and pol.inner.bounded.cap == 8
