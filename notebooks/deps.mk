@@ -116,6 +116,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -141,6 +142,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -152,6 +154,7 @@ $(EXEC_DIR)/02_resv_algorithm.ipynb: \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
   vrex_lib/retrieval/base.py \
+  vrex_lib/retrieval/bounded_policy.py \
   vrex_lib/retrieval/flexgen.py \
   vrex_lib/retrieval/full.py \
   vrex_lib/retrieval/infinigen.py \
@@ -226,6 +229,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -237,6 +241,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
   vrex_lib/retrieval/base.py \
+  vrex_lib/retrieval/bounded_policy.py \
   vrex_lib/retrieval/flexgen.py \
   vrex_lib/retrieval/full.py \
   vrex_lib/retrieval/infinigen.py \
@@ -270,6 +275,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/hw/analysis.py \
   vrex_lib/hw/bf16.py \
   vrex_lib/hw/blocks.py \
+  vrex_lib/hw/bounded.py \
   vrex_lib/hw/bulk.py \
   vrex_lib/hw/dpe.py \
   vrex_lib/hw/dre.py \
@@ -311,6 +317,7 @@ $(EXEC_DIR)/04_dre_hardware.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -349,6 +356,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/hw/activity.py \
   vrex_lib/hw/bf16.py \
   vrex_lib/hw/blocks.py \
+  vrex_lib/hw/bounded.py \
   vrex_lib/hw/bulk.py \
   vrex_lib/hw/dpe.py \
   vrex_lib/hw/dre.py \
@@ -397,6 +405,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -421,6 +430,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -478,6 +488,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -504,6 +515,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -558,6 +570,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -582,6 +595,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -645,6 +659,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -670,6 +685,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
   vrex_lib/resv/analysis.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -681,6 +697,7 @@ $(EXEC_DIR)/08_design_space.ipynb: \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
   vrex_lib/retrieval/base.py \
+  vrex_lib/retrieval/bounded_policy.py \
   vrex_lib/retrieval/flexgen.py \
   vrex_lib/retrieval/full.py \
   vrex_lib/retrieval/infinigen.py \
@@ -780,6 +797,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/perf/methods/infinigen.py \
   vrex_lib/perf/methods/rekv.py \
   vrex_lib/perf/methods/resv.py \
+  vrex_lib/perf/methods/resv_bounded.py \
   vrex_lib/perf/methods/resv_noclust.py \
   vrex_lib/perf/methods/streamingllm.py \
   vrex_lib/perf/model_ops.py \
@@ -804,6 +822,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/report/stale.py \
   vrex_lib/report/tables.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/mechanism.py \
@@ -816,6 +835,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
   vrex_lib/retrieval/base.py \
+  vrex_lib/retrieval/bounded_policy.py \
   vrex_lib/retrieval/flexgen.py \
   vrex_lib/retrieval/full.py \
   vrex_lib/retrieval/infinigen.py \
@@ -854,6 +874,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/methods.py \
   vrex_lib/profiles.py \
   vrex_lib/resv/__init__.py \
+  vrex_lib/resv/bounded.py \
   vrex_lib/resv/hashing.py \
   vrex_lib/resv/kernels.py \
   vrex_lib/resv/reference.py \
@@ -865,6 +886,7 @@ $(WORKLOAD_FILE): \
   vrex_lib/retrieval/__init__.py \
   vrex_lib/retrieval/_common.py \
   vrex_lib/retrieval/base.py \
+  vrex_lib/retrieval/bounded_policy.py \
   vrex_lib/retrieval/flexgen.py \
   vrex_lib/retrieval/full.py \
   vrex_lib/retrieval/infinigen.py \

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..config import VRexCoreConfig
+from . import bounded
 from . import fixedpoint as fx
 from . import lxe_vectors, timing, vectors
 from .dpe import PROTOCOL as DPE_PROTOCOL
@@ -339,10 +340,29 @@ LXE_SPECS: dict[str, BlockSpec] = {s.name: s for s in (DPE, VPE)}
 LXE_BLOCKS = tuple(LXE_SPECS)
 
 
+# ------------------------------------------------------------- beyond the paper: the bounded ReSV's blocks
+def _bounded_spec(name: str) -> BlockSpec:
+    """A block of :mod:`vrex_lib.hw.bounded` (docs/DECISIONS.md D495): random vectors only (no recorded trace of a
+    method the traces do not run)."""
+    make, ports, outs = bounded.BLOCKS[name]
+    return BlockSpec(
+        name=name, params=lambda cfg: bounded.BoundedParams(lanes=cfg.n_hcu_w), synth_params=lambda p: p,
+        ports=ports, make=lambda P, p: make(**P, p=p), protocol=Protocol(outs),
+        random=lambda n, rng, p, ctx: bounded.RANDOM[name](n, rng, p), trace=_no_trace, count=len,
+        check=lambda v, ctx, p, rec: bounded.simulate_myhdl(name, v, p),
+        stimulus=lambda v, ctx, p: bounded.stimulus(name, v, p),
+        check_log=lambda run, meta, p: bounded.check_log(name, run, meta, p), longest=lambda meta: 0,
+        real_fn=lambda tr, cap, p: ([], []))
+
+
+#: The bounded ReSV's blocks (not in the DRE's verify loop ``BLOCKS``: ``vrex_lib.hw.bounded`` checks them).
+BOUNDED_SPECS: dict[str, BlockSpec] = {n: _bounded_spec(n) for n in bounded.BLOCKS}
+BOUNDED_BLOCKS = tuple(BOUNDED_SPECS)
+
+
 def spec(name: str) -> BlockSpec:
-    """The record of block ``name`` (a DRE or an LXE block); a ValueError naming the choices otherwise."""
-    if name in SPECS:
-        return SPECS[name]
-    if name in LXE_SPECS:
-        return LXE_SPECS[name]
-    raise ValueError(f"unknown block {name!r}: choose from {', '.join(BLOCKS + LXE_BLOCKS)}")
+    """The record of block ``name`` (a DRE, an LXE or a bounded-ReSV block); a ValueError naming the choices."""
+    for specs in (SPECS, LXE_SPECS, BOUNDED_SPECS):
+        if name in specs:
+            return specs[name]
+    raise ValueError(f"unknown block {name!r}: choose from {', '.join(BLOCKS + LXE_BLOCKS + BOUNDED_BLOCKS)}")

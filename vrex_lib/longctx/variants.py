@@ -36,7 +36,8 @@ def policy_label(policy: str) -> str | None:
         return None
     if m.role == "table2" and not m.stages:
         return "reference"
-    return _ROLE_LABEL.get(m.role) if takes_resv_config(policy) else None
+    # ReSV's readings, and this artifact's own variants whatever their policy class (D490)
+    return _ROLE_LABEL.get(m.role) if takes_resv_config(policy) or m.role == "alternative" else None
 
 
 def variant_label(name: str) -> str | None:

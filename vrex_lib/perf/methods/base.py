@@ -117,6 +117,10 @@ class SimMethod:
         """Device DRAM the predictor keeps resident besides the KV (none by default)."""
         return 0.0
 
+    def cluster_tokens(self, tokens_per_cluster: float) -> float:
+        """Tokens per cluster as this method clusters (the workload's measured value unless the method caps it)."""
+        return tokens_per_cluster
+
     def keys_resident(self, p) -> bool:
         """True when the method keeps every key (full head_dim) in device DRAM for its scoring, so it fetches only V."""
         return False

@@ -130,6 +130,7 @@ def step_inputs(system: str | System, method: str | SimMethod, stage: str, kv_le
     if pol:
         used[f"reuse {spec.ratio_key}/{stage}"] = pol
     tpc, pol = wl.tokens_per_cluster.at(kv_len)
+    tpc = spec.cluster_tokens(tpc)
     if pol and spec.ratio_key == "resv":
         used["tokens_per_cluster"] = pol
     wics, pol = wl.wics_exit_frac.at(kv_len)

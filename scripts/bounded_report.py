@@ -1,0 +1,110 @@
+"""The bounded ReSV's numbers (issue 45, docs/DECISIONS.md D490-D499): retrieval with power, the per-core cost,
+FPS and energy beside the paper's ReSV.
+
+    python scripts/bounded_report.py power results/variants/power_1000.json ...   # finished or .partial.json files
+    python scripts/bounded_report.py sim                                          # V-Rex8/48, 1K-40K, both stages
+    python scripts/bounded_report.py core [--work results/variants/est]           # cells, toggles, CACTI (minutes)
+
+``power``: per (method, context length) the exact match with its Wilson 95 % interval and the fetched share of the
+offloaded tier (selected offloaded tokens / offloaded candidates, summed over the text-stage steps, layers and KV
+heads), from the long-context study's records (``python -m vrex_lib.longctx run ...``; a ``.partial.json`` of an
+interrupted run is read as well). ``sim``: the simulator's step (paper-stated workload; ``resv_best`` fetches its
+budget rule) with the energy of the added blocks (``core``'s power delta x cores x latency) beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from vrex_lib.eval.stats import wilson
+
+
+def power_table(paths: list[Path]) -> pd.DataFrame:
+    recs: dict[tuple[str, str], dict] = {}
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        records = d["records"]
+        for trial, by_method in (records.items() if isinstance(records, dict) else
+                                 ((r["trial"], {r["method"]: r}) for r in records)):
+            for m, r in by_method.items():
+                recs[(trial, m)] = r                        # a trial measured twice counts once
+    rows: dict[tuple[str, int], dict] = {}
+    for (_, m), r in recs.items():
+        c = rows.setdefault((m, int(r["context_tokens"])), dict(n=0, k=0, sel_off=0.0, off=0.0))
+        c["n"] += 1
+        c["k"] += int(bool(r["correct"]))
+        c["sel_off"] += r["sums"]["sel_off"]
+        c["off"] += r["sums"]["off"]
+    out = []
+    for (m, n), c in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
+        lo, hi = wilson(c["k"], c["n"])
+        out.append(dict(method=m, context_tokens=n, trials=c["n"], correct=c["k"], exact_match=c["k"] / c["n"],
+                        wilson_lo=lo, wilson_hi=hi, fetched_pct_offloaded=100 * c["sel_off"] / c["off"]))
+    return pd.DataFrame(out)
+
+
+def core_table(work: Path) -> pd.DataFrame:
+    from vrex_lib.estimate.bounded import core_delta
+    return core_delta(work)
+
+
+def sim_table(kv_sizes=(1000, 5000, 10000, 20000, 40000), delta_mw: float | None = None) -> pd.DataFrame:
+    from vrex_lib.perf.methods import METHODS
+    from vrex_lib.perf.sim import simulate
+    from vrex_lib.perf.systems import get_system
+    from vrex_lib.resv.bounded import BoundedConfig
+    out = []
+    for system in ("vrex8", "vrex48"):
+        n_cores = get_system(system).n_cores
+        for stage in ("frame", "text"):
+            for n in kv_sizes:
+                base = simulate(system, "resv", stage, n, workload="paper")
+                # resv_best at its own budget, and at the paper's ReSV's fetched share (equal fetch: what the
+                # prediction costs by itself)
+                eq = METHODS["resv_best"].replace(cfg=BoundedConfig(budget=max(1e-6, base.ratio)))
+                for m, model in (("resv", "resv"), ("resv_best", "resv_best"), ("resv_best@equal-fetch", eq)):
+                    r = base if m == "resv" else simulate(system, model, stage, n, workload="paper")
+                    extra_j = (delta_mw or 0.0) * 1e-3 * n_cores * r.latency_ms * 1e-3 if m != "resv" else 0.0
+                    out.append(dict(system=system, stage=stage, kv_len=n, method=m, fps=r.fps,
+                                    latency_ms=r.latency_ms, kv_prediction_ms=r.breakdown_ms["kv_prediction"],
+                                    fetched_pct=100 * r.ratio, energy_mJ=1e3 * (r.energy_J + extra_j),
+                                    blocks_mJ=1e3 * extra_j, mem_gb=r.row()["mem_gb"]))
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("power")
+    p.add_argument("files", nargs="+", type=Path)
+    s = sub.add_parser("sim")
+    s.add_argument("--core-csv", type=Path, default=None, help="core_delta CSV (adds the blocks' energy)")
+    c = sub.add_parser("core")
+    c.add_argument("--work", type=Path, default=Path("results/variants/est"))
+    c.add_argument("--csv", type=Path, default=None)
+    a = ap.parse_args(argv)
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 30)
+    if a.cmd == "power":
+        missing = [str(f) for f in a.files if not f.exists()]
+        if missing:
+            print(f"bounded_report power: no such study file(s): {', '.join(missing)}", file=sys.stderr)
+            return 2
+        print(power_table(a.files).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    elif a.cmd == "core":
+        df = core_table(a.work)
+        if a.csv:
+            df.to_csv(a.csv, index=False)
+        print(df.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    else:
+        delta = float(pd.read_csv(a.core_csv).power_mW.sum()) if a.core_csv else None
+        print(sim_table(delta_mw=delta).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Beyond the paper: the bounded ReSV (docs/DECISIONS.md D490-D497) -- its algorithm, policies, method rows, MyHDL
+blocks (bit-exact in MyHDL and Icarus) and simulator model."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from vrex_lib import methods
+from vrex_lib.config import ReSVConfig, VRexCoreConfig
+from vrex_lib.resv import bounded as rb
+from vrex_lib.retrieval import make_policy
+
+
+def _loop_cluster(codes, cap, th):
+    """The capped founder rule as a plain loop over :func:`capped_nearest_ref` (the kernel's reference)."""
+    cl_codes, counts, out = [], [], []
+    for c in codes:
+        j, _, join = rb.capped_nearest_ref(int(c), np.array(cl_codes, np.int64), np.array(counts), cap, th)
+        if join:
+            counts[j] += 1
+            out.append(j)
+        else:
+            cl_codes.append(int(c))
+            counts.append(1)
+            out.append(len(cl_codes) - 1)
+    return np.array(out), np.array(counts)
+
+
+@pytest.mark.parametrize("cap", [1, 3, 8, 1000])
+def test_capped_kernel_equals_reference_loop(cap):
+    rng = np.random.default_rng(cap)
+    base = rng.integers(0, 1 << 32, 6)
+    codes = np.array([int(base[rng.integers(0, 6)]) ^ (1 << int(rng.integers(0, 32))) for _ in range(300)], np.int64)
+    keys = rng.normal(size=(300, 4)).astype(np.float32)
+    size = 300
+    buf_c, buf_n, buf_m = np.zeros(size, np.int64), np.zeros(size, np.int64), np.zeros((size, 4), np.float32)
+    got, n_cl = rb.capped_cluster(codes, keys, buf_c, buf_n, buf_m, 0, cap, 7)
+    want, counts = _loop_cluster(codes, cap, 7)
+    assert np.array_equal(got, want) and n_cl == counts.size and np.array_equal(buf_n[:n_cl], counts)
+    assert counts.max() <= cap and (cap < 300 or counts.max() > 8)  # the cap binds, and only the cap
+    for j in range(n_cl):  # running means: every cluster's mean is its members' mean
+        assert np.allclose(buf_m[j], keys[got == j].mean(0), atol=1e-5)
+
+
+def test_quantize_keys_and_integer_scores():
+    rng = np.random.default_rng(0)
+    k = rng.normal(0, rng.uniform(0.1, 10, (200, 1)), (200, 64))
+    for bits in (2, 3, 4, 8):
+        c, m, e = rb.quantize_keys(k, bits)
+        qmax = 2 ** (bits - 1) - 1
+        assert np.abs(c).max() <= qmax and m.min() >= 1 and m.max() <= 255 and e.min() >= 0 and e.max() <= 15
+        assert np.all(m[e > 0] >= 128)                    # normalised unless the exponent is at its floor
+        scale = m * 2.0 ** (e - rb.SCALE_BIAS)
+        assert np.all(np.abs(c * scale[:, None] - k) <= scale[:, None] * 0.5 + 1e-9 + np.maximum(
+            0, np.abs(k) - qmax * scale[:, None]))
+    qc, qs = rb.quantize_query(rng.normal(size=(3, 64)))
+    s = rb.member_scores_int(qc, c, m, e) * qs[:, None] * 2.0 ** -rb.SCALE_BIAS
+    assert np.allclose(s, (qc * qs[:, None]) @ (c * (m * 2.0 ** (e - rb.SCALE_BIAS))[:, None]).T)
+
+
+def test_budget_stop_and_config():
+    assert rb.budget_stop_ref(np.array([3, 4, 2, 5]), 7).tolist() == [True, True, False, False]
+    assert rb.budget_stop_ref(np.array([3, 4, 2, 5]), 8).tolist() == [True, True, True, False]
+    assert rb.budget_stop_ref(np.array([9]), 1).tolist() == [True]
+    for bad in (dict(summary="max"), dict(cap=0), dict(budget=0.0), dict(budget=1.5), dict(bits=1), dict(shortlist=0)):
+        with pytest.raises(ValueError, match="BoundedConfig"):
+            rb.BoundedConfig(**bad)
+
+
+def _planted(summary: str, cap: int = 8):
+    """One head: 400 filler keys in few directions and one unique key the query points at; which positions the
+    bounded selection fetches."""
+    rng = np.random.default_rng(1)
+    D = 64
+    dirs = rng.normal(size=(4, D))
+    keys = dirs[rng.integers(0, 4, 400)] + 0.3 * rng.normal(size=(400, D))
+    keys[200] = dirs[0] + 0.3 * rng.normal(size=D)
+    q = rng.normal(size=D)
+    keys[200] += 4.0 * q / np.linalg.norm(q)           # a filler-cluster member with a much larger score
+    cfg = rb.BoundedConfig(summary=summary, cap=cap, budget=0.01)
+    t = rb.CappedClusterTable(1, D, ReSVConfig(), cfg, layer=0)
+    t.add(keys[None].astype(np.float32))
+    cand = np.arange(400)
+    sel, st = rb.bounded_select_head(cfg, q[None] * 3, keys.astype(np.float32), t.assign[0],
+                                     t.means[0].astype(np.float64), cand, t.lowbit[0] if summary == "best" else None)
+    return sel, st, t
+
+
+@pytest.mark.parametrize("summary", rb.SUMMARIES)
+def test_budget_bounds_the_fetch(summary):
+    sel, st, t = _planted(summary)
+    assert 4 <= sel.size <= 4 + 8 - 1                   # ceil(1 % of 400) tokens, whole clusters of <= cap
+    assert np.all(np.diff(sel) > 0) and st["clusters_selected"] >= 1
+    assert max(t.counts[0]) <= 8
+
+
+def test_best_member_finds_the_planted_key():
+    sel, _, _ = _planted("best")
+    assert 200 in sel
+
+
+def test_policies_and_method_rows():
+    assert {"resv_best", "resv_cuboid", "resv_capped"} <= set(methods.ALTERNATIVES)
+    assert methods.SIM_METHOD["resv_best"] == "resv_best"
+    p = make_policy("resv_best", cap=4, budget=0.02, bits=2, th_hp=5)
+    assert (p.bounded.cap, p.bounded.budget, p.bounded.bits, p.cfg.th_hp) == (4, 0.02, 2, 5)
+    assert make_policy("resv_cuboid").bounded.summary == "cuboid"
+    assert make_policy("resv_capped").bounded.summary == "centroid"
+    with pytest.raises(ValueError, match="unknown option"):
+        make_policy("resv_best", cluster_cap=4)
+    p.reset(2, 3, 64)
+    g = torch.Generator().manual_seed(0)
+    keys = torch.randn(3, 300, 64, generator=g)
+    for s in range(0, 300, 100):
+        for layer in range(2):
+            p.observe(layer, keys[:, s:s + 100], s, "frame", s // 100)
+    sel = p.select(1, torch.randn(9, 1, 64, generator=g), keys, torch.arange(20, 280), "text")
+    assert len(sel.indices) == 3 and all(6 <= i.numel() <= 6 + 3 for i in sel.indices)  # 2 % of 260, cap 4
+    assert all(bool(((i >= 20) & (i < 280)).all()) for i in sel.indices)
+    assert sel.stats["lowbit_keys"] == 3 * 260 and p.counters["lowbit_keys"] == 3 * 260
+    with pytest.raises(ValueError, match="observed position"):
+        p.observe(0, keys[:, :10], 0, "frame", 0)
+
+
+def test_simulator_model_beside_resv():
+    from vrex_lib.perf.sim import simulate
+    r = simulate("vrex8", "resv_best", "text", 40000, workload="paper")
+    base = simulate("vrex8", "resv", "text", 40000, workload="paper")
+    assert 0 < r.fps < base.fps                          # the low-bit key reads cost time at 40K
+    assert r.breakdown_ms["kv_prediction"] > base.breakdown_ms["kv_prediction"]
+    assert abs(r.ratio - (0.01 + 0.5 * 8 / 40000)) < 1e-12
+
+
+# ------------------------------------------------------------------------------------------------ RTL
+@pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
+def test_myhdl_blocks_bit_exact(name):
+    from vrex_lib.hw import bounded as hb
+    p = hb.BoundedParams(lanes=4, code_bits=16, dim=8)
+    vecs = hb.RANDOM[name](80, np.random.default_rng(3), p)
+    assert hb.simulate_myhdl(name, vecs, p) == dict(vectors=80, mismatches=0)
+    wrong = [dict(v, ref=(v["ref"][0] + 1,) + tuple(v["ref"][1:])) for v in vecs[:5]]  # a check that can fail
+    assert hb.simulate_myhdl(name, wrong, p)["mismatches"] == 5
+
+
+_no_iverilog = shutil.which("iverilog") is None or shutil.which("vvp") is None
+
+
+@pytest.mark.hdl
+@pytest.mark.long
+@pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
+@pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
+def test_icarus_bulk_vectors_bit_exact(name, tmp_path):
+    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus."""
+    from vrex_lib.hw import blocks
+    from vrex_lib.hw import bounded as hb
+    b = blocks.spec(name)
+    p = b.params(VRexCoreConfig())
+    n = hb.bulk_vectors()
+    vecs = b.random(n, np.random.default_rng(4), p, blocks.OperatingPoint())
+    r = hb.run_verilog(name, vecs, p, tmp_path)
+    assert r["vectors"] == n >= 3000 and r["mismatches"] == 0
+
+
+@pytest.mark.hdl
+@pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
+@pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
+def test_icarus_small_and_the_check_can_fail(name, tmp_path):
+    from vrex_lib.hw import bounded as hb
+    p = hb.BoundedParams(lanes=4, code_bits=16, dim=8)
+    make, ports, outs = hb.BLOCKS[name]
+    vecs = hb.RANDOM[name](200, np.random.default_rng(5), p)
+    assert hb.run_verilog(name, vecs, p, tmp_path)["mismatches"] == 0
+    stim, meta = hb.stimulus(name, vecs[:50], p)
+    meta[7] = dict(meta[7], ref=("x",))                  # the log check fails on a wrong reference
+    vfile = hb.convert(lambda P: make(**P, p=p), ports(p), name, tmp_path / "m")
+    run = hb.simulate(vfile, name, ports(p), hb.Protocol(outs), stim, tmp_path / "m" / "sim", "icarus")
+    assert hb.check_log(name, run, meta, p)["mismatches"] == 1
+
+
+@pytest.mark.hdl
+@pytest.mark.long
+@pytest.mark.skipif(_no_iverilog or shutil.which("yosys") is None, reason="iverilog/yosys not installed")
+def test_core_delta_small(tmp_path):
+    from vrex_lib.estimate.bounded import core_delta
+    from vrex_lib.hw import bounded as hb
+    df = core_delta(tmp_path, p=hb.BoundedParams(lanes=4, code_bits=16, dim=8), n_vectors=200)
+    logic = df[df.kind == "logic"]
+    assert len(logic) == 3 and (logic.mismatches == 0).all() and (logic.cells > 0).all()
+    assert (df.area_um2 > 0).all() and (df.power_mW > 0).all() and (logic.alpha > 0).all()
+
+
+def test_bulk_vectors_env(monkeypatch):
+    from vrex_lib.hw import bounded as hb
+    monkeypatch.setenv("VREX_HW_VECTORS", "10000")
+    assert hb.bulk_vectors() == 10000
+    monkeypatch.setenv("VREX_HW_VECTORS", "ten")
+    with pytest.raises(ValueError, match="VREX_HW_VECTORS"):
+        hb.bulk_vectors()
+
+
+def test_study_names_and_labels():
+    from vrex_lib.longctx.grid import method_spec
+    from vrex_lib.longctx.variants import variant_label
+    for name in ("resv_best", "resv_cuboid", "resv_capped"):
+        assert variant_label(name) == variant_label(f"{name}@text") == "beyond"
+    pol = method_spec("resv_best@text").build(ReSVConfig(th_hp=6))
+    assert pol.retrieves_at_frame is False and pol.inner.cfg.th_hp == 6 and pol.inner.bounded.cap == 8
