@@ -337,6 +337,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/claims/terms.py \
   vrex_lib/config.py \
   vrex_lib/estimate/__init__.py \
+  vrex_lib/estimate/bounded.py \
   vrex_lib/estimate/cacti.py \
   vrex_lib/estimate/cacti_cells.py \
   vrex_lib/estimate/cells.py \

@@ -117,6 +117,11 @@ class SimMethod:
         """Device DRAM the predictor keeps resident besides the KV (none by default)."""
         return 0.0
 
+    def fallback_selection(self, stage: str, kv_len: int) -> tuple[float, str] | None:
+        """(selected share, how it was derived) for a method the workload holds no fraction of (looked up under
+        its own name when ``ratio_key`` is None); None: the workload must hold one."""
+        return None
+
     def cluster_tokens(self, tokens_per_cluster: float) -> float:
         """Tokens per cluster as this method clusters (the workload's measured value unless the method caps it)."""
         return tokens_per_cluster

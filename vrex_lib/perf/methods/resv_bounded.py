@@ -17,7 +17,7 @@ What differs from ``resv`` (:mod:`.resv`), step by step:
   budget: the budget stop of :mod:`vrex_lib.hw.bounded` in place of WiCSum's Sum and ratio compare; the walk's
   cycles are the WTU's (:func:`~.base.dre_cycles`).
 * **Fetch**: the selected share of the offloaded candidates is the budget plus, on average, half a cluster per
-  (layer, KV head) (whole clusters are taken; :meth:`ReSVBounded.selection`), unless the workload holds a
+  (layer, KV head) (whole clusters are taken; :meth:`ReSVBounded.fallback_selection`), unless the workload holds a
   measured ``resv_best`` fraction (then that).
 """
 from __future__ import annotations
@@ -91,17 +91,10 @@ class ReSVBounded(SimMethod):
         """Tokens per cluster under the cap (the KVMU's run length and the HC table's rows)."""
         return min(float(self.cfg.cap), tokens_per_cluster)
 
-    def selection(self, wl, stage: str, kv_len: int, *, offloaded: bool, used: dict) -> tuple[float, float]:
-        # ratio_key is None (no paper-stated ratio exists for it); a workload measured with it holds "resv_best".
-        try:
-            return self.replace(ratio_key=self.name).selection_measured(wl, stage, kv_len, offloaded, used)
-        except KeyError:  # no measured fraction: the budget rule
-            r = min(1.0, self.cfg.budget + 0.5 * self.cfg.cap / max(1.0, float(kv_len)))
-            used[f"selected_frac {self.name}/{stage}"] = "budget + half a cluster (BoundedConfig)"
-            return r, r
-
-    def selection_measured(self, wl, stage: str, kv_len: int, offloaded: bool, used: dict) -> tuple[float, float]:
-        return SimMethod.selection(self, wl, stage, kv_len, offloaded=offloaded, used=used)
+    def fallback_selection(self, stage: str, kv_len: int) -> tuple[float, str]:
+        # No paper-stated ratio exists for it; a workload measured with it holds "resv_best" (looked up first).
+        r = min(1.0, self.cfg.budget + 0.5 * self.cfg.cap / max(1.0, float(kv_len)))
+        return r, "budget + half a cluster (BoundedConfig)"
 
     def prediction_work(self, stage: str, ctx: PredContext) -> PredWork:
         return bounded_work(ctx, self.cfg) if ctx.n_cand > 0 else PredWork([])

@@ -71,14 +71,22 @@ def _selection(spec: SimMethod, wl: Workload, stage: str, kv_len: int, *, offloa
     the on-device share and is not looked up). Extrapolation policies used are added to ``used``."""
     if not spec.selects(stage):
         return (1.0, 0.0) if spec.evicts else (1.0, 1.0)
-    r_dev, pol = wl.selected(spec.ratio_key, stage, kv_len, "device")
+    key = spec.ratio_key or spec.name
+    try:
+        r_dev, pol = wl.selected(key, stage, kv_len, "device")
+        if pol:
+            used[f"selected_frac_device {key}/{stage}"] = pol
+        if not offloaded:
+            return r_dev, r_dev
+        r_off, pol = wl.selected(key, stage, kv_len, "offloaded")
+    except KeyError:
+        fallback = spec.fallback_selection(stage, kv_len)
+        if fallback is None:
+            raise
+        used[f"selected_frac {spec.name}/{stage}"] = fallback[1]
+        return fallback[0], fallback[0]
     if pol:
-        used[f"selected_frac_device {spec.ratio_key}/{stage}"] = pol
-    if not offloaded:
-        return r_dev, r_dev
-    r_off, pol = wl.selected(spec.ratio_key, stage, kv_len, "offloaded")
-    if pol:
-        used[f"selected_frac_offloaded {spec.ratio_key}/{stage}"] = pol
+        used[f"selected_frac_offloaded {key}/{stage}"] = pol
     return r_dev, r_off
 
 
