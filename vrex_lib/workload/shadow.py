@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..resv.table import HashClusterTable
 from ..retrieval.base import PolicyBase
 from ..runtime.attention import StepContext
 
@@ -198,7 +199,9 @@ def _add_blocks(rec: StepRecord, offloaded: torch.Tensor, n_sink: int, table, he
     ({(layout, tokens per block): [blocks, runs]}; a ReSV table adds the cluster layout)."""
     pos = np.sort(offloaded.detach().cpu().numpy().astype(np.int64))
     clusters = None
-    if table is not None and table.n_tokens:
+    # ReSV's HC table maps tokens to clusters by position; the bounded ReSV's capped tables (resv_best) keep no
+    # positions, so its blocks are counted by token runs (its cluster runs are the cap: perf ReSVBounded).
+    if isinstance(table, HashClusterTable) and table.n_tokens:
         tpos = table.positions.numpy()
         i = np.searchsorted(tpos, pos)
         ok = (i < tpos.size) & (tpos[np.minimum(i, tpos.size - 1)] == pos)
