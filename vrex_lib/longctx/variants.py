@@ -64,7 +64,9 @@ def variant_table(df: pd.DataFrame) -> pd.DataFrame:
         k, t = int(g.correct.sum()), len(g)
         lo, hi = wilson(k, t)
         off = g.sum_off.sum()
-        rk = [r for r in g.get("rescored_keys", pd.Series(dtype=object)) if isinstance(r, dict)]
+        # resv_rescore's shortlist counters (the bounded ReSV's records count other things)
+        rk = [r for r in g.get("rescored_keys", pd.Series(dtype=object))
+              if isinstance(r, dict) and "shortlist_keys" in r]
         rs = sum(r["shortlist_keys"] for r in rk) / max(1, sum(r["candidates"] for r in rk)) if rk else float("nan")
         tpc = g["tokens_per_cluster"].mean() if "tokens_per_cluster" in g else float("nan")
         rows.append(dict(method=m, label=lab, context_tokens=int(n), n=t, exact_match=k / t, em_lo=lo, em_hi=hi,
