@@ -219,7 +219,11 @@ NB01 = {**NB, "cells": [
     {**NB["cells"][0], "source": ['PROFILE = "default"\n', 'RESULTS_DIR = ""\n', 'COIN_ROOT = ""\n']},
     {**NB["cells"][1], "source": ["from pathlib import Path\n",
                                   "with open(Path(RESULTS_DIR) / 'runs.log', 'a') as f:\n",
-                                  "    f.write(f'coin {PROFILE}\\n')\n"]}]}
+                                  "    f.write(f'coin {PROFILE}\\n')\n",
+                                  # as every notebook does: a table, hence a manifest (a missing one is stale, D443)
+                                  "from vrex_lib import report\n",
+                                  "report.write_table(\"t_coin\", [report.info_row(\"coin\", \"x\", \"\", 1.0)], "
+                                  "profile=PROFILE, out=RESULTS_DIR)\n"]}]}
 
 
 @pytest.mark.slow
