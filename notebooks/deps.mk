@@ -186,10 +186,9 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
   vrex_lib/accuracy.py \
-  vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/accuracy.py \
-  vrex_lib/claims/causes.py \
+  vrex_lib/claims/need.py \
   vrex_lib/claims/provenance.py \
   vrex_lib/coin/__init__.py \
   vrex_lib/coin/annotations.py \
@@ -198,14 +197,6 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/coin/tasks.py \
   vrex_lib/coin/tokens.py \
   vrex_lib/config.py \
-  vrex_lib/estimate/__init__.py \
-  vrex_lib/estimate/cacti.py \
-  vrex_lib/estimate/constants.py \
-  vrex_lib/estimate/core.py \
-  vrex_lib/estimate/dram.py \
-  vrex_lib/estimate/library.py \
-  vrex_lib/estimate/offchip.py \
-  vrex_lib/estimate/scaling.py \
   vrex_lib/eval/__init__.py \
   vrex_lib/eval/budget.py \
   vrex_lib/eval/cli.py \
@@ -214,12 +205,8 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/eval/run.py \
   vrex_lib/eval/sample.py \
   vrex_lib/eval/stats.py \
-  vrex_lib/hw/__init__.py \
-  vrex_lib/hw/fixedpoint.py \
-  vrex_lib/hw/timing.py \
   vrex_lib/keys.py \
   vrex_lib/llm_weights.py \
-  vrex_lib/memtech.py \
   vrex_lib/methods.py \
   vrex_lib/notebook.py \
   vrex_lib/paper/__init__.py \
@@ -231,33 +218,6 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/paper/hardware.py \
   vrex_lib/paper/performance.py \
   vrex_lib/paper/resv.py \
-  vrex_lib/perf/__init__.py \
-  vrex_lib/perf/constants.py \
-  vrex_lib/perf/dram.py \
-  vrex_lib/perf/energy.py \
-  vrex_lib/perf/experiments.py \
-  vrex_lib/perf/link.py \
-  vrex_lib/perf/lxe.py \
-  vrex_lib/perf/methods/__init__.py \
-  vrex_lib/perf/methods/base.py \
-  vrex_lib/perf/methods/flexgen.py \
-  vrex_lib/perf/methods/full.py \
-  vrex_lib/perf/methods/infinigen.py \
-  vrex_lib/perf/methods/rekv.py \
-  vrex_lib/perf/methods/resv.py \
-  vrex_lib/perf/methods/resv_bounded.py \
-  vrex_lib/perf/methods/resv_noclust.py \
-  vrex_lib/perf/methods/streamingllm.py \
-  vrex_lib/perf/model_ops.py \
-  vrex_lib/perf/sim/__init__.py \
-  vrex_lib/perf/sim/costs.py \
-  vrex_lib/perf/sim/inputs.py \
-  vrex_lib/perf/sim/params.py \
-  vrex_lib/perf/sim/placement.py \
-  vrex_lib/perf/sim/schedule.py \
-  vrex_lib/perf/sim/totals.py \
-  vrex_lib/perf/systems.py \
-  vrex_lib/perf/workload.py \
   vrex_lib/profiles.py \
   vrex_lib/report/__init__.py \
   vrex_lib/report/captions.py \
@@ -374,6 +334,7 @@ $(EXEC_DIR)/05_area_power.ipynb: \
   vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/causes.py \
+  vrex_lib/claims/need.py \
   vrex_lib/claims/table3.py \
   vrex_lib/claims/terms.py \
   vrex_lib/config.py \
@@ -489,6 +450,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/causes.py \
   vrex_lib/claims/hwmodel.py \
+  vrex_lib/claims/need.py \
   vrex_lib/claims/performance.py \
   vrex_lib/claims/robustness.py \
   vrex_lib/config.py \

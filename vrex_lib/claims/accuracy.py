@@ -27,7 +27,7 @@ from .. import paper, report
 from ..coin import TASKS as COIN_TASKS
 from ..eval.stats import Interval, drop_interval, pooled_counts, top1_interval
 from ..runtime import RetrievalTrace, load_trace
-from .causes import whole_term
+from .need import whole_term
 from .provenance import FULL_PROFILE_RUN, Provenance, workload_cause
 
 #: Table II's methods with printed retrieval ratios, in the paper's row order.

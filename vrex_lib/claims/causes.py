@@ -28,6 +28,7 @@ from typing import Literal
 from .. import choices, paper, report
 from ..config import RuntimeConfig
 from ..perf.model_ops import LLAMA3_8B, decoder_layer_ops, lm_head_op
+from .need import part_term, target, whole_term
 
 GB = 1e9
 #: The registered paper keys :func:`implied_checks` needs (claims.performance reads them).
@@ -305,27 +306,6 @@ _PARTS = {"llm": "LLM ops", "vision_mlp": "vision tower + MLP", "kv_prediction":
           "retrieval_exposed": "exposed link stall (KV fetch)"}
 
 
-def target(printed: float, ours: float, tol: paper.Tolerance) -> float:
-    """The nearest edge of the tolerance band around ``printed``, on ours' side: what a PASS needs."""
-    if tol.kind == "log":
-        return printed * 10 ** (-tol.value if ours < printed else tol.value)
-    band = tol.value * abs(printed) if tol.kind == "rel" else tol.value
-    return printed - band if ours < printed else printed + band
-
-
-def part_term(name: str, part: float, whole: float, needs: float, unit: str = "ms") -> dict:
-    """The term ``part`` of ``whole`` that would have to be ``needs`` (same unit) for a PASS, with the factor that
-    takes and whether it is plausible (:data:`PLAUSIBLE_TERM`)."""
-    lo, hi, why = PLAUSIBLE_TERM
-    factor = needs / part if part else float("inf")
-    ok = needs > 0 and lo <= factor <= hi
-    note = ((f"x{factor:.2f} is within" if ok else f"x{factor:.2f} is outside") + f" x{lo:g}-x{hi:g}: {why}"
-            if needs > 0 else "implausible: it would need a negative value")
-    return dict(report.model_term(name, part / whole if whole else 0.0,
-                                  f"{needs:.4g} {unit} (now {part:.4g} {unit})", note),
-                factor=factor if needs > 0 else float("inf"))
-
-
 def share_term(name: str, part: float, whole: float, target_pct: float, unit: str = "ms") -> dict:
     """The term ``part`` of ``whole`` whose change alone moves its share to ``target_pct``: p' / (whole - p + p')
     = t, so p' = t (whole - p) / (1 - t)."""
@@ -338,11 +318,6 @@ def sum_term(parts: Mapping[str, float], ours: float, printed: float, tol: paper
     the smallest change."""
     tgt = target(printed, ours, tol)
     return _best([part_term(n, v, ours, v + tgt - ours, unit) for n, v in parts.items() if v > 0])
-
-
-def whole_term(name: str, ours: float, printed: float, tol: paper.Tolerance, unit: str) -> dict:
-    """A claim with no recorded breakdown: the simulated quantity as a whole and the value it would need."""
-    return part_term(name, ours, ours, target(printed, ours, tol), unit)
 
 
 def _best(cands: list[dict]) -> dict:
