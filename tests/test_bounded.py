@@ -208,3 +208,14 @@ def test_study_names_and_labels():
         assert variant_label(name) == variant_label(f"{name}@text") == "beyond"
     pol = method_spec("resv_best@text").build(ReSVConfig(th_hp=6))
     assert pol.retrieves_at_frame is False and pol.inner.cfg.th_hp == 6 and pol.inner.bounded.cap == 8
+
+
+def test_study_budget_part_sets_the_token_budget_of_a_bounded_variant_only():
+    from vrex_lib.longctx.grid import method_spec
+    pol = method_spec("resv_best@text-b0.015").build(ReSVConfig())
+    assert pol.inner.bounded.budget == 0.015 and pol.inner.bounded.cap == 8
+    assert method_spec("resv_cuboid@b0.03").build(ReSVConfig()).bounded.budget == 0.03
+    for bad, why in (("resv@text-b0.01", "unknown variant"), ("resv_best@text-b0", "token budget"),
+                     ("resv_best@text-b1.5", "token budget")):
+        with pytest.raises(ValueError, match=why):
+            method_spec(bad)

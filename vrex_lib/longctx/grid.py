@@ -9,7 +9,9 @@ Method names: a registry policy (``full``, ``flexgen``, ``infinigen``, ``infinig
 variant ``<policy>@<tag>``: ``rekv@frame`` (ReKV deciding at every step, the paper's Table II row), ``resv@r0.5``
 (ReSV at Th_r-wics = 0.5), ``resv@text`` / ``resv@text-r0.5`` (ReSV at the question and answer only: the document
 is encoded densely, as InfiniGen and ReKV's reference do); the same tags apply to ``resv_candwics`` (ReSV with the
-WiCSum total over candidate tokens only, docs/DECISIONS.md D7) and ``resv_noclust``. ``exact@k0.01`` is a reference,
+WiCSum total over candidate tokens only, docs/DECISIONS.md D7) and ``resv_noclust``; the bounded ReSV variants
+(``resv_best``, docs/DECISIONS.md D490) take a token-budget part ``b<share>`` (``resv_best@text-b0.015``: 1.5 % of
+the candidates). ``exact@k0.01`` is a reference,
 not a paper method: exact attention scores, the top 1 % of candidates per KV head, at the question and answer.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from .. import methods as method_table
 from ..config import STUDY_GRIDS, ReSVConfig, arg_name, profile_config
+from ..resv.bounded import BoundedConfig
 from ..retrieval import POLICIES, make_policy, takes_resv_config
 from .policy import ExactTopK, TextStageOnly
 from .task import TASKS
@@ -63,7 +66,8 @@ def method_spec(name: str) -> StudyMethod:
     m = _TAG.match(name)
     forms = ("a policy (" + ", ".join(POLICIES) + "), rekv@frame, infinigen@a<alpha>, streamingllm@w<window>, "
              "resv@r<ratio>, resv@text, resv@text-r<ratio> "
-             "(parts: text, r<ratio>, " + ", ".join(READING_TAGS) + ", s<shortlist> for resv_rescore) "
+             "(parts: text, r<ratio>, " + ", ".join(READING_TAGS) + ", s<shortlist> for resv_rescore, b<budget> for "
+             + ", ".join(p for p in POLICIES if _bounded(p)) + ") "
              "or the reference exact@k<frac>")
     if not m or m["policy"] not in {**POLICIES, **LOCAL_POLICIES}:
         raise ValueError(f"long-context study: unknown method {name!r}; use {forms}")
@@ -114,14 +118,14 @@ RESCORE_RANKS: tuple[str, ...] = ("bound", "centroid", "mass")
 
 
 def _resv_variant(name: str, pol: str, tag: str, forms: str) -> StudyMethod:
-    """``<resv policy>@<part>-<part>...``: parts ``text``, ``r<Th_r-wics>``, :data:`READING_TAGS` keys, and
-    ``s<shortlist>`` for ``resv_rescore``."""
+    """``<resv policy>@<part>-<part>...``: parts ``text``, ``r<Th_r-wics>``, :data:`READING_TAGS` keys,
+    ``s<shortlist>`` for ``resv_rescore`` and ``b<budget>`` for the bounded variants."""
     if not takes_resv_config(pol):
         raise ValueError(f"long-context study: unknown variant {name!r}; use {forms}")
     kw: dict[str, object] = {}
     text = False
     for part in tag.split("-"):
-        num = re.fullmatch(r"(?P<k>[rs])(?P<v>\d*\.?\d+)", part)
+        num = re.fullmatch(r"(?P<k>[rsb])(?P<v>\d*\.?\d+)", part)
         if part == "text" and not text:
             text = True
         elif part in RESCORE_RANKS and pol == "resv_rescore" and "rank" not in kw:
@@ -136,9 +140,18 @@ def _resv_variant(name: str, pol: str, tag: str, forms: str) -> StudyMethod:
             kw["shortlist"] = float(num["v"])
             if not 0.0 < kw["shortlist"] <= 1.0:
                 raise ValueError(f"long-context study: {name!r}: the shortlist must be in (0, 1]")
+        elif num and num["k"] == "b" and _bounded(pol) and "budget" not in kw:
+            kw["budget"] = float(num["v"])
+            if not 0.0 < kw["budget"] <= 1.0:
+                raise ValueError(f"long-context study: {name!r}: the token budget must be in (0, 1]")
         else:
             raise ValueError(f"long-context study: unknown variant {name!r} (part {part!r}); use {forms}")
     return StudyMethod(name, pol, tuple(sorted(kw.items())), text_only=text)
+
+
+def _bounded(pol: str) -> bool:
+    """True for a bounded ReSV variant (its policy's defaults are a :class:`BoundedConfig`, with a ``budget``)."""
+    return isinstance(getattr(POLICIES[pol], "defaults", None), BoundedConfig)
 
 
 def method_specs(names) -> tuple[StudyMethod, ...]:
