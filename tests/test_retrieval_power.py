@@ -14,17 +14,18 @@ from vrex_lib.longctx.grid import BUDGET_METHODS, POWER_METHODS
 
 
 def test_default_make_reproduce_share_runs_every_power_method_on_the_same_trials():
-    """make reproduce's share (D485): at least 5 trials per (method, task) cell at 1K (the sweep's trials join them),
-    the same trials for every method."""
+    """make reproduce's share (D485): the five sweep trials (2 per passkey cell at 1K and 2K, 1 needle trial at 1K),
+    the same trials for every compared method, so the paired tests pair."""
     g = longctx.study_grid("default")
     cells = collections.defaultdict(set)
     for cell in g.trials():
         for m in g.cell_methods(cell):
-            if m in POWER_METHODS and cell[1] == 1000:
-                cells[(m, cell[0])].add(cell)
-    assert min(len(v) for v in cells.values()) >= 5 and len(cells) == len(POWER_METHODS) * len(longctx.TASKS)
-    for task in longctx.TASKS:
-        assert len({frozenset(v) for (m, t), v in cells.items() if t == task}) == 1  # paired: the same trials
+            if m in POWER_METHODS:
+                cells[(m, cell[0], cell[1])].add(cell)
+    assert len(cells) == len(POWER_METHODS) * 3
+    assert {k[1:]: len(v) for k, v in cells.items()} == {("passkey", 1000): 2, ("passkey", 2000): 2, ("needle", 1000): 1}
+    for key in {k[1:] for k in cells}:
+        assert len({frozenset(v) for k, v in cells.items() if k[1:] == key}) == 1  # paired: the same trials
 
 
 def test_power_grid_has_40_trials_per_power_cell_at_1k_and_2k():
@@ -45,9 +46,14 @@ def test_power_grid_has_40_trials_per_power_cell_at_1k_and_2k():
     for m in methods.LONGCTX:
         if methods.METHODS[m].role == "alternative":
             assert any(p.split("@")[0] == m for p in POWER_METHODS), m
-    # the sweep trials still run every method the claims name; the full grid adds 4K
-    assert set(longctx.study_grid("default").methods) >= set(BUDGET_METHODS) | {"resv_candwics@text",
-                                                                  "resv_rescore@text-bound-s0.02"}
+    # the sweep trials still run every method the claims name and every compared method (make reproduce's share of
+    # the comparison, D485); the equal-budget curves run in the power grid; the full grid adds 4K
+    default = longctx.study_grid("default")
+    assert set(default.methods) >= set(POWER_METHODS) | {"resv_candwics@text", "resv_rescore@text-bound-s0.02"}
+    assert not set(default.methods) & (set(BUDGET_METHODS) - set(POWER_METHODS) - {"resv@text-r0.7", "resv@text-r0.9"})
+    power_sweep = {c for c in longctx.study_grid("default", "power").trials()
+                   if set(BUDGET_METHODS) <= set(longctx.study_grid("default", "power").cell_methods(c))}
+    assert {c for c in default.trials()} <= power_sweep
     assert 4000 in longctx.study_grid("default", "full").lengths
 
 

@@ -82,7 +82,8 @@ def test_measure_smoke(tmp_path, tiny):
     from vrex_lib.workload import curve_table, load_curves, measure, read_measurement
 
     out = tmp_path / "wl.json"
-    methods = ["full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv"]
+    # resv_best (beyond the paper) is not a default method (workload.ALL_METHODS) but is measured on request
+    methods = ["full", "flexgen", "infinigen", "infinigen_p", "rekv", "resv", "resv_best"]
     p = measure("smoke", methods, [200, 320], out, model=tiny, progress=False)
     d = read_measurement(p)
     assert d["schema"] == "vrex.workload/1" and d["profile"] == "smoke"
@@ -98,6 +99,8 @@ def test_measure_smoke(tmp_path, tiny):
     resv = [c for c in ck if c["method"] == "resv"]
     assert all(c["tokens_per_cluster"] and c["tokens_per_cluster"] >= 1 for c in resv)
     assert all(c["dre_hcu_cycles"] > 0 and c["dre_wtu_cycles"] > 0 for c in resv)
+    best = [c for c in ck if c["method"] == "resv_best"]
+    assert best and all(1 <= c["tokens_per_cluster"] <= 8 for c in best if c["tokens_per_cluster"])  # cap 8
     assert all(len(c["per_layer"]["selected_frac"]) == d["n_layers"] for c in ck)
     full = [c for c in ck if c["method"] == "full"]
     assert all(c["selected_frac"] == 1.0 for c in full)

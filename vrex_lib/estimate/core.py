@@ -24,6 +24,7 @@ in :class:`MicroArch`, each default stated; notebook 05 varies them.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -31,6 +32,7 @@ import pandas as pd
 
 from ..config import ReSVConfig, VRexCoreConfig
 from ..hw.fixedpoint import acc_bits
+from . import constants as C
 from .library import Library, Part
 
 TABLE3_BLOCKS = ("DPE", "VPE", "On-chip memory", "HCU", "WTU", "KVMU")
@@ -251,6 +253,13 @@ class CorePowerModel:
     @classmethod
     def of(cls, cfg: VRexCoreConfig = VRexCoreConfig(), *, arith: str = "horowitz", uarch: MicroArch = MicroArch(),
            resv: ReSVConfig = ReSVConfig()) -> "CorePowerModel":
+        # The simulator builds a System per point of a sweep (hundreds of thousands in a robustness re-grade); the
+        # model depends only on these records and the component rows, so it is built once per combination and
+        # dropped whenever a row is perturbed (estimate.constants.CACHE_CLEARERS).
+        return _core_power_model(cls, cfg, arith, uarch, resv)
+
+    @classmethod
+    def _build(cls, cfg: VRexCoreConfig, arith: str, uarch: MicroArch, resv: ReSVConfig) -> "CorePowerModel":
         f = cfg.freq_hz
         zero = dict.fromkeys(cls.SOURCES, 0.0)
 
@@ -281,6 +290,15 @@ class CorePowerModel:
     @property
     def peak_w(self) -> float:
         return self.power_w(1, 1, 1, 1, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _core_power_model(cls: type, cfg: VRexCoreConfig, arith: str, uarch: MicroArch,
+                      resv: ReSVConfig) -> CorePowerModel:
+    return cls._build(cfg, arith, uarch, resv)
+
+
+C.CACHE_CLEARERS.append(_core_power_model.cache_clear)
 
 
 def core_breakdown(cfg: VRexCoreConfig = VRexCoreConfig(), activity: Activity | None = None, *,

@@ -294,13 +294,15 @@ def _budget_methods() -> tuple[str, ...]:
 #: 512, so a longer window keeps offloaded tokens too).
 BUDGET_METHODS: tuple[str, ...] = _budget_methods()
 _POWER_BLOCKS = tuple(Block(t, (1000, 2000), POWER_DEPTHS, POWER_SEEDS, POWER_METHODS) for t in TASKS)
-#: make reproduce's share of the comparison (docs/DECISIONS.md D485): every other power depth at 1K, one seed -- 5
-#: trials per cell, the code path and a first look; the 160 trials of :data:`_POWER_BLOCKS` (~45 CPU-minutes) are
-#: the ``power`` grid, opt-in, like the ``full`` grid.
-_POWER_BLOCKS_DEFAULT = tuple(Block(t, (1000,), POWER_DEPTHS[::2], POWER_SEEDS[:1], POWER_METHODS) for t in TASKS)
-#: The earlier five trials: every method, the Th_r-wics sweep and the readings the claims name (few trials each).
+#: The five sweep trials: every method, the Th_r-wics sweep and the readings the claims name. They are also make
+#: reproduce's share of the comparison (docs/DECISIONS.md D485: 2 trials per passkey cell at 1K and 2K, 1 for the
+#: needle at 1K -- the code path, the intervals and the paired tests); the 160 trials of :data:`_POWER_BLOCKS`
+#: (~45 CPU-minutes) are the ``power`` grid, opt-in, like the ``full`` grid.
 _SWEEP_BLOCKS = (Block("passkey", (1000, 2000), (0.25, 0.75)), Block("needle", (1000,), (0.5,)))
-_SWEEP_METHODS = tuple(dict.fromkeys(ALL_METHODS + _TEXT_SWEEP + _BEYOND_DEFAULT + POWER_METHODS + BUDGET_METHODS))
+_SWEEP_METHODS = tuple(dict.fromkeys(ALL_METHODS + _TEXT_SWEEP + _BEYOND_DEFAULT + POWER_METHODS))
+#: The equal-budget curves (D482) on the sweep trials, in the ``power`` and ``full`` grids: ~14 methods more on every
+#: sweep trial cost make reproduce ~150 CPU-seconds it does not have.
+_BUDGET_SWEEP_BLOCKS = tuple(dataclasses.replace(b, methods=BUDGET_METHODS) for b in _SWEEP_BLOCKS)
 GRIDS: dict[tuple[str, str], StudyGrid] = {
     # the tiny random model: seconds, exercises every code path (offload, shared prefill, recall, the workload file)
     ("smoke", "profile"): StudyGrid("smoke", "smoke", (Block("passkey", (384, 512), (0.25, 0.75)),
@@ -308,8 +310,9 @@ GRIDS: dict[tuple[str, str], StudyGrid] = {
                                     ALL_METHODS + ("resv@r0.7", "exact@k0.05"), chunk_tokens=64, kv_capacity=128,
                                     max_new_tokens=6),
     # ~3 CPU-minutes of make reproduce (measured, notebook 09)
-    ("default", "profile"): StudyGrid("default", "default", _POWER_BLOCKS_DEFAULT + _SWEEP_BLOCKS, _SWEEP_METHODS),
-    ("default", "power"): StudyGrid("default-power", "default", _POWER_BLOCKS, POWER_METHODS),
+    ("default", "profile"): StudyGrid("default", "default", _SWEEP_BLOCKS, _SWEEP_METHODS),
+    ("default", "power"): StudyGrid("default-power", "default", _POWER_BLOCKS + _BUDGET_SWEEP_BLOCKS,
+                                    tuple(dict.fromkeys(POWER_METHODS + BUDGET_METHODS))),
     ("default", "full"): StudyGrid("default-full", "default",
                                    tuple(Block(t, (1000, 2000, 4000, 8000), _DEPTHS_FULL, _SEEDS_FULL) for t in TASKS)
                                    + tuple(Block(t, (1000, 2000, 4000), POWER_DEPTHS, POWER_SEEDS + (4, 5, 6, 7),
