@@ -47,16 +47,22 @@ def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = No
     return cfg
 
 
-class ReSV(PolicyBase):
-    """ReSV (paper §IV) with :class:`~vrex_lib.config.ReSVConfig` defaults; kwargs override its fields
-    (e.g. ``ReSV(th_r_wics=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
+class ReSVConfigured(PolicyBase):
+    """A WiCSum policy set by a :class:`~vrex_lib.config.ReSVConfig` (its defaults; kwargs override its fields, e.g.
+    ``th_r_wics=0.5`` for a Th_r-wics sweep), retrieving at every frame. ``quant_bits=16`` runs the DRE's integer
+    WiCSum."""
 
-    name = "resv"
     retrieves_at_frame = True
 
     def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
         self.cfg = _config(cfg, overrides, quant_bits)
         self.quant_bits = quant_bits
+
+
+class ReSV(ReSVConfigured):
+    """ReSV (paper §IV): hash-bit clustering, then WiCSum over the clusters (see :class:`ReSVConfigured`)."""
+
+    name = "resv"
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.n_kv_heads, self.head_dim = n_kv_heads, head_dim
@@ -101,15 +107,10 @@ class ReSV(PolicyBase):
         return Selection([i.to(candidates.device) for i in r.indices], int(candidates.numel()), stats)
 
 
-class ReSVNoClustering(PolicyBase):
+class ReSVNoClustering(ReSVConfigured):
     """Fig. 19 "ReSV w/o clustering": WiCSum (same weights, same Th_r-wics) over every cached key."""
 
     name = "resv_noclust"
-    retrieves_at_frame = True
-
-    def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
-        self.cfg = _config(cfg, overrides, quant_bits)
-        self.quant_bits = quant_bits
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.head_dim = head_dim
