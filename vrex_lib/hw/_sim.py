@@ -43,30 +43,17 @@ def reset_pulse(clk, rst):
 
 def drive_comb(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
     """Apply each step's inputs to the combinational block ``blk(*args)`` and read ``outputs`` once settled."""
-    got: list[dict] = []
-
-    @block
-    def bench():
-        dut = blk(*args)
-
-        @instance
-        def tb():
-            for step in steps:
-                for k, v in step.items():
-                    ports[k].next = v
-                yield delay(1)
-                got.append({k: int(ports[k]) for k in outputs})
-            raise StopSimulation()
-
-        return dut, tb
-
-    bench().run_sim(quiet=1)
-    return got
+    return _drive(blk, args, ports, steps, outputs, clocked=False)
 
 
 def drive_clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
     """Per step: apply its inputs to the block ``blk(*args)``, give one rising clock edge (``ports["clk"]``), read
     ``outputs``."""
+    return _drive(blk, args, ports, steps, outputs, clocked=True)
+
+
+def _drive(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str], clocked: bool) -> list[dict]:
+    """Per step: apply its inputs, settle (and, when ``clocked``, pulse ``ports["clk"]`` once), read ``outputs``."""
     got: list[dict] = []
 
     @block
@@ -79,10 +66,11 @@ def drive_clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: lis
                 for k, v in step.items():
                     ports[k].next = v
                 yield delay(1)
-                ports["clk"].next = 1
-                yield delay(1)
-                ports["clk"].next = 0
-                yield delay(1)
+                if clocked:
+                    ports["clk"].next = 1
+                    yield delay(1)
+                    ports["clk"].next = 0
+                    yield delay(1)
                 got.append({k: int(ports[k]) for k in outputs})
             raise StopSimulation()
 
