@@ -1,5 +1,6 @@
 """Simulation helpers shared by the block testbenches: clock, reset, an I/O recorder for the Verilog replay, and
-the two step drivers of the sub-block testbenches (:func:`drive_comb`, :func:`drive_clocked`)."""
+the two step drivers of the sub-block testbenches (:func:`drive_comb`, :func:`drive_clocked`) and the streaming
+testbench of a pipelined block (:func:`stream_pipeline`)."""
 from __future__ import annotations
 
 from myhdl import StopSimulation, always, block, delay, instance
@@ -39,6 +40,42 @@ def reset_pulse(clk, rst):
     rst.next = 1
     yield clk.negedge
     rst.next = 0
+
+
+def stream_pipeline(blk, kwargs: dict, ports: dict, n_inputs: int, latency: int, apply, out: str,
+                    record: list | None = None) -> tuple[list[int], int]:
+    """Testbench of a pipelined block with ``in_valid``/``out_valid``: after reset, input i on clock i (``apply(i)``
+    sets its ports; ``apply(None)`` on the ``latency`` idle clocks after the last), ``ports[out]`` read at each
+    falling edge where ``out_valid`` is high. ``blk(**kwargs)`` is the block (built inside the bench, as MyHDL
+requires); ``record``: see :func:`io_monitor`.
+    Returns (the outputs in order, clocks run)."""
+    got: list[int] = []
+    cycles = [0]
+
+    @block
+    def bench():
+        dut = blk(**kwargs)
+        clkgen = clock_driver(ports["clk"])
+
+        @instance
+        def tb():
+            clk = ports["clk"]
+            yield from reset_pulse(clk, ports["rst"])
+            for i in range(n_inputs + latency):
+                live = i < n_inputs
+                ports["in_valid"].next = live
+                apply(i if live else None)
+                yield clk.negedge
+                cycles[0] += 1
+                if ports["out_valid"]:
+                    got.append(int(ports[out]))
+            raise StopSimulation()
+
+        extra = [io_monitor(ports, record)] if record is not None else []
+        return dut, clkgen, tb, extra
+
+    bench().run_sim(quiet=1)
+    return got, cycles[0]
 
 
 def drive_comb(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
