@@ -30,7 +30,7 @@ from ..config import VRexCoreConfig
 from . import fpref
 from ._sim import stream_pipeline
 from .bf16 import bf16_mul, fp32_add
-from .harness import LOG, Protocol, SimRun, Stimulus, decode_log
+from .harness import LOG, Protocol, SimRun, Stimulus, stream_mismatches, stream_outputs
 
 Sig = SignalType
 
@@ -283,16 +283,5 @@ def dpe_stimulus(vectors: list, p: DPEParams) -> tuple[Stimulus, list[dict]]:
 
 def check_dpe_log(run: SimRun, meta: list[dict], p: DPEParams) -> dict:
     """The accumulator values the Verilog tree produced (one per ``out_valid``, in order) vs the reference."""
-    logs, _ = decode_log(run, dpe_ports(p), PROTOCOL.outputs)
-    got, broken = [], 0
-    for ln in sorted(logs):
-        for e in logs[ln]:
-            if e is None:
-                broken += 1
-            elif e["out_valid"]:
-                got.append(e["out_acc"])
-    ref = meta[0]["ref"]
-    g = np.array(got, dtype=np.uint32)
-    k = min(len(g), len(ref))
-    bad = int(np.sum(g[:k] != ref[:k])) + abs(len(ref) - len(g)) + broken
-    return dict(vectors=len(ref), mismatches=min(bad, len(ref)), results=list(g))
+    got, broken = stream_outputs(run, dpe_ports(p), PROTOCOL.outputs, "out_acc")
+    return stream_mismatches(np.array(got, dtype=np.uint32), meta[0]["ref"], broken)

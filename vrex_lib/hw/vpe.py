@@ -30,7 +30,7 @@ from . import fpref
 from ._sim import stream_pipeline
 from .bf16 import QNAN, fp32_add, fp32_mul
 from .dpe import lane, pack_rows, pipe_reg, unpack_rows
-from .harness import LOG, Protocol, SimRun, Stimulus, decode_log
+from .harness import LOG, Protocol, SimRun, Stimulus, stream_mismatches, stream_outputs
 
 Sig = SignalType
 LANES = fpref.LANES
@@ -380,16 +380,6 @@ def vpe_stimulus(vectors: list, p: VPEParams = VPEParams()) -> tuple[Stimulus, l
 def check_vpe_log(run: SimRun, meta: list[dict], p: VPEParams = VPEParams()) -> dict:
     """The results the Verilog unit produced (one per ``out_valid``, in order) vs the reference."""
     lanes = p.lanes
-    logs, _ = decode_log(run, vpe_ports(p), PROTOCOL.outputs)
-    got, broken = [], 0
-    for ln in sorted(logs):
-        for e in logs[ln]:
-            if e is None:
-                broken += 1
-            elif e["out_valid"]:
-                got.append(e["r"])
-    ref = meta[0]["ref"]
+    got, broken = stream_outputs(run, vpe_ports(p), PROTOCOL.outputs, "r")
     g = unpack_rows(got, lanes, 32) if got else np.zeros((0, lanes), np.uint32)
-    k = min(len(g), len(ref))
-    bad = int(np.sum(np.any(g[:k] != ref[:k], axis=1))) + abs(len(ref) - len(g)) + broken
-    return dict(vectors=len(ref), mismatches=min(bad, len(ref)), results=list(g))
+    return stream_mismatches(g, meta[0]["ref"], broken)
