@@ -55,8 +55,7 @@ def _oracle(src: Path, dst: Path, exe: str | None = None) -> list[int]:
     """The source index behind every frame of ``ffmpeg_once(src, dst, fps=2, resolution=64)`` (lossless output), as
     the ffmpeg ``exe`` writes it (the system ffmpeg by default)."""
     subprocess.run([exe or _ffmpeg(), "-v", "error", "-y", "-i", str(src), "-an", "-r", "2", "-vf", VF, "-c:v",
-                    "libx264",
-                    "-qp", "0", "-pix_fmt", "yuv444p", str(dst)], check=True)
+                    "libx264", "-qp", "0", "-pix_fmt", "yuv444p", str(dst)], check=True)
     with av.open(str(dst)) as c:
         return [_index_of(f.to_ndarray(format="gray")[8:56]) for f in c.decode(c.streams.video[0])]
 
