@@ -21,7 +21,7 @@ FIXTURE = Path(__file__).resolve().parent / "data" / "workload_tiny.json"
 
 def test_lpddr5_weight_stream_and_write_stream_by_hand():
     t = dram.timing("lpddr5", 204.8e9, 256)
-    assert (t.n_channels, t.burst_bytes, t.channel_bytes_s) == (16, 32, pytest.approx(12.8e9))
+    assert (t.n_channels, t.jedec.burst_bytes, t.channel_bytes_s) == (16, 32, pytest.approx(12.8e9))
     w = dram.stream_efficiency(t)
     # A long read: one 2-KiB row per activation (160 ns of data) >> max(tRRD 5, tFAW/4 5, tRC 61.25/16) ns.
     assert w.row == 1.0 and w.total == pytest.approx(1 - 280 / 3906, rel=1e-12)

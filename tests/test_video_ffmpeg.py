@@ -1,7 +1,8 @@
 """COIN frames as VideoLLM-online's preprocessing writes them (``ffmpeg_once``: ``ffmpeg -i SRC -an -r 2 -vf
 scale,pad DST``), with the system ffmpeg as the oracle, on lossless synthetic videos whose every frame carries its
 index (docs/DECISIONS.md D59): the resampled length, the frame count and the source frame behind every output index
-agree at 10, 24, 25, 29.97, 30 and 60 fps. ffmpeg is installed by ``make setup``; without it this test fails."""
+agree at 10, 24, 25, 29.97, 30 and 60 fps. ffmpeg is installed by ``make setup``; without it this test fails. Rule
+"7" is checked against the ffmpeg 7.0.2 of the pinned imageio-ffmpeg (D500), which ``make setup`` installs too."""
 from __future__ import annotations
 
 import re
@@ -50,19 +51,44 @@ def _index_of(frame: np.ndarray) -> int:
     return sum(int(g[(b // 4) * 16 + 8, (b % 4) * 16 + 8] > 127) << b for b in range(BITS))
 
 
-def _oracle(src: Path, dst: Path) -> list[int]:
-    """The source index behind every frame of ``ffmpeg_once(src, dst, fps=2, resolution=64)`` (lossless output)."""
-    subprocess.run([_ffmpeg(), "-v", "error", "-y", "-i", str(src), "-an", "-r", "2", "-vf", VF, "-c:v", "libx264",
-                    "-qp", "0", "-pix_fmt", "yuv444p", str(dst)], check=True)
+def _oracle(src: Path, dst: Path, exe: str | None = None) -> list[int]:
+    """The source index behind every frame of ``ffmpeg_once(src, dst, fps=2, resolution=64)`` (lossless output), as
+    the ffmpeg ``exe`` writes it (the system ffmpeg by default)."""
+    subprocess.run([exe or _ffmpeg(), "-v", "error", "-y", "-i", str(src), "-an", "-r", "2", "-vf", VF, "-c:v",
+                    "libx264", "-qp", "0", "-pix_fmt", "yuv444p", str(dst)], check=True)
     with av.open(str(dst)) as c:
         return [_index_of(f.to_ndarray(format="gray")[8:56]) for f in c.decode(c.streams.video[0])]
 
 
-def _ffmpeg_rule() -> str:
-    """Which of :data:`vrex_lib.video.FFMPEG_RULES` the system ffmpeg follows (by its major version)."""
-    out = subprocess.run([_ffmpeg(), "-version"], capture_output=True, text=True, check=True).stdout
+def _ffmpeg_rule(exe: str | None = None) -> str:
+    """Which of :data:`vrex_lib.video.FFMPEG_RULES` the ffmpeg ``exe`` (the system one by default) follows (by its
+    major version)."""
+    out = subprocess.run([exe or _ffmpeg(), "-version"], capture_output=True, text=True, check=True).stdout
     m = re.match(r"ffmpeg version n?(\d+)", out)
     return "5.1" if m and int(m.group(1)) < 6 else "7"
+
+
+#: The ffmpeg 7 that rule "7" is checked against: the static ffmpeg 7.0.2 that imageio-ffmpeg 0.6.0 (pinned in
+#: environment.yml) ships as package data, found by ``imageio_ffmpeg.get_ffmpeg_exe()``.
+FFMPEG7 = ("imageio-ffmpeg", "0.6.0", "7.0.2")
+
+
+def _ffmpeg7() -> str:
+    """The pinned ffmpeg 7 binary; fails (never skips) naming the fix when the pinned package is absent or gives
+    another ffmpeg (``get_ffmpeg_exe`` falls back to $IMAGEIO_FFMPEG_EXE or the system ffmpeg)."""
+    pkg, version, release = FFMPEG7
+    fix = f"install the pinned test dependency: make setup (environment.yml: {pkg}=={version})"
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        pytest.fail(f"{pkg} is not installed: its ffmpeg {release} is the oracle of ffmpeg rule '7'; {fix}")
+    if imageio_ffmpeg.__version__ != version:
+        pytest.fail(f"{pkg} {imageio_ffmpeg.__version__} is installed, the oracle needs {version}; {fix}")
+    exe = imageio_ffmpeg.get_ffmpeg_exe()
+    out = subprocess.run([exe, "-version"], capture_output=True, text=True, check=True).stdout
+    if not re.match(rf"ffmpeg version n?{re.escape(release)}\b", out):
+        pytest.fail(f"{exe} is not ffmpeg {release} ({out.splitlines()[0]}); unset IMAGEIO_FFMPEG_EXE and {fix}")
+    return exe
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +161,20 @@ def test_variable_frame_rate_sources_agree_with_the_installed_ffmpeg(tmp_path, n
     with av.open(str(src)) as c:
         decoded = sorted((int(f.pts), int(f.duration or 0)) for f in c.decode(c.streams.video[0]))
     assert decoded == list(zip(t.pts.tolist(), t.durations.tolist()))
+
+
+@pytest.mark.parametrize("name,n,expr", VFR, ids=[v[0] for v in VFR])
+def test_rule_7_agrees_with_ffmpeg_7_on_variable_frame_rate_sources(tmp_path, name, n, expr):
+    """D382, D500: rule "7" gives the frames the pinned ffmpeg 7.0.2 writes (``-r 2 -vf scale,pad``), frame for
+    frame, on the variable-frame-rate clips (made with the system ffmpeg), and a 1 fps source's repeated frames."""
+    exe = _ffmpeg7()
+    assert _ffmpeg_rule(exe) == "7"
+    for src in (_vfr_video(tmp_path, name, n, expr), _indexed_video(tmp_path / "slow.mp4", "1", 9)):
+        ref = _oracle(src, tmp_path / "out7.mp4", exe)
+        assert ref[:1] == [0] and len(ref) > 2
+        assert video.ffmpeg_cfr_map(video.packet_times(src), 2.0, "7").tolist() == ref
+        frames, ts = video.read_frames(src, fps=2.0, max_side=None, sampling="ffmpeg", ffmpeg_rule="7")
+        assert [_index_of(f) for f in frames] == ref and ts.tolist() == [k / 2 for k in range(len(ref))]
 
 
 def test_frame_durations_by_release_by_hand():

@@ -61,6 +61,21 @@ class JedecTiming:
              "tRFC_s", "tREFI_s")
     ORG = ("channel_bits", "burst_length", "banks", "page_bytes")
 
+    @property
+    def burst_bytes(self) -> int:
+        return self.channel_bits * self.burst_length // 8
+
+    @property
+    def tRC_s(self) -> float:
+        return self.tRAS_s + self.tRP_s
+
+    @property
+    def turnaround_s(self) -> float:
+        """One read->write->read switch: RD->WR (CL + BL + 2 tCK - CWL) + WR->RD (CWL + BL + tWTR)."""
+        rtw = self.tCL_s + self.tBUS_s + 2 * self.tCK_s - self.tCWL_s
+        wtr = self.tCWL_s + self.tBUS_s + self.tWTR_s
+        return max(0.0, rtw) + wtr
+
 
 @dataclass(frozen=True)
 class IddDevice:

@@ -54,6 +54,13 @@ def _scaled(row: C.ComponentRow, e_mult: float, a_mult: float, name: str, law: s
                 f"x S-B(E {ef:.3f}, A {af:.3f})")
 
 
+def _width_scaled(row: C.ComponentRow, width: int, power: int, name: str, law: str) -> Part:
+    """``row`` at ``width`` bits: energy, area and leakage x (width / the row's width) ** ``power`` (``law`` names
+    the power in the derivation)."""
+    k = (width / row.width) ** power
+    return _scaled(row, k, k, name, f"{k:.3g} ({law})")
+
+
 def _nearest(rows: list[C.ComponentRow], width: int) -> C.ComponentRow:
     return min(rows, key=lambda r: (abs(math.log(r.width / width)), -r.width))
 
@@ -76,27 +83,23 @@ class Library:
         return Part(h.name, g(h.energy_pj, a.energy_pj), g(h.area_um2, a.area_um2), g(h.leakage_uw, a.leakage_uw)
                     if h.leakage_uw > 0 else 0.5 * a.leakage_uw, f"geomean of [{h.derivation}] and [{a.derivation}]")
 
-    def int_adder(self, width: int) -> Part:
-        if (e := self._ensemble("int_adder", width)):
+    def _nearest_scaled(self, kind: str, op: str, key: int | str, width: int, power: int, name: str,
+                        law: str) -> Part:
+        """The geomean ensemble of method ``kind`` at ``key``, or this source's row of ``kind``/``op`` nearest
+        ``width`` bits scaled by :func:`_width_scaled`."""
+        if (e := self._ensemble(kind, key)):
             return e
-        r = _nearest(C.rows("int_adder", "add", self._src), width)
-        k = width / r.width
-        return _scaled(r, k, k, f"int{width}_adder", f"{k:.3g} (linear)")
+        return _width_scaled(_nearest(C.rows(kind, op, self._src), width), width, power, name, law)
+
+    def int_adder(self, width: int) -> Part:
+        return self._nearest_scaled("int_adder", "add", width, width, 1, f"int{width}_adder", "linear")
 
     def int_multiplier(self, width: int) -> Part:
-        if (e := self._ensemble("int_multiplier", width)):
-            return e
-        r = _nearest(C.rows("int_multiplier", "multiply", self._src), width)
-        k = (width / r.width) ** 2
-        return _scaled(r, k, k, f"int{width}_multiplier", f"{k:.3g} (quadratic)")
+        return self._nearest_scaled("int_multiplier", "multiply", width, width, 2, f"int{width}_multiplier",
+                                    "quadratic")
 
     def fp_adder(self, fmt: str) -> Part:
-        if (e := self._ensemble("fp_adder", fmt)):
-            return e
-        w = FORMAT_WIDTH[fmt]
-        r = _nearest(C.rows("fp_adder", "add", self._src), w)
-        k = w / r.width
-        return _scaled(r, k, k, f"{fmt}_adder", f"{k:.3g} (linear in width)")
+        return self._nearest_scaled("fp_adder", "add", fmt, FORMAT_WIDTH[fmt], 1, f"{fmt}_adder", "linear in width")
 
     def fp_multiplier(self, fmt: str) -> Part:
         if (e := self._ensemble("fp_multiplier", fmt)):
@@ -108,19 +111,13 @@ class Library:
         return _scaled(r, k, k, f"{fmt}_multiplier", f"{k:.3g} (significand^2)")
 
     def comparator(self, width: int) -> Part:
-        r = C.rows("comparator", "compare")[0]
-        k = width / r.width
-        return _scaled(r, k, k, f"comparator{width}", f"{k:.3g} (linear)")
+        return _width_scaled(C.rows("comparator", "compare")[0], width, 1, f"comparator{width}", "linear")
 
     def counter(self, width: int) -> Part:
-        r = C.rows("counter", "count")[0]
-        k = width / r.width
-        return _scaled(r, k, k, f"counter{width}", f"{k:.3g} (linear)")
+        return _width_scaled(C.rows("counter", "count")[0], width, 1, f"counter{width}", "linear")
 
     def xor(self, width: int) -> Part:
-        r = C.rows("bitwise", "xor")[0]
-        k = width / r.width
-        return _scaled(r, k, k, f"xor{width}", f"{k:.3g} (linear)")
+        return _width_scaled(C.rows("bitwise", "xor")[0], width, 1, f"xor{width}", "linear")
 
     def register(self, bits: int = 1) -> Part:
         r = C.rows("register", "clock")[0]

@@ -1,5 +1,6 @@
 """Simulation helpers shared by the block testbenches: clock, reset, an I/O recorder for the Verilog replay, and
-the two step drivers of the sub-block testbenches (:func:`drive_comb`, :func:`drive_clocked`)."""
+the two step drivers of the sub-block testbenches (:func:`drive_comb`, :func:`drive_clocked`) and the streaming
+testbench of a pipelined block (:func:`stream_pipeline`)."""
 from __future__ import annotations
 
 from myhdl import StopSimulation, always, block, delay, instance
@@ -41,32 +42,55 @@ def reset_pulse(clk, rst):
     rst.next = 0
 
 
-def drive_comb(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
-    """Apply each step's inputs to the combinational block ``blk(*args)`` and read ``outputs`` once settled."""
-    got: list[dict] = []
+def stream_pipeline(blk, kwargs: dict, ports: dict, n_inputs: int, latency: int, apply, out: str,
+                    record: list | None = None) -> tuple[list[int], int]:
+    """Testbench of a pipelined block with ``in_valid``/``out_valid``: after reset, input i on clock i (``apply(i)``
+    sets its ports; ``apply(None)`` on the ``latency`` idle clocks after the last), ``ports[out]`` read at each
+    falling edge where ``out_valid`` is high. ``blk(**kwargs)`` is the block (built inside the bench, as MyHDL
+requires); ``record``: see :func:`io_monitor`.
+    Returns (the outputs in order, clocks run)."""
+    got: list[int] = []
+    cycles = [0]
 
     @block
     def bench():
-        dut = blk(*args)
+        dut = blk(**kwargs)
+        clkgen = clock_driver(ports["clk"])
 
         @instance
         def tb():
-            for step in steps:
-                for k, v in step.items():
-                    ports[k].next = v
-                yield delay(1)
-                got.append({k: int(ports[k]) for k in outputs})
+            clk = ports["clk"]
+            yield from reset_pulse(clk, ports["rst"])
+            for i in range(n_inputs + latency):
+                live = i < n_inputs
+                ports["in_valid"].next = live
+                apply(i if live else None)
+                yield clk.negedge
+                cycles[0] += 1
+                if ports["out_valid"]:
+                    got.append(int(ports[out]))
             raise StopSimulation()
 
-        return dut, tb
+        extra = [io_monitor(ports, record)] if record is not None else []
+        return dut, clkgen, tb, extra
 
     bench().run_sim(quiet=1)
-    return got
+    return got, cycles[0]
+
+
+def drive_comb(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
+    """Apply each step's inputs to the combinational block ``blk(*args)`` and read ``outputs`` once settled."""
+    return _drive(blk, args, ports, steps, outputs, clocked=False)
 
 
 def drive_clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str]) -> list[dict]:
     """Per step: apply its inputs to the block ``blk(*args)``, give one rising clock edge (``ports["clk"]``), read
     ``outputs``."""
+    return _drive(blk, args, ports, steps, outputs, clocked=True)
+
+
+def _drive(blk, args: tuple, ports: dict, steps: list[dict], outputs: list[str], clocked: bool) -> list[dict]:
+    """Per step: apply its inputs, settle (and, when ``clocked``, pulse ``ports["clk"]`` once), read ``outputs``."""
     got: list[dict] = []
 
     @block
@@ -79,10 +103,11 @@ def drive_clocked(blk, args: tuple, ports: dict, steps: list[dict], outputs: lis
                 for k, v in step.items():
                     ports[k].next = v
                 yield delay(1)
-                ports["clk"].next = 1
-                yield delay(1)
-                ports["clk"].next = 0
-                yield delay(1)
+                if clocked:
+                    ports["clk"].next = 1
+                    yield delay(1)
+                    ports["clk"].next = 0
+                    yield delay(1)
                 got.append({k: int(ports[k]) for k in outputs})
             raise StopSimulation()
 

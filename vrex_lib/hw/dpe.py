@@ -24,14 +24,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from myhdl import (ResetSignal, Signal, SignalType, StopSimulation, always, always_comb, always_seq, block,
-                   instance, intbv)
+from myhdl import ResetSignal, Signal, SignalType, always, always_comb, always_seq, block, intbv
 
 from ..config import VRexCoreConfig
 from . import fpref
-from ._sim import clock_driver, io_monitor, reset_pulse
+from ._sim import stream_pipeline
 from .bf16 import bf16_mul, fp32_add
-from .harness import LOG, Protocol, SimRun, Stimulus, decode_log
+from .harness import LOG, Protocol, SimRun, Stimulus, stream_mismatches, stream_outputs
 
 Sig = SignalType
 
@@ -243,35 +242,14 @@ def simulate_dpe(vectors: list, p: DPEParams, record: list | None = None) -> tup
     _check_vectors(vectors, p)
     P = dpe_ports(p)
     w_int, x_int = pack_rows(as_arrays(vectors)[0], 16), pack_rows(as_arrays(vectors)[1], 16)
-    out: list[int] = []
-    cycles = [0]
 
-    @block
-    def bench():
-        dut = dpe_tree(**P, p=p)
-        clkgen = clock_driver(P["clk"])
+    def apply(i: int | None) -> None:
+        P["in_clear"].next = bool(vectors[i][2]) if i is not None else False
+        if i is not None:
+            P["w"].next, P["x"].next = w_int[i], x_int[i]
 
-        @instance
-        def tb():
-            clk = P["clk"]
-            yield from reset_pulse(clk, P["rst"])
-            for i in range(len(vectors) + p.latency):
-                live = i < len(vectors)
-                P["in_valid"].next = live
-                P["in_clear"].next = bool(vectors[i][2]) if live else False
-                if live:
-                    P["w"].next, P["x"].next = w_int[i], x_int[i]
-                yield clk.negedge
-                cycles[0] += 1
-                if P["out_valid"]:
-                    out.append(int(P["out_acc"]))
-            raise StopSimulation()
-
-        extra = [io_monitor(P, record)] if record is not None else []
-        return dut, clkgen, tb, extra
-
-    bench().run_sim(quiet=1)
-    return np.array(out, dtype=np.uint32), cycles[0]
+    out, cycles = stream_pipeline(dpe_tree, dict(P, p=p), P, len(vectors), p.latency, apply, "out_acc", record)
+    return np.array(out, dtype=np.uint32), cycles
 
 
 def check_dpe(vectors: list, p: DPEParams, record: list | None = None) -> dict:
@@ -305,16 +283,5 @@ def dpe_stimulus(vectors: list, p: DPEParams) -> tuple[Stimulus, list[dict]]:
 
 def check_dpe_log(run: SimRun, meta: list[dict], p: DPEParams) -> dict:
     """The accumulator values the Verilog tree produced (one per ``out_valid``, in order) vs the reference."""
-    logs, _ = decode_log(run, dpe_ports(p), PROTOCOL.outputs)
-    got, broken = [], 0
-    for ln in sorted(logs):
-        for e in logs[ln]:
-            if e is None:
-                broken += 1
-            elif e["out_valid"]:
-                got.append(e["out_acc"])
-    ref = meta[0]["ref"]
-    g = np.array(got, dtype=np.uint32)
-    k = min(len(g), len(ref))
-    bad = int(np.sum(g[:k] != ref[:k])) + abs(len(ref) - len(g)) + broken
-    return dict(vectors=len(ref), mismatches=min(bad, len(ref)), results=list(g))
+    got, broken = stream_outputs(run, dpe_ports(p), PROTOCOL.outputs, "out_acc")
+    return stream_mismatches(np.array(got, dtype=np.uint32), meta[0]["ref"], broken)

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 LOG, WAIT = 1, 2  # stimulus flags (low two bits of each line)
 SIMULATORS = ("verilator", "icarus")
 
@@ -321,6 +323,29 @@ def decode_log(run: SimRun, ports: dict, outputs: Sequence[str]) -> tuple[dict[i
         else:
             logs.setdefault(int(parts[0]), []).append(decode_fields(parts[2], widths, outputs))
     return logs, waits
+
+
+def stream_outputs(run: SimRun, ports: dict, outputs: Sequence[str], value: str) -> tuple[list[int], int]:
+    """A pipelined block's log in order: (``value`` at every logged cycle whose ``out_valid`` is high, the log
+    entries that did not decode)."""
+    logs, _ = decode_log(run, ports, outputs)
+    got, broken = [], 0
+    for ln in sorted(logs):
+        for e in logs[ln]:
+            if e is None:
+                broken += 1
+            elif e["out_valid"]:
+                got.append(e[value])
+    return got, broken
+
+
+def stream_mismatches(got: np.ndarray, ref: np.ndarray, broken: int) -> dict:
+    """A pipelined block's outputs ``got`` (one per vector, in order; rows of lanes or scalars) vs ``ref``: a vector
+    mismatches when any lane differs; each missing or extra output and each undecoded log entry counts one."""
+    k = min(len(got), len(ref))
+    neq = got[:k] != ref[:k]
+    bad = int(np.sum(np.any(neq, axis=tuple(range(1, neq.ndim))))) + abs(len(ref) - len(got)) + broken
+    return dict(vectors=len(ref), mismatches=min(bad, len(ref)), results=list(got))
 
 
 # -------------------------------------------------------------------------------------------- replay

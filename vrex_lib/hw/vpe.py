@@ -23,15 +23,14 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from myhdl import (ConcatSignal, ResetSignal, Signal, SignalType, StopSimulation, always_comb, always_seq, block,
-                   instance, intbv)
+from myhdl import ConcatSignal, ResetSignal, Signal, SignalType, always_comb, always_seq, block, intbv
 
 from ..config import VRexCoreConfig
 from . import fpref
-from ._sim import clock_driver, io_monitor, reset_pulse
+from ._sim import stream_pipeline
 from .bf16 import QNAN, fp32_add, fp32_mul
 from .dpe import lane, pack_rows, pipe_reg, unpack_rows
-from .harness import LOG, Protocol, SimRun, Stimulus, decode_log
+from .harness import LOG, Protocol, SimRun, Stimulus, stream_mismatches, stream_outputs
 
 Sig = SignalType
 LANES = fpref.LANES
@@ -335,36 +334,15 @@ def simulate_vpe(vectors: list, p: VPEParams = VPEParams(), record: list | None 
     lanes = p.lanes
     P = vpe_ports(p)
     packed = [pack_rows(np.stack([v[k] for v in vectors]), 32) if vectors else [] for k in (3, 4, 5)]
-    out: list[int] = []
-    cycles = [0]
 
-    @block
-    def bench():
-        dut = vpe(**P)
-        clkgen = clock_driver(P["clk"])
+    def apply(i: int | None) -> None:
+        if i is not None:
+            v = vectors[i]
+            P["op"].next, P["neg"].next, P["csel"].next = int(v[0]), bool(v[1]), int(v[2])
+            P["a"].next, P["b"].next, P["c"].next = packed[0][i], packed[1][i], packed[2][i]
 
-        @instance
-        def tb():
-            clk = P["clk"]
-            yield from reset_pulse(clk, P["rst"])
-            for i in range(len(vectors) + LATENCY):
-                live = i < len(vectors)
-                P["in_valid"].next = live
-                if live:
-                    v = vectors[i]
-                    P["op"].next, P["neg"].next, P["csel"].next = int(v[0]), bool(v[1]), int(v[2])
-                    P["a"].next, P["b"].next, P["c"].next = packed[0][i], packed[1][i], packed[2][i]
-                yield clk.negedge
-                cycles[0] += 1
-                if P["out_valid"]:
-                    out.append(int(P["r"]))
-            raise StopSimulation()
-
-        extra = [io_monitor(P, record)] if record is not None else []
-        return dut, clkgen, tb, extra
-
-    bench().run_sim(quiet=1)
-    return (unpack_rows(out, lanes, 32) if out else np.zeros((0, lanes), np.uint32)), cycles[0]
+    out, cycles = stream_pipeline(vpe, P, P, len(vectors), LATENCY, apply, "r", record)
+    return (unpack_rows(out, lanes, 32) if out else np.zeros((0, lanes), np.uint32)), cycles
 
 
 def check_vpe(vectors: list, p: VPEParams = VPEParams(), record: list | None = None) -> dict:
@@ -402,16 +380,6 @@ def vpe_stimulus(vectors: list, p: VPEParams = VPEParams()) -> tuple[Stimulus, l
 def check_vpe_log(run: SimRun, meta: list[dict], p: VPEParams = VPEParams()) -> dict:
     """The results the Verilog unit produced (one per ``out_valid``, in order) vs the reference."""
     lanes = p.lanes
-    logs, _ = decode_log(run, vpe_ports(p), PROTOCOL.outputs)
-    got, broken = [], 0
-    for ln in sorted(logs):
-        for e in logs[ln]:
-            if e is None:
-                broken += 1
-            elif e["out_valid"]:
-                got.append(e["r"])
-    ref = meta[0]["ref"]
+    got, broken = stream_outputs(run, vpe_ports(p), PROTOCOL.outputs, "r")
     g = unpack_rows(got, lanes, 32) if got else np.zeros((0, lanes), np.uint32)
-    k = min(len(g), len(ref))
-    bad = int(np.sum(np.any(g[:k] != ref[:k], axis=1))) + abs(len(ref) - len(g)) + broken
-    return dict(vectors=len(ref), mismatches=min(bad, len(ref)), results=list(g))
+    return stream_mismatches(g, meta[0]["ref"], broken)

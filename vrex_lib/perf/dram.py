@@ -35,48 +35,19 @@ TECHS: tuple[str, ...] = tuple(n for n in memtech.DRAM if memtech.dram(n).timing
 
 @dataclass(frozen=True)
 class DramTiming:
-    """One memory system: ``n_channels`` channels of ``channel_bits``, JEDEC timing in seconds."""
+    """One memory system: ``n_channels`` channels of the technology's ``jedec`` channel (organisation and timing in
+    seconds: the :class:`~vrex_lib.memtech.JedecTiming` of its record), each controller's queue and write batch."""
 
     tech: str
     peak_bytes_s: float
     n_channels: int
-    channel_bits: int
-    burst_length: int
-    banks: int
-    page_bytes: int
-    tRCD_s: float
-    tRP_s: float
-    tRAS_s: float
-    tRRD_s: float
-    tFAW_s: float
-    tWTR_s: float
-    tCL_s: float
-    tCWL_s: float
-    tBUS_s: float
-    tCK_s: float
-    tRFC_s: float
-    tREFI_s: float
+    jedec: memtech.JedecTiming
     queue_depth: int
     write_batch: float
 
     @property
     def channel_bytes_s(self) -> float:
         return self.peak_bytes_s / self.n_channels
-
-    @property
-    def burst_bytes(self) -> int:
-        return self.channel_bits * self.burst_length // 8
-
-    @property
-    def tRC_s(self) -> float:
-        return self.tRAS_s + self.tRP_s
-
-    @property
-    def turnaround_s(self) -> float:
-        """One read->write->read switch: RD->WR (CL + BL + 2 tCK - CWL) + WR->RD (CWL + BL + tWTR)."""
-        rtw = self.tCL_s + self.tBUS_s + 2 * self.tCK_s - self.tCWL_s
-        wtr = self.tCWL_s + self.tBUS_s + self.tWTR_s
-        return max(0.0, rtw) + wtr
 
 
 def timing(tech: "str | memtech.MemoryTech", peak_bytes_s: float, bus_bits: int,
@@ -91,9 +62,8 @@ def timing(tech: "str | memtech.MemoryTech", peak_bytes_s: float, bus_bits: int,
     t = rec.timing
     if bus_bits % t.channel_bits:
         raise ValueError(f"DRAM {rec.name}: a {bus_bits}-bit bus is not a whole number of {t.channel_bits}-bit channels")
-    c = {k: getattr(t, k) for k in memtech.JedecTiming.TIMES}
-    return DramTiming(rec.name, peak_bytes_s, bus_bits // t.channel_bits, t.channel_bits, t.burst_length, t.banks,
-                      t.page_bytes, **c, queue_depth=int(const("dram_ctrl.queue_depth")),
+    return DramTiming(rec.name, peak_bytes_s, bus_bits // t.channel_bits, t,
+                      queue_depth=int(const("dram_ctrl.queue_depth")),
                       write_batch=const("dram_ctrl.write_batch") if write_batch is None else write_batch)
 
 
@@ -121,17 +91,18 @@ def stream_efficiency(t: DramTiming, run_bytes: float = math.inf, write: bool = 
     """Sustained efficiency of a stream of contiguous ``run_bytes`` runs (reads, or writes when ``write``)."""
     if not run_bytes > 0:
         raise ValueError(f"run_bytes must be > 0, got {run_bytes}")
-    refresh = 1.0 - t.tRFC_s / t.tREFI_s
-    b, page = t.burst_bytes, t.page_bytes
+    j = t.jedec
+    refresh = 1.0 - j.tRFC_s / j.tREFI_s
+    b, page = j.burst_bytes, j.page_bytes
     run = max(float(run_bytes), float(b))
     per_act = page if math.isinf(run) else run / (1.0 + (run - b) / page)
-    banks = t.banks if run >= page else busy_banks(t.banks, t.queue_depth)
-    act_s = max(t.tRRD_s, t.tFAW_s / 4.0, t.tRC_s / banks)
+    banks = j.banks if run >= page else busy_banks(j.banks, t.queue_depth)
+    act_s = max(j.tRRD_s, j.tFAW_s / 4.0, j.tRC_s / banks)
     row = min(1.0, per_act / t.channel_bytes_s / act_s)
     turn = 1.0
     if write and math.isfinite(t.write_batch):
         batch_s = t.write_batch * b / t.channel_bytes_s
-        turn = batch_s / (batch_s + t.turnaround_s)
+        turn = batch_s / (batch_s + j.turnaround_s)
     return StreamEff(refresh, row, turn, per_act, act_s)
 
 

@@ -254,13 +254,17 @@ def _workspace(width):
 
 
 @njit(cache=True)
-def wicsum_blocks_float(w, off, n_rows, width, crow, counts, row0, ratio, early_exit, mask, n_sel,
-                        union) -> None:
-    """Float WiCSum of blocks of rows held back to back in the flat float64 ``w``: block b has ``n_rows[b]`` rows
-    of ``width[b]`` weights from ``w[off[b]:]`` (row-major), their token counts ``counts[crow[b], :width[b]]``
-    (int64), and writes rows ``row0[b]..`` of ``mask [rows_out, >= width]`` (selected; all False beforehand),
-    ``n_sel [rows_out]`` (clusters selected) and ``union [n_blocks, >= width]`` (selected by any row of the block;
-    all False beforehand). Per row :func:`_row_float`: exactly ``reference.wicsum_select_ref``.
+def wicsum_blocks(w, off, n_rows, width, crow, counts, row0, ratio, early_exit, frac_bits, mask, n_sel,
+                  union) -> None:
+    """WiCSum of blocks of rows held back to back in the flat ``w``: block b has ``n_rows[b]`` rows of ``width[b]``
+    weights from ``w[off[b]:]`` (row-major), their token counts ``counts[crow[b], :width[b]]`` (int64), and writes
+    rows ``row0[b]..`` of ``mask [rows_out, >= width]`` (selected; all False beforehand), ``n_sel [rows_out]``
+    (clusters selected) and ``union [n_blocks, >= width]`` (selected by any row of the block; all False beforehand).
+
+    ``frac_bits`` None: float64 ``w`` under the float rule (:func:`_row_float` with ``ratio`` and ``early_exit``);
+    an int: int64 quantised ``w`` under the integer rule (:func:`_row_int`, ``ratio`` the quantised ratio with
+    ``frac_bits`` fraction bits). Numba compiles the two rules apart (the ``is None`` test is resolved from the
+    argument's type at compile time). Per row: exactly ``reference.wicsum_select_ref``.
     """
     order, idx, acc, key, mass = _workspace(width)
     wbits = w.view(np.int64)
@@ -271,24 +275,11 @@ def wicsum_blocks_float(w, off, n_rows, width, crow, counts, row0, ratio, early_
         ci = counts[crow[b]]
         for r in range(n_rows[b]):
             start = off[b] + r * n
-            k = _row_float(w[start:start + n], wbits[start:start + n], ci, n, ratio, early_exit, order, acc, idx,
-                           key, mass)
-            _mark(order, k, row0[b] + r, b, mask, n_sel, union)
-
-
-@njit(cache=True)
-def wicsum_blocks_int(w, off, n_rows, width, crow, counts, row0, ratio_q, frac_bits, mask, n_sel,
-                      union) -> None:
-    """:func:`wicsum_blocks_float` for int64 quantised weights under the integer rule (:func:`_row_int`)."""
-    order, heap, _, _, _ = _workspace(width)
-    for b in range(width.shape[0]):
-        n = width[b]
-        if n <= 0:
-            continue
-        ci = counts[crow[b]]
-        for r in range(n_rows[b]):
-            start = off[b] + r * n
-            k = _row_int(w[start:start + n], ci, n, ratio_q, frac_bits, heap, order)
+            if frac_bits is None:
+                k = _row_float(w[start:start + n], wbits[start:start + n], ci, n, ratio, early_exit, order, acc, idx,
+                               key, mass)
+            else:  # idx is the integer rule's heap
+                k = _row_int(w[start:start + n], ci, n, ratio, frac_bits, idx, order)
             _mark(order, k, row0[b] + r, b, mask, n_sel, union)
 
 
@@ -296,7 +287,7 @@ def wicsum_blocks_int(w, off, n_rows, width, crow, counts, row0, ratio_q, frac_b
 def scale_center(s, off, n_rows, width, scaling, center) -> None:
     """Step 3 (§IV.C; the weights of ``reference.select_tokens_ref``).
 
-    In place over the blocks of :func:`wicsum_blocks_float`: ``s · scaling``, then, with ``center``, each row minus
+    In place over the blocks of :func:`wicsum_blocks`: ``s · scaling``, then, with ``center``, each row minus
     its maximum -- the reference's ``(q·K^T)·scaling`` and ``s − max s`` (the same float64 operations)."""
     for b in range(width.shape[0]):
         n = width[b]

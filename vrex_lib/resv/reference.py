@@ -13,7 +13,7 @@ The fast path the runtime runs computes exactly the same (``tests/test_resv.py``
 compare assignments, codes, counts, bit-exact running means and selected tokens); each of its functions names its
 step: Step 1 ``table.HashClusterTable._hash`` with ``kernels.pack_codes``; Step 2 ``kernels.cluster_founder``
 (``table.HashClusterTable.add_frame``); Step 3 ``select._weights`` with ``kernels.scale_center``; Step 4
-``kernels.wicsum_blocks_float`` / ``wicsum_blocks_int`` (``select._wicsum_heads``; ``wicsum.wicsum_rows`` for a
+``kernels.wicsum_blocks``, float or integer rule (``select._wicsum_heads``; ``wicsum.wicsum_rows`` for a
 plain weight matrix); Step 5 ``kernels.member_positions`` (``select._positions``). ``select.select_tokens`` runs
 Steps 3-5 for one layer; ``retrieval/resv_policy.py`` calls Step 2 per frame and Steps 3-5 per step.
 

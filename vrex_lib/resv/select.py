@@ -92,7 +92,7 @@ def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
     """Steps 3-4 (§IV.C, Eq. 1-3).
 
     WiCSum of every row of every KV head, in one compiled call over all heads
-    (:func:`vrex_lib.resv.kernels.wicsum_blocks_float`) -> (selected bool ``[Hkv, R, C]`` padded to the largest
+    (:func:`vrex_lib.resv.kernels.wicsum_blocks`) -> (selected bool ``[Hkv, R, C]`` padded to the largest
     cluster count, their union over each head's rows ``[Hkv, C]``, clusters selected per row ``[Hkv, R]``, rows
     whose Σ w·TC <= 0 (raw scores only; 0 for softmax))."""
     Hkv, R, _ = q.shape
@@ -101,10 +101,8 @@ def _wicsum_heads(q, table, n_c, scaling, softmax, quant_bits, ratio):
     mask, union, n_sel = np.zeros((Hkv * R, C), bool), np.zeros((Hkv, C), bool), np.zeros(Hkv * R, np.int64)
     groups = np.zeros(Hkv, np.int64) if table.concat else np.arange(Hkv, dtype=np.int64)
     blocks = (w, off, np.full(Hkv, R, np.int64), n_c, groups, table._counts, np.arange(Hkv, dtype=np.int64) * R)
-    if quant_bits is not None:
-        kernels.wicsum_blocks_int(*blocks, ratio_q(ratio), RATIO_FRAC_BITS, mask, n_sel, union)
-    else:
-        kernels.wicsum_blocks_float(*blocks, float(ratio), _EARLY_EXIT, mask, n_sel, union)
+    rule = (ratio_q(ratio), RATIO_FRAC_BITS) if quant_bits is not None else (float(ratio), None)
+    kernels.wicsum_blocks(*blocks, rule[0], _EARLY_EXIT, rule[1], mask, n_sel, union)
     nonpos = 0
     if not softmax:
         for h in range(Hkv):

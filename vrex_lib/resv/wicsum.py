@@ -160,8 +160,6 @@ def wicsum_rows(w: np.ndarray, counts: np.ndarray, ratio: float, n_valid: np.nda
     r = np.arange(rows, dtype=np.int64)
     blocks = (flat, r * C, np.ones(rows, np.int64), n_valid, r, counts, r)  # one block per row
     union = np.zeros((rows, C), bool)  # one block per row: its union is the row itself
-    if integer:
-        kernels.wicsum_blocks_int(*blocks, ratio_q(ratio), RATIO_FRAC_BITS, mask, n_sel, union)
-    else:
-        kernels.wicsum_blocks_float(*blocks, float(ratio), int(early_exit), mask, n_sel, union)
+    rule = (ratio_q(ratio), RATIO_FRAC_BITS) if integer else (float(ratio), None)
+    kernels.wicsum_blocks(*blocks, rule[0], int(early_exit), rule[1], mask, n_sel, union)
     return mask, n_sel

@@ -47,16 +47,22 @@ def _config(cfg: ReSVConfig | None, overrides: dict, quant_bits: int | None = No
     return cfg
 
 
-class ReSV(PolicyBase):
-    """ReSV (paper §IV) with :class:`~vrex_lib.config.ReSVConfig` defaults; kwargs override its fields
-    (e.g. ``ReSV(th_r_wics=0.5)`` for a Th_r-wics sweep). ``quant_bits=16`` runs the DRE's integer WiCSum."""
+class ReSVConfigured(PolicyBase):
+    """A WiCSum policy set by a :class:`~vrex_lib.config.ReSVConfig` (its defaults; kwargs override its fields, e.g.
+    ``th_r_wics=0.5`` for a Th_r-wics sweep), retrieving at every frame. ``quant_bits=16`` runs the DRE's integer
+    WiCSum."""
 
-    name = "resv"
     retrieves_at_frame = True
 
     def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
         self.cfg = _config(cfg, overrides, quant_bits)
         self.quant_bits = quant_bits
+
+
+class ReSV(ReSVConfigured):
+    """ReSV (paper §IV): hash-bit clustering, then WiCSum over the clusters (see :class:`ReSVConfigured`)."""
+
+    name = "resv"
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.n_kv_heads, self.head_dim = n_kv_heads, head_dim
@@ -88,28 +94,33 @@ class ReSV(PolicyBase):
             return None
         t = self.table(layer)
         with Stopwatch() as sw:
-            r = select_tokens(query.detach(), t, cfg=self.cfg, candidates=candidates, quant_bits=self.quant_bits)
-        grp_rows = r.stats["rows"] // self.n_kv_heads
-        per_head = r.stats["clusters"]
-        stats = dict(rows=r.stats["rows"], scored=sum(per_head), score_dims=self.head_dim,
-                     score_macs=sum(grp_rows * c * self.head_dim for c in per_head),
-                     clusters=sum(per_head), clusters_selected=sum(r.stats["clusters_selected"]),
-                     clusters_per_head=list(per_head), clusters_selected_per_head=list(r.stats["clusters_selected"]),
-                     prefix_frac=r.stats["prefix_frac"], hash_macs=self._hash_macs[layer],
-                     table_tokens=t.n_tokens, select_s=sw.seconds)
+            indices, raw = self._select(query.detach(), keys, t, candidates)
+        stats = self._stats(raw, keys, candidates)
+        stats.update(hash_macs=self._hash_macs[layer], table_tokens=t.n_tokens, select_s=sw.seconds)
         self._hash_macs[layer] = 0
-        return Selection([i.to(candidates.device) for i in r.indices], int(candidates.numel()), stats)
+        return Selection([i.to(candidates.device) for i in indices], int(candidates.numel()), stats)
+
+    def _select(self, query: torch.Tensor, keys: torch.Tensor, t: HashClusterTable,
+                candidates: torch.Tensor) -> tuple[list[torch.Tensor], dict]:
+        """Steps 3-5 (§IV.C) on the layer's table: (token positions per KV head, the selection's raw counts)."""
+        r = select_tokens(query, t, cfg=self.cfg, candidates=candidates, quant_bits=self.quant_bits)
+        return r.indices, r.stats
+
+    def _stats(self, raw: dict, keys: torch.Tensor, candidates: torch.Tensor) -> dict:
+        """The step's statistics from :meth:`_select`'s raw counts (``select`` adds the hashing and the time)."""
+        grp_rows = raw["rows"] // self.n_kv_heads
+        per_head = raw["clusters"]
+        return dict(rows=raw["rows"], scored=sum(per_head), score_dims=self.head_dim,
+                    score_macs=sum(grp_rows * c * self.head_dim for c in per_head),
+                    clusters=sum(per_head), clusters_selected=sum(raw["clusters_selected"]),
+                    clusters_per_head=list(per_head), clusters_selected_per_head=list(raw["clusters_selected"]),
+                    prefix_frac=raw["prefix_frac"])
 
 
-class ReSVNoClustering(PolicyBase):
+class ReSVNoClustering(ReSVConfigured):
     """Fig. 19 "ReSV w/o clustering": WiCSum (same weights, same Th_r-wics) over every cached key."""
 
     name = "resv_noclust"
-    retrieves_at_frame = True
-
-    def __init__(self, cfg: ReSVConfig | None = None, quant_bits: int | None = None, **overrides):
-        self.cfg = _config(cfg, overrides, quant_bits)
-        self.quant_bits = quant_bits
 
     def reset(self, n_layers: int, n_kv_heads: int, head_dim: int) -> None:
         self.head_dim = head_dim
@@ -159,23 +170,18 @@ class ReSVRescore(ReSV):
         self.rank = rank
         self.counters = dict(shortlist_keys=0, candidates=0)
 
-    def select(self, layer: int, query: torch.Tensor, keys: torch.Tensor, candidates: torch.Tensor,
-               stage: Stage) -> Selection | None:
-        if candidates.numel() == 0:
-            return None
-        t = self.table(layer)
-        with Stopwatch() as sw:
-            idx, st = rescore_select(query.detach(), keys.detach(), t, candidates, self.cfg.th_r_wics, self.shortlist,
-                                     self.rank)
+    def _select(self, query: torch.Tensor, keys: torch.Tensor, t: HashClusterTable,
+                candidates: torch.Tensor) -> tuple[list[torch.Tensor], dict]:
+        return rescore_select(query, keys.detach(), t, candidates, self.cfg.th_r_wics, self.shortlist, self.rank)
+
+    def _stats(self, st: dict, keys: torch.Tensor, candidates: torch.Tensor) -> dict:
+        """Also adds the step's re-scored keys and candidates to ``counters``."""
         hkv = keys.shape[0]
         self.counters["shortlist_keys"] += st["shortlist_keys"]
         self.counters["candidates"] += int(candidates.numel()) * hkv
         grp_rows = st["rows"] // hkv
-        stats = dict(rows=st["rows"], scored=sum(st["clusters"]) + st["shortlist_keys"], score_dims=self.head_dim,
-                     score_macs=grp_rows * (sum(st["clusters"]) + st["shortlist_keys"]) * self.head_dim,
-                     clusters=sum(st["clusters"]), clusters_selected=sum(st["clusters_shortlisted"]),
-                     clusters_per_head=st["clusters"], clusters_selected_per_head=st["clusters_shortlisted"],
-                     shortlist_keys=st["shortlist_keys"], hash_macs=self._hash_macs[layer], table_tokens=t.n_tokens,
-                     select_s=sw.seconds)
-        self._hash_macs[layer] = 0
-        return Selection([i.to(candidates.device) for i in idx], int(candidates.numel()), stats)
+        return dict(rows=st["rows"], scored=sum(st["clusters"]) + st["shortlist_keys"], score_dims=self.head_dim,
+                    score_macs=grp_rows * (sum(st["clusters"]) + st["shortlist_keys"]) * self.head_dim,
+                    clusters=sum(st["clusters"]), clusters_selected=sum(st["clusters_shortlisted"]),
+                    clusters_per_head=st["clusters"], clusters_selected_per_head=st["clusters_shortlisted"],
+                    shortlist_keys=st["shortlist_keys"])
