@@ -594,6 +594,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/report/content.py \
   vrex_lib/report/layout.py \
   vrex_lib/report/manifest.py \
+  vrex_lib/report/readme.py \
   vrex_lib/report/render.py \
   vrex_lib/report/rows.py \
   vrex_lib/report/stale.py \

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..config import REPO_ROOT
 from . import content
 from .tables import collect_tables
 
@@ -101,7 +102,19 @@ def drift(text: str, blocks: dict[str, str]) -> list[str]:
     return out
 
 
-__all__ = ["BLOCKS", "apply", "counts_block", "drift", "generate", "headline_block", "times_block"]
+def check_line(results: Path, readme: Path | None = None) -> str:
+    """One sentence: whether the README's counts and headline blocks match the results folder ``results`` (the
+    times block is left out: a run still in progress has not timed its last notebook)."""
+    readme = Path(readme) if readme is not None else REPO_ROOT / "README.md"
+    blocks = {k: v for k, v in generate(Path(results)).items() if k != "times"}
+    bad = drift(readme.read_text(), blocks)
+    if not bad:
+        return f"{readme.name}'s {' and '.join(blocks)} blocks match this run ({results})"
+    return (f"{readme.name}'s {', '.join(bad)} block(s) differ from this run ({results}): the README quotes the "
+            f"default profile's last full run; `python scripts/readme_numbers.py --results {results}` rewrites them")
+
+
+__all__ = ["BLOCKS", "apply", "check_line", "counts_block", "drift", "generate", "headline_block", "times_block"]
 
 
 def main(argv: list[str] | None = None) -> int:
