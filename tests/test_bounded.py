@@ -219,3 +219,41 @@ def test_study_budget_part_sets_the_token_budget_of_a_bounded_variant_only():
                      ("resv_best@text-b1.5", "token budget")):
         with pytest.raises(ValueError, match=why):
             method_spec(bad)
+
+
+def test_frame_budget_sets_the_bounded_variants_token_budget_and_leaves_the_study_sweep():
+    """resv_best's Budget record sweeps its token budget at the frame stage only: the policy gets ``budget`` (not
+    Th_r-wics, though a ReSVConfig configures it too), and the long-context study's equal-budget curves are unchanged."""
+    from vrex_lib.longctx import frame_budget as FB
+    from vrex_lib.longctx import grid
+    pols = FB.budget_policies(ReSVConfig(th_r_wics=0.3, th_hp=6), budgets={"resv_best": (0.04,), "resv": (0.7,)})
+    best, resv = pols["resv_best@0.04"], pols["resv@0.7"]
+    assert best.bounded.budget == 0.04 and best.cfg.th_r_wics == 0.3 and best.cfg.th_hp == 6
+    assert resv.cfg.th_r_wics == 0.7 and resv.cfg.th_hp == 6
+    assert "resv_best" in FB.FRAME_BUDGETS and "resv_best" not in grid.BUDGET_TAGS
+    assert not any(m.startswith("resv_best") for m in grid.BUDGET_METHODS)
+    with pytest.raises(ValueError, match="no budget knob for resv_cuboid"):
+        FB.budget_policies(budgets={"resv_cuboid": (0.01,)})
+    with pytest.raises(SystemExit):
+        FB.main(["--families", "exact,nope", "--out", "/tmp/x.csv"])
+
+
+def test_at_equal_fetch_interpolates_the_reference_curve_without_extrapolating():
+    import pandas as pd
+
+    from vrex_lib.longctx.frame_budget import at_equal_fetch
+    s = pd.DataFrame(dict(
+        family=["resv"] * 2 + ["resv_best"] * 3, method=["r@1", "r@2", "b@1", "b@2", "b@3"], steps=3,
+        fetched_frac_offloaded=[0.02, 0.06, 0.04, 0.01, 0.05],
+        attn_rel_error=[0.4, 0.2, 0.25, 0.1, 0.3], kl_vs_full=[1.0, 0.2, 0.7, 0.1, 0.1],
+        top1_agreement=[0.5, 0.9, 0.8, 1.0, 0.6]))
+    t = at_equal_fetch(s, "resv", "resv_best").set_index(["method", "quantity"])
+    assert t.loc[("b@1", "attn_rel_error"), "resv_at_equal_fetch"] == pytest.approx(0.3)   # midway 0.4 -> 0.2
+    assert t.loc[("b@1", "attn_rel_error"), "b_not_worse"] is True                          # 0.25 <= 0.3
+    assert t.loc[("b@1", "kl_vs_full"), "b_not_worse"] is False                             # 0.7 > 0.6
+    assert t.loc[("b@1", "top1_agreement"), "b_not_worse"] is True                          # 0.8 >= 0.7
+    assert t.loc[("b@3", "top1_agreement"), "b_not_worse"] is False                         # 0.6 < 0.8
+    assert np.isnan(t.loc[("b@2", "kl_vs_full"), "resv_at_equal_fetch"])                   # below resv's range
+    assert t.loc[("b@2", "kl_vs_full"), "b_not_worse"] is None
+    with pytest.raises(ValueError, match="no rows of exact"):
+        at_equal_fetch(s, "exact", "resv_best")
