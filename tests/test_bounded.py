@@ -257,3 +257,22 @@ def test_at_equal_fetch_interpolates_the_reference_curve_without_extrapolating()
     assert t.loc[("b@2", "kl_vs_full"), "b_not_worse"] is None
     with pytest.raises(ValueError, match="no rows of exact"):
         at_equal_fetch(s, "exact", "resv_best")
+
+
+def test_fps_energy_rows_beside_the_papers_resv_are_info():
+    """Notebook 06's table (claims.bounded): both methods per (system, stage, length), INFO rows only (no paper
+    value), the bounded ReSV's fetch bounded by its budget at the frame stage, the blocks' energy only when given."""
+    from vrex_lib.claims import bounded as CB
+    from vrex_lib.report import to_frame
+    df = CB.fps_energy_frame((1000, 40000), systems=("vrex8",))
+    assert len(df) == 2 * 2 * 3 and df.blocks_mJ[df.method != "resv"].isna().all()
+    t = df.set_index(["stage", "kv_len", "method"])
+    assert t.loc[("frame", 40000, "resv_best"), "fetched_pct"] < t.loc[("frame", 40000, "resv"), "fetched_pct"]
+    assert (df.fps > 0).all() and (df.energy_mJ > 0).all()
+    with_blocks = CB.fps_energy_frame((40000,), delta_mw=4.0, systems=("vrex8",)).set_index(["stage", "method"])
+    b = with_blocks.loc[("frame", "resv_best")]
+    assert b.blocks_mJ == pytest.approx(4.0 * 8 * b.latency_ms * 1e-3) and b.blocks_mJ > 0
+    rows = to_frame(CB.fps_energy_rows(df), "smoke")
+    assert len(rows) == 2 * 2 * 2 * 2 and (rows.verdict == "INFO").all() and rows.paper.isna().all()
+    with pytest.raises(ValueError, match="delta_mw"):
+        CB.fps_energy_frame((1000,), delta_mw=-1.0)
