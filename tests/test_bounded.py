@@ -148,20 +148,44 @@ def test_myhdl_blocks_bit_exact(name):
 _no_iverilog = shutil.which("iverilog") is None or shutil.which("vvp") is None
 
 
+_no_verilator = shutil.which("verilator") is None
+
+
 @pytest.mark.hdl
 @pytest.mark.long
-@pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
 @pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
-def test_icarus_bulk_vectors_bit_exact(name, tmp_path):
-    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus."""
+def test_bulk_vectors_bit_exact(name, simulator, tmp_path):
+    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus and in
+    Verilator (the DRE's bulk simulator)."""
+    if _no_iverilog if simulator == "icarus" else _no_verilator:
+        pytest.skip(f"{simulator} not installed: `make setup`")
     from vrex_lib.hw import blocks
     from vrex_lib.hw import bounded as hb
     b = blocks.spec(name)
     p = b.params(VRexCoreConfig())
     n = hb.bulk_vectors()
     vecs = b.random(n, np.random.default_rng(4), p, blocks.OperatingPoint())
-    r = hb.run_verilog(name, vecs, p, tmp_path)
-    assert r["vectors"] == n >= 3000 and r["mismatches"] == 0
+    r = hb.run_verilog(name, vecs, p, tmp_path, simulator)
+    assert r["simulator"] == simulator and r["vectors"] == n >= 3000 and r["mismatches"] == 0
+
+
+@pytest.mark.skipif(_no_verilator, reason="verilator not installed: `make setup`")
+def test_verilator_check_catches_a_mutant(tmp_path):
+    """The Verilator run compares every vector: the budget stop's adder off by one fails most selected vectors."""
+    from vrex_lib.hw import bounded as hb
+    from vrex_lib.hw.harness import Protocol, convert, simulate
+    p = hb.BoundedParams(lanes=4, code_bits=16, dim=8)
+    make, ports, outs = hb.BLOCKS["budget_stop"]
+    vecs = hb.RANDOM["budget_stop"](300, np.random.default_rng(6), p)
+    vfile = convert(lambda P: make(**P, p=p), ports(p), "budget_stop", tmp_path / "m")
+    src = vfile.read_text()
+    assert src.count("n = (a + count);") == 1, "mutation site not found in the converted budget_stop.v"
+    vfile.write_text(src.replace("n = (a + count);", "n = (a + count + 1);"))
+    stim, meta = hb.stimulus("budget_stop", vecs, p)
+    run = simulate(vfile, "budget_stop", ports(p), Protocol(outs), stim, tmp_path / "m" / "sim", "verilator")
+    bad = hb.check_log("budget_stop", run, meta, p)["mismatches"]
+    assert 0 < bad < len(vecs)
 
 
 @pytest.mark.hdl
@@ -189,6 +213,8 @@ def test_core_delta_small(tmp_path):
     df = core_delta(tmp_path, p=hb.BoundedParams(lanes=4, code_bits=16, dim=8), n_vectors=200)
     logic = df[df.kind == "logic"]
     assert len(logic) == 3 and (logic.mismatches == 0).all() and (logic.cells > 0).all()
+    if not _no_verilator:
+        assert (logic.verilator_vectors == 200).all() and (logic.verilator_mismatches == 0).all()
     assert (df.area_um2 > 0).all() and (df.power_mW > 0).all() and (logic.alpha > 0).all()
 
 
