@@ -249,7 +249,8 @@ def test_study_budget_part_sets_the_token_budget_of_a_bounded_variant_only():
 
 def test_frame_budget_sets_the_bounded_variants_token_budget_and_leaves_the_study_sweep():
     """resv_best's Budget record sweeps its token budget at the frame stage only: the policy gets ``budget`` (not
-    Th_r-wics, though a ReSVConfig configures it too), and the long-context study's equal-budget curves are unchanged."""
+    Th_r-wics, though a ReSVConfig configures it too), and the long-context study's equal-budget curves are
+    unchanged."""
     from vrex_lib.longctx import frame_budget as FB
     from vrex_lib.longctx import grid
     pols = FB.budget_policies(ReSVConfig(th_r_wics=0.3, th_hp=6), budgets={"resv_best": (0.04,), "resv": (0.7,)})

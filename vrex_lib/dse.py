@@ -344,7 +344,8 @@ BOUNDED_SWEEP: dict[str, tuple] = dict(cap=(4, 16), budget=(0.005, 0.02), bits=(
 #: Per profile: smoke and default sweep the cap and the bits only (a budget of 0.5-2 % of the fixture's ~140 tokens
 #: is below one cluster, so the budget does not move the selection there; three runtime sessions keep notebook 08's
 #: added time near 10 CPU-seconds); full sweeps every knob.
-BOUNDED_SWEEPS: dict[str, dict[str, tuple]] = {"smoke": dict(cap=(16,), bits=(2,)), "default": dict(cap=(16,), bits=(2,)),
+BOUNDED_SWEEPS: dict[str, dict[str, tuple]] = {"smoke": dict(cap=(16,), bits=(2,)),
+                                               "default": dict(cap=(16,), bits=(2,)),
                                                "full": BOUNDED_SWEEP}
 BOUNDED_KEYS = ("cap", "budget", "bits")
 
@@ -385,7 +386,8 @@ def measure_bounded(spec: SweepSpec, out: str | Path, *, model=None, sweep: dict
     pts = bounded_points(bounded_sweep(spec.profile) if sweep is None else sweep)
     model = model or build_model(spec.profile)
     record = model.reuse_record() if hasattr(model, "reuse_record") else {"name": str(model)}
-    key = _io.reuse_key(model=record, code=["vrex_lib.dse", "vrex_lib.resv.bounded", "vrex_lib.retrieval.bounded_policy"],
+    code = ["vrex_lib.dse", "vrex_lib.resv.bounded", "vrex_lib.retrieval.bounded_policy"]
+    key = _io.reuse_key(model=record, code=code,
                         args=dict(spec=asdict(spec), points=pts), schema=SCHEMA + "+bounded")[:16]
     if out.exists() and not force:
         try:

@@ -239,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     model, frames, cfg = stream_frames(a.profile, a.hi)
     if a.kv_capacity is not None:
         cfg = cfg.replace(kv_capacity=a.kv_capacity)
-    df = frame_budget(model, frames, budget_policies(budgets=budgets), cfg, lo_tokens=a.lo, hi_tokens=a.hi, every=a.every)
+    df = frame_budget(model, frames, budget_policies(budgets=budgets), cfg, lo_tokens=a.lo, hi_tokens=a.hi,
+                      every=a.every)
     _io.write_text(out, df.to_csv(index=False))
     _io.write_text(out.with_suffix(".summary.csv"), summary(df).to_csv(index=False))
     print(summary(df).to_string(index=False))
