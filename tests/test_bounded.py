@@ -284,6 +284,12 @@ def test_at_equal_fetch_interpolates_the_reference_curve_without_extrapolating()
     assert t.loc[("b@2", "kl_vs_full"), "b_not_worse"] is None
     with pytest.raises(ValueError, match="no rows of exact"):
         at_equal_fetch(s, "exact", "resv_best")
+    s2 = s.assign(selected_frac=[0.1, 0.3, 0.2, 0.05, 0.4])                                # along the selected share
+    t2 = at_equal_fetch(s2, "resv", "resv_best", x="selected_frac").set_index(["method", "quantity"])
+    assert t2.loc[("b@1", "attn_rel_error"), "resv_at_equal_fetch"] == pytest.approx(0.3)
+    assert np.isnan(t2.loc[("b@3", "attn_rel_error"), "resv_at_equal_fetch"])              # above resv's range
+    with pytest.raises(ValueError, match="selected_frac"):
+        at_equal_fetch(s, "resv", "resv_best", x="kv_len")
 
 
 def test_fps_energy_rows_beside_the_papers_resv_are_info():

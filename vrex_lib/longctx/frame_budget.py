@@ -160,28 +160,31 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
 _HIGHER_BETTER: dict[str, bool] = {"attn_rel_error": False, "kl_vs_full": False, "top1_agreement": True}
 
 
-def at_equal_fetch(df: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Family ``b``'s points against family ``a``'s curve at the same fetched fraction of the offloaded tier.
+def at_equal_fetch(df: pd.DataFrame, a: str, b: str, x: str = "fetched_frac_offloaded") -> pd.DataFrame:
+    """Family ``b``'s points against family ``a``'s curve at the same fetched fraction of the offloaded tier (``x``;
+    ``"selected_frac"``: at the same selected share of the candidates).
 
     ``df``: :func:`frame_budget`'s rows or their :func:`summary`. For every method of ``b`` and every quantity of
-    :data:`_HIGHER_BETTER`: ``a``'s value interpolated linearly along ``a``'s mean fetched fraction at ``b``'s
+    :data:`_HIGHER_BETTER`: ``a``'s value interpolated linearly along ``a``'s mean ``x`` at ``b``'s
     (NaN outside ``a``'s measured range: no extrapolation), and ``b_not_worse`` (``b``'s value at least as good;
     None where ``a`` has no value there)."""
     s = df if "steps" in df.columns else summary(df)
     missing = [f for f in (a, b) if f not in set(s.family)]
     if missing:
         raise ValueError(f"at_equal_fetch: no rows of {', '.join(missing)} (families: {', '.join(s.family.unique())})")
-    curve = s[s.family == a].dropna(subset=["fetched_frac_offloaded"]).sort_values("fetched_frac_offloaded")
-    x = curve.fetched_frac_offloaded.to_numpy(float)
+    if x not in ("fetched_frac_offloaded", "selected_frac"):
+        raise ValueError(f"at_equal_fetch: x={x!r}: choose fetched_frac_offloaded or selected_frac")
+    curve = s[s.family == a].dropna(subset=[x]).sort_values(x)
+    xs = curve[x].to_numpy(float)
     rows = []
     for _, p in s[s.family == b].iterrows():
-        f = float(p.fetched_frac_offloaded)
-        inside = len(x) > 0 and np.isfinite(f) and x[0] <= f <= x[-1]
+        f = float(p[x])
+        inside = len(xs) > 0 and np.isfinite(f) and xs[0] <= f <= xs[-1]
         for q, higher in _HIGHER_BETTER.items():
-            ref = float(np.interp(f, x, curve[q].to_numpy(float))) if inside else float("nan")
+            ref = float(np.interp(f, xs, curve[q].to_numpy(float))) if inside else float("nan")
             val = float(p[q])
             ok = None if not inside else bool(val >= ref if higher else val <= ref)
-            rows.append(dict(method=p.method, fetched_frac_offloaded=f, quantity=q, value=val,
+            rows.append(dict(method=p.method, **{x: f}, quantity=q, value=val,
                              **{f"{a}_at_equal_fetch": ref}, b_not_worse=ok))
     return pd.DataFrame(rows)
 
