@@ -21,6 +21,9 @@ from ..resv.bounded import BoundedConfig
 
 KV_SIZES: tuple[int, ...] = (1000, 5000, 10000, 20000, 40000)
 SYSTEMS: tuple[str, ...] = ("vrex8", "vrex48")
+#: The paper's ReSV and the bounded variant beside it (simulator method names).
+PAPER = "resv"
+BOUNDED = "resv_best"
 
 
 def fps_energy_frame(kv_sizes: Sequence[int] = KV_SIZES, delta_mw: float | None = None,
@@ -35,11 +38,12 @@ def fps_energy_frame(kv_sizes: Sequence[int] = KV_SIZES, delta_mw: float | None 
         n_cores = get_system(system).n_cores
         for stage in ("frame", "text"):
             for n in kv_sizes:
-                base = simulate(system, "resv", stage, n, workload="paper")
-                eq = METHODS["resv_best"].replace(cfg=BoundedConfig(budget=max(1e-6, base.ratio)))
-                for m, model in (("resv", "resv"), ("resv_best", "resv_best"), ("resv_best@equal-fetch", eq)):
-                    r = base if m == "resv" else simulate(system, model, stage, n, workload="paper")
-                    if m == "resv":
+                base = simulate(system, PAPER, stage, n, workload="paper")
+                eq = METHODS[BOUNDED].replace(cfg=BoundedConfig(budget=max(1e-6, base.ratio)))
+                runs = {PAPER: base, BOUNDED: simulate(system, BOUNDED, stage, n, workload="paper"),
+                        f"{BOUNDED}@equal-fetch": simulate(system, eq, stage, n, workload="paper")}
+                for m, r in runs.items():
+                    if m == PAPER:
                         blocks_j = 0.0
                     else:
                         blocks_j = float("nan") if delta_mw is None else delta_mw * 1e-3 * n_cores * r.latency_ms * 1e-3
@@ -57,13 +61,13 @@ def fps_energy_rows(df: pd.DataFrame) -> list[report.Row]:
     rows = []
     t = df.set_index(["system", "stage", "kv_len", "method"])
     for (system, stage, n), _ in df.groupby(["system", "stage", "kv_len"], sort=False):
-        a, b = t.loc[(system, stage, n, "resv")], t.loc[(system, stage, n, "resv_best")]
+        a, b = t.loc[(system, stage, n, PAPER)], t.loc[(system, stage, n, BOUNDED)]
         blocks = "" if b.blocks_mJ != b.blocks_mJ else f", of it {b.blocks_mJ:.2f} mJ in the added blocks"
-        for m, r, other in (("resv", a, b), ("resv_best", b, a)):
+        for m, r, other in ((PAPER, a, b), (BOUNDED, b, a)):
             key = f"beyond.bounded.{system}.{stage}.{n // 1000}k.{m}"
-            who = "the paper's ReSV" if m == "resv" else "bounded ReSV (beyond the paper)"
+            who = "the paper's ReSV" if m == PAPER else "bounded ReSV (beyond the paper)"
             note = (f"{who}; fetched {r.fetched_pct:.2f} % (other: {other.fetched_pct:.2f} %); the other: "
-                    f"{other.fps:.2f} FPS, {other.energy_mJ:.0f} mJ" + (blocks if m == "resv_best" else ""))
+                    f"{other.fps:.2f} FPS, {other.energy_mJ:.0f} mJ" + (blocks if m == BOUNDED else ""))
             rows.append(report.info_row(f"{key}.fps", f"{system} {stage} FPS at {n} tokens, {m}", "FPS", r.fps,
                                         note=note))
             rows.append(report.info_row(f"{key}.energy", f"{system} {stage} energy per step at {n} tokens, {m}",
