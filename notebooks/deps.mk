@@ -448,6 +448,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/_io.py \
   vrex_lib/choices.py \
   vrex_lib/claims/__init__.py \
+  vrex_lib/claims/bounded.py \
   vrex_lib/claims/causes.py \
   vrex_lib/claims/hwmodel.py \
   vrex_lib/claims/need.py \

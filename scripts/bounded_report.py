@@ -53,27 +53,8 @@ def core_table(work: Path) -> pd.DataFrame:
 
 
 def sim_table(kv_sizes=(1000, 5000, 10000, 20000, 40000), delta_mw: float | None = None) -> pd.DataFrame:
-    from vrex_lib.perf.methods import METHODS
-    from vrex_lib.perf.sim import simulate
-    from vrex_lib.perf.systems import get_system
-    from vrex_lib.resv.bounded import BoundedConfig
-    out = []
-    for system in ("vrex8", "vrex48"):
-        n_cores = get_system(system).n_cores
-        for stage in ("frame", "text"):
-            for n in kv_sizes:
-                base = simulate(system, "resv", stage, n, workload="paper")
-                # resv_best at its own budget, and at the paper's ReSV's fetched share (equal fetch: what the
-                # prediction costs by itself)
-                eq = METHODS["resv_best"].replace(cfg=BoundedConfig(budget=max(1e-6, base.ratio)))
-                for m, model in (("resv", "resv"), ("resv_best", "resv_best"), ("resv_best@equal-fetch", eq)):
-                    r = base if m == "resv" else simulate(system, model, stage, n, workload="paper")
-                    extra_j = (delta_mw or 0.0) * 1e-3 * n_cores * r.latency_ms * 1e-3 if m != "resv" else 0.0
-                    out.append(dict(system=system, stage=stage, kv_len=n, method=m, fps=r.fps,
-                                    latency_ms=r.latency_ms, kv_prediction_ms=r.breakdown_ms["kv_prediction"],
-                                    fetched_pct=100 * r.ratio, energy_mJ=1e3 * (r.energy_J + extra_j),
-                                    blocks_mJ=1e3 * extra_j, mem_gb=r.row()["mem_gb"]))
-    return pd.DataFrame(out)
+    from vrex_lib.claims.bounded import fps_energy_frame
+    return fps_energy_frame(kv_sizes, delta_mw)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -148,20 +148,44 @@ def test_myhdl_blocks_bit_exact(name):
 _no_iverilog = shutil.which("iverilog") is None or shutil.which("vvp") is None
 
 
+_no_verilator = shutil.which("verilator") is None
+
+
 @pytest.mark.hdl
 @pytest.mark.long
-@pytest.mark.skipif(_no_iverilog, reason="iverilog not installed: `make setup`")
+@pytest.mark.parametrize("simulator", ["icarus", "verilator"])
 @pytest.mark.parametrize("name", ["capped_nearest", "best_member", "budget_stop"])
-def test_icarus_bulk_vectors_bit_exact(name, tmp_path):
-    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus."""
+def test_bulk_vectors_bit_exact(name, simulator, tmp_path):
+    """The blocks at the DRE's sizes, 3,000 seeded vectors each (VREX_HW_VECTORS=10000 opt-in), in Icarus and in
+    Verilator (the DRE's bulk simulator)."""
+    if _no_iverilog if simulator == "icarus" else _no_verilator:
+        pytest.skip(f"{simulator} not installed: `make setup`")
     from vrex_lib.hw import blocks
     from vrex_lib.hw import bounded as hb
     b = blocks.spec(name)
     p = b.params(VRexCoreConfig())
     n = hb.bulk_vectors()
     vecs = b.random(n, np.random.default_rng(4), p, blocks.OperatingPoint())
-    r = hb.run_verilog(name, vecs, p, tmp_path)
-    assert r["vectors"] == n >= 3000 and r["mismatches"] == 0
+    r = hb.run_verilog(name, vecs, p, tmp_path, simulator)
+    assert r["simulator"] == simulator and r["vectors"] == n >= 3000 and r["mismatches"] == 0
+
+
+@pytest.mark.skipif(_no_verilator, reason="verilator not installed: `make setup`")
+def test_verilator_check_catches_a_mutant(tmp_path):
+    """The Verilator run compares every vector: the budget stop's adder off by one fails most selected vectors."""
+    from vrex_lib.hw import bounded as hb
+    from vrex_lib.hw.harness import Protocol, convert, simulate
+    p = hb.BoundedParams(lanes=4, code_bits=16, dim=8)
+    make, ports, outs = hb.BLOCKS["budget_stop"]
+    vecs = hb.RANDOM["budget_stop"](300, np.random.default_rng(6), p)
+    vfile = convert(lambda P: make(**P, p=p), ports(p), "budget_stop", tmp_path / "m")
+    src = vfile.read_text()
+    assert src.count("n = (a + count);") == 1, "mutation site not found in the converted budget_stop.v"
+    vfile.write_text(src.replace("n = (a + count);", "n = (a + count + 1);"))
+    stim, meta = hb.stimulus("budget_stop", vecs, p)
+    run = simulate(vfile, "budget_stop", ports(p), Protocol(outs), stim, tmp_path / "m" / "sim", "verilator")
+    bad = hb.check_log("budget_stop", run, meta, p)["mismatches"]
+    assert 0 < bad < len(vecs)
 
 
 @pytest.mark.hdl
@@ -189,6 +213,8 @@ def test_core_delta_small(tmp_path):
     df = core_delta(tmp_path, p=hb.BoundedParams(lanes=4, code_bits=16, dim=8), n_vectors=200)
     logic = df[df.kind == "logic"]
     assert len(logic) == 3 and (logic.mismatches == 0).all() and (logic.cells > 0).all()
+    if not _no_verilator:
+        assert (logic.verilator_vectors == 200).all() and (logic.verilator_mismatches == 0).all()
     assert (df.area_um2 > 0).all() and (df.power_mW > 0).all() and (logic.alpha > 0).all()
 
 
@@ -219,3 +245,67 @@ def test_study_budget_part_sets_the_token_budget_of_a_bounded_variant_only():
                      ("resv_best@text-b1.5", "token budget")):
         with pytest.raises(ValueError, match=why):
             method_spec(bad)
+
+
+def test_frame_budget_sets_the_bounded_variants_token_budget_and_leaves_the_study_sweep():
+    """resv_best's Budget record sweeps its token budget at the frame stage only: the policy gets ``budget`` (not
+    Th_r-wics, though a ReSVConfig configures it too), and the long-context study's equal-budget curves are
+    unchanged."""
+    from vrex_lib.longctx import frame_budget as FB
+    from vrex_lib.longctx import grid
+    pols = FB.budget_policies(ReSVConfig(th_r_wics=0.3, th_hp=6), budgets={"resv_best": (0.04,), "resv": (0.7,)})
+    best, resv = pols["resv_best@0.04"], pols["resv@0.7"]
+    assert best.bounded.budget == 0.04 and best.cfg.th_r_wics == 0.3 and best.cfg.th_hp == 6
+    assert resv.cfg.th_r_wics == 0.7 and resv.cfg.th_hp == 6
+    assert "resv_best" in FB.FRAME_BUDGETS and "resv_best" not in grid.BUDGET_TAGS
+    assert not any(m.startswith("resv_best") for m in grid.BUDGET_METHODS)
+    with pytest.raises(ValueError, match="no budget knob for resv_cuboid"):
+        FB.budget_policies(budgets={"resv_cuboid": (0.01,)})
+    with pytest.raises(SystemExit):
+        FB.main(["--families", "exact,nope", "--out", "/tmp/x.csv"])
+
+
+def test_at_equal_fetch_interpolates_the_reference_curve_without_extrapolating():
+    import pandas as pd
+
+    from vrex_lib.longctx.frame_budget import at_equal_fetch
+    s = pd.DataFrame(dict(
+        family=["resv"] * 2 + ["resv_best"] * 3, method=["r@1", "r@2", "b@1", "b@2", "b@3"], steps=3,
+        fetched_frac_offloaded=[0.02, 0.06, 0.04, 0.01, 0.05],
+        attn_rel_error=[0.4, 0.2, 0.25, 0.1, 0.3], kl_vs_full=[1.0, 0.2, 0.7, 0.1, 0.1],
+        top1_agreement=[0.5, 0.9, 0.8, 1.0, 0.6]))
+    t = at_equal_fetch(s, "resv", "resv_best").set_index(["method", "quantity"])
+    assert t.loc[("b@1", "attn_rel_error"), "resv_at_equal_fetch"] == pytest.approx(0.3)   # midway 0.4 -> 0.2
+    assert t.loc[("b@1", "attn_rel_error"), "b_not_worse"] is True                          # 0.25 <= 0.3
+    assert t.loc[("b@1", "kl_vs_full"), "b_not_worse"] is False                             # 0.7 > 0.6
+    assert t.loc[("b@1", "top1_agreement"), "b_not_worse"] is True                          # 0.8 >= 0.7
+    assert t.loc[("b@3", "top1_agreement"), "b_not_worse"] is False                         # 0.6 < 0.8
+    assert np.isnan(t.loc[("b@2", "kl_vs_full"), "resv_at_equal_fetch"])                   # below resv's range
+    assert t.loc[("b@2", "kl_vs_full"), "b_not_worse"] is None
+    with pytest.raises(ValueError, match="no rows of exact"):
+        at_equal_fetch(s, "exact", "resv_best")
+    s2 = s.assign(selected_frac=[0.1, 0.3, 0.2, 0.05, 0.4])                                # along the selected share
+    t2 = at_equal_fetch(s2, "resv", "resv_best", x="selected_frac").set_index(["method", "quantity"])
+    assert t2.loc[("b@1", "attn_rel_error"), "resv_at_equal_fetch"] == pytest.approx(0.3)
+    assert np.isnan(t2.loc[("b@3", "attn_rel_error"), "resv_at_equal_fetch"])              # above resv's range
+    with pytest.raises(ValueError, match="selected_frac"):
+        at_equal_fetch(s, "resv", "resv_best", x="kv_len")
+
+
+def test_fps_energy_rows_beside_the_papers_resv_are_info():
+    """Notebook 06's table (claims.bounded): both methods per (system, stage, length), INFO rows only (no paper
+    value), the bounded ReSV's fetch bounded by its budget at the frame stage, the blocks' energy only when given."""
+    from vrex_lib.claims import bounded as CB
+    from vrex_lib.report import to_frame
+    df = CB.fps_energy_frame((1000, 40000), systems=("vrex8",))
+    assert len(df) == 2 * 2 * 3 and df.blocks_mJ[df.method != "resv"].isna().all()
+    t = df.set_index(["stage", "kv_len", "method"])
+    assert t.loc[("frame", 40000, "resv_best"), "fetched_pct"] < t.loc[("frame", 40000, "resv"), "fetched_pct"]
+    assert (df.fps > 0).all() and (df.energy_mJ > 0).all()
+    with_blocks = CB.fps_energy_frame((40000,), delta_mw=4.0, systems=("vrex8",)).set_index(["stage", "method"])
+    b = with_blocks.loc[("frame", "resv_best")]
+    assert b.blocks_mJ == pytest.approx(4.0 * 8 * b.latency_ms * 1e-3) and b.blocks_mJ > 0
+    rows = to_frame(CB.fps_energy_rows(df), "smoke")
+    assert len(rows) == 2 * 2 * 2 * 2 and (rows.verdict == "INFO").all() and rows.paper.isna().all()
+    with pytest.raises(ValueError, match="delta_mw"):
+        CB.fps_energy_frame((1000,), delta_mw=-1.0)

@@ -49,9 +49,11 @@ from .hw.timing import wtu_cycles
 from .hw.wtu import WTUParams
 from .notebook import _interactive
 from .perf import simulate_measured
+from .perf.methods import METHODS as SIM_METHODS
 from .perf.methods import dre_cycles
-from .perf.sim import step_latency_ms
+from .perf.sim import simulate, step_latency_ms
 from .resv.analysis import selection_view  # noqa: F401  (notebook 08 reads dse.selection_view)
+from .resv.bounded import BoundedConfig
 from .retrieval import make_policy
 from .runtime import DEFAULT_SYSTEM_PROMPT, AskAtEnd, Question, StreamingSession, build_model, drive
 from .streams import clips_back_to_back
@@ -329,6 +331,126 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
     df["model"] = fid.get("model")
     df["kv_len_sim"] = spec.kv_len_sim
     return df
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Beyond the paper: the bounded ReSV's knobs (cap, budget, bits) on the same fronts.
+
+#: The bounded ReSV (``resv_best``, docs/DECISIONS.md D490-D491, D513) one knob at a time around its defaults
+#: (cap 8, budget 1 %, 4-bit keys): caps of 4 and 16 tokens per cluster (the anchors' page units are 8-32 tokens,
+#: issue 45), budgets of 0.5 % and 2 % of the candidates (the retrieval target is <= 2 %), 2-bit keys (the screened
+#: 2-4 bits).
+BOUNDED_SWEEP: dict[str, tuple] = dict(cap=(4, 16), budget=(0.005, 0.02), bits=(2,))
+#: Per profile: smoke and default sweep the cap and the bits only (a budget of 0.5-2 % of the fixture's ~140 tokens
+#: is below one cluster, so the budget does not move the selection there; three runtime sessions keep notebook 08's
+#: added time near 10 CPU-seconds); full sweeps every knob.
+BOUNDED_SWEEPS: dict[str, dict[str, tuple]] = {"smoke": dict(cap=(16,), bits=(2,)),
+                                               "default": dict(cap=(16,), bits=(2,)),
+                                               "full": BOUNDED_SWEEP}
+BOUNDED_KEYS = ("cap", "budget", "bits")
+
+
+def bounded_sweep(profile: str) -> dict[str, tuple]:
+    """The bounded knobs ``profile`` sweeps (:data:`BOUNDED_SWEEPS`; the whole :data:`BOUNDED_SWEEP` otherwise)."""
+    return BOUNDED_SWEEPS.get(profile, BOUNDED_SWEEP)
+
+
+def bounded_name(p: dict) -> str:
+    """'resv_best@cap8_b0.01_bits4'."""
+    return f"resv_best@cap{p['cap']}_b{p['budget']:g}_bits{p['bits']}"
+
+
+def bounded_points(sweep: dict[str, tuple] = BOUNDED_SWEEP) -> dict[str, dict]:
+    """{name: dict(cap, budget, bits)}: ``resv_best``'s defaults, then one-at-a-time variations (no duplicates)."""
+    unknown = sorted(set(sweep) - set(BOUNDED_KEYS))
+    if unknown:
+        raise ValueError(f"bounded sweep: unknown knob(s) {', '.join(unknown)}; choose from {', '.join(BOUNDED_KEYS)}")
+    d = BoundedConfig()
+    base = {k: getattr(d, k) for k in BOUNDED_KEYS}
+    pts = {bounded_name(base): base}
+    for k, values in sweep.items():
+        for v in values:
+            p = dict(base, **{k: v})
+            BoundedConfig(**p)  # an out-of-range knob is an error here, before any run
+            pts.setdefault(bounded_name(p), p)
+    return pts
+
+
+def measure_bounded(spec: SweepSpec, out: str | Path, *, model=None, sweep: dict[str, tuple] | None = None,
+                    force: bool = False) -> dict:
+    """Every bounded point's fidelity proxies and selected fraction on the fixture stream (as
+    :func:`measure_fidelity` measures the ReSV points there), cached in ``out`` under an inputs key (spec, sweep,
+    model, code). ``sweep``: default :func:`bounded_sweep` of the spec's profile. Returns {schema, points {name:
+    knobs}, results {name: rec}, elapsed_s}."""
+    out = Path(out)
+    pts = bounded_points(bounded_sweep(spec.profile) if sweep is None else sweep)
+    model = model or build_model(spec.profile)
+    record = model.reuse_record() if hasattr(model, "reuse_record") else {"name": str(model)}
+    code = ["vrex_lib.dse", "vrex_lib.resv.bounded", "vrex_lib.retrieval.bounded_policy"]
+    key = _io.reuse_key(model=record, code=code,
+                        args=dict(spec=asdict(spec), points=pts), schema=SCHEMA + "+bounded")[:16]
+    if out.exists() and not force:
+        try:
+            old = json.loads(out.read_text())
+        except json.JSONDecodeError:
+            old = {}
+        if old.get("inputs_key") == key:
+            return old
+    t_start = time.perf_counter()
+    cfg = RuntimeConfig(measure_attn_error=True)
+    frames, times = clips_back_to_back((spec.fixture_video,), spec.fixture_frames, spec.fps)
+    emb = model.embed_frames(frames)
+    ref = _run_one(model, emb, times, None, None, cfg, spec.max_new_tokens)
+    res = {}
+    for n, p in pts.items():
+        rec = _run_one(model, emb, times, make_policy("resv_best", **p), ref["answer_ids"] or None, cfg,
+                       spec.max_new_tokens)
+        if not ref["answer_ids"]:
+            rec["answer_agreement"] = None
+        rec.pop("answer_ids", None)
+        res[n] = rec
+    doc = dict(schema=SCHEMA + "+bounded", profile=spec.profile, model=model.name, inputs_key=key, points=pts,
+               results=res, elapsed_s=time.perf_counter() - t_start)
+    _io.write_text(out, json.dumps(doc, indent=1, default=float))
+    return doc
+
+
+def bounded_space(spec: SweepSpec, bfid: dict, core_delta: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per bounded point (kind 'bounded', the columns of :func:`design_space`): fixture fidelity and
+    selected fraction (:func:`measure_bounded`), V-Rex8/48 latency and energy per frame step at ``spec.kv_len_sim``
+    from the simulator's ``resv_best`` with those knobs (its fetch is the budget rule under the paper-stated
+    workload, :mod:`vrex_lib.perf.methods.resv_bounded`), DRE area/power = the paper point's plus the per-core
+    delta of the added blocks (``core_delta``: :func:`vrex_lib.estimate.bounded.core_delta`'s frame, synthesised
+    at the default knobs -- 4-bit keys, so an upper bound for 2 bits; the cap does not change the blocks; NaN
+    without it)."""
+    base = dre_area_power(VRexCoreConfig(), PAPER_POINT["n_hp"])
+    add_mm2 = float(core_delta.area_um2.sum()) / 1e6 if core_delta is not None else float("nan")
+    add_mw = float(core_delta.power_mW.sum()) if core_delta is not None else float("nan")
+    rows = []
+    for n, p in bfid["points"].items():
+        m = bfid["results"][n]
+        row = dict(point=n, kind="bounded", **{k: PAPER_POINT[k] for k in RESV_KEYS + HW_KEYS}, **p, is_paper=False,
+                   answer_agreement_fixture=m.get("answer_agreement"), attn_rel_error_fixture=m.get("attn_rel_error"),
+                   selected_frac=m.get("selected_frac"), workload_stream="fixture (steered)")
+        method = SIM_METHODS["resv_best"].replace(cfg=BoundedConfig(**p))
+        for sysname in ("vrex8", "vrex48"):
+            r = simulate(sysname, method, "frame", spec.kv_len_sim, workload="paper")
+            row[f"{sysname}_latency_ms"] = float(r.latency_ms)
+            row[f"{sysname}_energy_mJ"] = float(r.energy_J) * 1e3
+        row["workload_source"] = r.workload_source
+        row.update(base, dre_area_mm2=base["dre_area_mm2"] + add_mm2, dre_power_mW=base["dre_power_mW"] + add_mw)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def with_bounded(df: pd.DataFrame, bdf: pd.DataFrame) -> pd.DataFrame:
+    """:func:`design_space`'s rows and :func:`bounded_space`'s, the Pareto columns recomputed over both."""
+    out = pd.concat([df, bdf], ignore_index=True)
+    out["pareto_latency"] = pareto_mask(out["attn_rel_error_fixture"], out["vrex8_latency_ms"])
+    out["pareto_area"] = pareto_mask(out["attn_rel_error_fixture"], out["dre_area_mm2"])
+    for c in ("profile", "model", "kv_len_sim"):
+        out[c] = df[c].iloc[0]
+    return out
 
 
 def pareto_mask(a, b) -> np.ndarray:

@@ -123,7 +123,7 @@ _ROWS: tuple[Method, ...] = (
     # Beyond the paper (docs/DECISIONS.md D490-D494): capped clusters, a bounded cluster score, a token-budget stop.
     Method("resv_best", "bounded_policy.BoundedReSV", "ReSV, capped clusters + 4-bit best member + budget",
            "alternative", "docs/DECISIONS.md D490 (beyond the paper)", ("frame", "text"), sim="resv_best",
-           runs_in=frozenset({"longctx"})),
+           runs_in=frozenset({"longctx"}), budget=Budget("budget", "b", float, frame=(0.01, 0.02, 0.04, 0.08, 0.16))),
     Method("resv_cuboid", "bounded_policy.BoundedReSVCuboid", "ReSV, capped clusters + cuboid-mean + budget",
            "alternative", "docs/DECISIONS.md D490 (beyond the paper)", ("frame", "text")),
     Method("resv_capped", "bounded_policy.BoundedReSVCentroid", "ReSV, capped clusters + centroid + budget",

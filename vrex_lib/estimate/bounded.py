@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -39,12 +40,16 @@ from .synth import yosys_area
 def block_cost(name: str, p: hb.BoundedParams, work: Path, n_vectors: int = hb.DEFAULT_VECTORS, seed: int = 0,
                synth: bool = True) -> dict:
     """One block: the bit-exact check and toggle count of ``n_vectors`` seeded vectors on Icarus (one VCD run),
-    and yosys cells (``synth``). Cached in ``work/<name>.json`` by the Verilog's SHA-256, the vectors and seed."""
+    the same vectors checked again under Verilator when it is installed (``verilator_vectors``,
+    ``verilator_mismatches``; 0 and None without it), as the DRE's bulk check runs (:mod:`vrex_lib.hw.bulk`), and
+    yosys cells (``synth``). Cached in ``work/<name>.json`` by the Verilog's SHA-256, the vectors, seed and
+    simulators."""
     make, ports, outs = hb.BLOCKS[name]
     work = Path(work).resolve()  # the simulators run inside it
     work.mkdir(parents=True, exist_ok=True)
     vfile = convert(lambda P: make(**P, p=p), ports(p), name, work / name)
-    key = hashlib.sha256(vfile.read_bytes() + f"{n_vectors}/{seed}/{synth}".encode()).hexdigest()[:24]
+    have_vl = shutil.which("verilator") is not None
+    key = hashlib.sha256(vfile.read_bytes() + f"{n_vectors}/{seed}/{synth}/vl{have_vl}".encode()).hexdigest()[:24]
     cache = work / f"{name}.json"
     if cache.exists():
         old = json.loads(cache.read_text())
@@ -56,7 +61,10 @@ def block_cost(name: str, p: hb.BoundedParams, work: Path, n_vectors: int = hb.D
     bad = hb.check_log(name, m["run"], meta, p)["mismatches"]
     out = dict(key=key, block=name, vectors=len(vecs), mismatches=bad, cycles=m["cycles"],
                signal_bits=m["signal_bits"], toggles=m["toggles"], flop_bits=m["flop_bits"],
-               flop_toggles=m["flop_toggles"], simulator="icarus")
+               flop_toggles=m["flop_toggles"], simulator="icarus", verilator_vectors=0, verilator_mismatches=None)
+    if have_vl:
+        vl = hb.run_verilog(name, vecs, p, work / name / "verilator", "verilator")
+        out.update(verilator_vectors=vl["vectors"], verilator_mismatches=vl["mismatches"])
     if synth:
         from ..hw.verify import synthesise
         (work / name / "syn").mkdir(parents=True, exist_ok=True)
@@ -79,9 +87,12 @@ def count_memory(cfg: VRexCoreConfig, count_bits: int, code_bits: int = 32) -> d
 
 
 def core_delta(work: Path, cfg: VRexCoreConfig | None = None, p: hb.BoundedParams | None = None,
-               n_vectors: int = hb.DEFAULT_VECTORS, util: dict[str, float] | None = None) -> pd.DataFrame:
+               n_vectors: int | None = None, util: dict[str, float] | None = None) -> pd.DataFrame:
     """Per added block and the count SRAM: area (µm², 14 nm) and power (mW at ``cfg.freq_hz``; the blocks switch
-    at their measured toggle rates × ``util[block]``, default 1 = Table III's full-activity point)."""
+    at their measured toggle rates × ``util[block]``, default 1 = Table III's full-activity point), and the
+    bit-exact checks of ``n_vectors`` seeded vectors (default :func:`vrex_lib.hw.bounded.bulk_vectors`: 3,000,
+    ``VREX_HW_VECTORS=10000`` opt-in) in Icarus and Verilator."""
+    n_vectors = hb.bulk_vectors() if n_vectors is None else n_vectors
     cfg = cfg or VRexCoreConfig()
     p = p or hb.BoundedParams(lanes=cfg.n_hcu_w)
     util = util or {}
@@ -94,6 +105,7 @@ def core_delta(work: Path, cfg: VRexCoreConfig | None = None, p: hb.BoundedParam
         lp = logic_power(name, c["cells_by_type"], act, cfg.freq_hz)
         area = yosys_area({name: dict(cells_by_type=c["cells_by_type"])}).iloc[0]
         recs.append(dict(part=name, kind="logic", vectors=c["vectors"], mismatches=c["mismatches"],
+                         verilator_vectors=c["verilator_vectors"], verilator_mismatches=c["verilator_mismatches"],
                          cells=c["cells"], flip_flops=c["flip_flops"], area_um2=float(area.area_um2),
                          alpha=act.alpha, power_mW=lp.total_mw, dynamic_mW=lp.dynamic_mw, clock_mW=lp.clock_mw,
                          leakage_mW=lp.leakage_mw))

@@ -36,10 +36,14 @@ from ..runtime import Schedule, StreamingSession, drive, lockstep
 from .policy import ExactTopK
 
 #: Budgets of the frame-stage curves, per family: exact top-k (fraction of candidates), ReSV streaming (Th_r-wics),
-#: InfiniGenP (cap: its fixed top-k share at frames), StreamingLLM (window, tokens).
+#: InfiniGenP (cap: its fixed top-k share at frames), the bounded ReSV ``resv_best`` (token budget, share of the
+#: candidates; beyond the paper, D490), StreamingLLM (window, tokens).
 FRAME_BUDGETS: dict[str, tuple] = {"exact": (0.0025, 0.01, 0.04),
                                    **{m.name: m.budget.frame for m in METHODS.values()
                                       if m.budget is not None and m.budget.frame}}
+
+#: The families with a budget knob: ``exact`` and every method whose Budget record has one.
+FAMILIES: tuple[str, ...] = ("exact", *(m.name for m in METHODS.values() if m.budget is not None))
 
 
 class FrameExactTopK(ExactTopK):
@@ -52,19 +56,28 @@ class FrameExactTopK(ExactTopK):
 
 
 def budget_policies(resv: ReSVConfig | None = None, budgets: Mapping[str, Sequence] = FRAME_BUDGETS) -> dict:
-    """{name: policy} of every family and budget of ``budgets`` (names ``family@value``)."""
+    """{name: policy} of every family and budget of ``budgets`` (names ``family@value``). A family's value sets the
+    option its :class:`~vrex_lib.methods.Budget` record names (ReSV's Th_r-wics through ``resv``, the bounded ReSV's
+    ``budget``); a policy configured by a ReSVConfig gets ``resv`` either way."""
     resv = resv or ReSVConfig()
+    unknown = sorted(set(budgets) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"frame budget: no budget knob for {', '.join(unknown)}: choose from {', '.join(FAMILIES)}")
     out: dict = {}
     for fam, values in budgets.items():
         for v in values:
             if fam == "exact":
                 out[f"{fam}@{v:g}"] = FrameExactTopK(frac=float(v))
-            elif takes_resv_config(fam):
+                continue
+            b = METHODS[fam].budget
+            if b.option == "th_r_wics":
                 out[f"{fam}@{v:g}"] = make_policy(fam, cfg=dataclasses.replace(resv, th_r_wics=float(v)))
+            elif takes_resv_config(fam):
+                out[f"{fam}@{v:g}"] = make_policy(fam, cfg=resv, **{b.option: b.kind(v)})
             else:
-                b = METHODS[fam].budget
                 out[f"{fam}@{v:g}"] = make_policy(fam, **{b.option: b.kind(v)})
     return out
+
 
 
 class _Keep(Schedule):
@@ -143,6 +156,39 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
                  top1_agreement=("top1_agrees", "mean")).reset_index()
 
 
+#: The frame-stage quantities compared at equal fetch: name -> True when higher is better.
+_HIGHER_BETTER: dict[str, bool] = {"attn_rel_error": False, "kl_vs_full": False, "top1_agreement": True}
+
+
+def at_equal_fetch(df: pd.DataFrame, a: str, b: str, x: str = "fetched_frac_offloaded") -> pd.DataFrame:
+    """Family ``b``'s points against family ``a``'s curve at the same fetched fraction of the offloaded tier (``x``;
+    ``"selected_frac"``: at the same selected share of the candidates).
+
+    ``df``: :func:`frame_budget`'s rows or their :func:`summary`. For every method of ``b`` and every quantity of
+    :data:`_HIGHER_BETTER`: ``a``'s value interpolated linearly along ``a``'s mean ``x`` at ``b``'s
+    (NaN outside ``a``'s measured range: no extrapolation), and ``b_not_worse`` (``b``'s value at least as good;
+    None where ``a`` has no value there)."""
+    s = df if "steps" in df.columns else summary(df)
+    missing = [f for f in (a, b) if f not in set(s.family)]
+    if missing:
+        raise ValueError(f"at_equal_fetch: no rows of {', '.join(missing)} (families: {', '.join(s.family.unique())})")
+    if x not in ("fetched_frac_offloaded", "selected_frac"):
+        raise ValueError(f"at_equal_fetch: x={x!r}: choose fetched_frac_offloaded or selected_frac")
+    curve = s[s.family == a].dropna(subset=[x]).sort_values(x)
+    xs = curve[x].to_numpy(float)
+    rows = []
+    for _, p in s[s.family == b].iterrows():
+        f = float(p[x])
+        inside = len(xs) > 0 and np.isfinite(f) and xs[0] <= f <= xs[-1]
+        for q, higher in _HIGHER_BETTER.items():
+            ref = float(np.interp(f, xs, curve[q].to_numpy(float))) if inside else float("nan")
+            val = float(p[q])
+            ok = None if not inside else bool(val >= ref if higher else val <= ref)
+            rows.append(dict(method=p.method, **{x: f}, quantity=q, value=val,
+                             **{f"{a}_at_equal_fetch": ref}, b_not_worse=ok))
+    return pd.DataFrame(rows)
+
+
 def stream_frames(profile: str, max_tokens: int) -> tuple[object, list, RuntimeConfig]:
     """(model, [(frame tokens [10, hidden], time s)], runtime config) of the composed real-footage stream the
     workload measurement of ``profile`` streams (:mod:`vrex_lib.streams`), long enough for ``max_tokens``."""
@@ -159,7 +205,8 @@ def stream_frames(profile: str, max_tokens: int) -> tuple[object, list, RuntimeC
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m vrex_lib.longctx.frame_budget --profile default [--lo 1000] [--hi 4000] [--every 10]
-    [--kv-capacity N] --out F.csv``: the frame-stage table of every family and budget (:data:`FRAME_BUDGETS`) and
+    [--kv-capacity N] [--families exact,resv,resv_best] --out F.csv``: the frame-stage table of every family (or
+    those named) and budget (:data:`FRAME_BUDGETS`) and
     its summary (``F.summary.csv``). Minutes to hours of CPU (every method streams the whole stream): not part of
     ``make reproduce``."""
     import argparse
@@ -175,17 +222,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--every", type=int, default=10, help="keep every n-th frame step in [lo, hi]")
     ap.add_argument("--kv-capacity", type=int, default=None,
                     help="device tier in tokens (default: the profile's; below --lo so that tokens are offloaded)")
+    ap.add_argument("--families", default=None,
+                    help=f"comma-separated families to run (default: all of {', '.join(FRAME_BUDGETS)})")
     ap.add_argument("--out", required=True, help="CSV to write (atomic); its summary goes beside it")
     a = ap.parse_args(argv)
     if not 0 < a.lo <= a.hi or a.every < 1 or (a.kv_capacity is not None and a.kv_capacity < 1):
         ap.error("need 0 < --lo <= --hi, --every >= 1 and --kv-capacity >= 1")
+    budgets = dict(FRAME_BUDGETS)
+    if a.families is not None:
+        names = [f.strip() for f in a.families.split(",") if f.strip()]
+        unknown = [f for f in names if f not in FRAME_BUDGETS]
+        if unknown or not names:
+            ap.error(f"--families {a.families!r}: unknown {', '.join(unknown) or '(none given)'}; choose from "
+                     f"{', '.join(FRAME_BUDGETS)}")
+        budgets = {f: FRAME_BUDGETS[f] for f in names}
     out = Path(a.out)
     if out.is_dir() or not out.parent.is_dir():
         ap.error(f"--out {out}: give a file in an existing folder")
     model, frames, cfg = stream_frames(a.profile, a.hi)
     if a.kv_capacity is not None:
         cfg = cfg.replace(kv_capacity=a.kv_capacity)
-    df = frame_budget(model, frames, budget_policies(), cfg, lo_tokens=a.lo, hi_tokens=a.hi, every=a.every)
+    df = frame_budget(model, frames, budget_policies(budgets=budgets), cfg, lo_tokens=a.lo, hi_tokens=a.hi,
+                      every=a.every)
     _io.write_text(out, df.to_csv(index=False))
     _io.write_text(out.with_suffix(".summary.csv"), summary(df).to_csv(index=False))
     print(summary(df).to_string(index=False))
