@@ -450,6 +450,7 @@ $(EXEC_DIR)/06_performance.ipynb: \
   vrex_lib/claims/__init__.py \
   vrex_lib/claims/bounded.py \
   vrex_lib/claims/causes.py \
+  vrex_lib/claims/headline_doc.py \
   vrex_lib/claims/hwmodel.py \
   vrex_lib/claims/need.py \
   vrex_lib/claims/performance.py \
@@ -770,6 +771,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/longctx/__init__.py \
   vrex_lib/longctx/export.py \
   vrex_lib/longctx/figures.py \
+  vrex_lib/longctx/frame_budget.py \
   vrex_lib/longctx/grid.py \
   vrex_lib/longctx/mechanism.py \
   vrex_lib/longctx/policy.py \

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .. import _io, paper
+from ..config import REPO_ROOT
 from ..estimate.core import CorePowerModel
 from ..perf import Workload
 from ..perf.energy import peak_power_w
@@ -78,6 +79,19 @@ def headline_markdown(res: Mapping | None = None) -> str:
     lines = [BEGIN, "| quantity | ours | paper |", "|---|---|---|"]
     lines += [f"| {q} | {o} | {p} |" for q, o, p in headline_rows(res)]
     return "\n".join(lines + [END])
+
+
+def check_line(res: Mapping | None = None, path: str | Path | None = None) -> str:
+    """One sentence: whether the doc's headline table (``path``, default docs/PERF_MODEL.md) equals the table of
+    ``res`` (or of a fresh paper-stated run)."""
+    path = Path(path) if path is not None else REPO_ROOT / "docs" / "PERF_MODEL.md"
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        return f"{path.name} has no headline-numbers markers"
+    if BEGIN + text.split(BEGIN, 1)[1].split(END, 1)[0] + END == headline_markdown(res):
+        return f"{path.name}'s headline table matches this run"
+    return (f"{path.name}'s headline table differs from this run: `python -m vrex_lib.claims.headline_doc --write "
+            f"docs/PERF_MODEL.md` rewrites it from the simulator")
 
 
 def write_doc(path: str | Path, table: str) -> None:
