@@ -535,6 +535,7 @@ $(EXEC_DIR)/07_summary.ipynb: \
   vrex_lib/__init__.py \
   vrex_lib/_io.py \
   vrex_lib/claims/__init__.py \
+  vrex_lib/claims/bounded.py \
   vrex_lib/claims/findings.py \
   vrex_lib/claims/provenance.py \
   vrex_lib/claims/resv.py \

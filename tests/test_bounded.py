@@ -309,3 +309,23 @@ def test_fps_energy_rows_beside_the_papers_resv_are_info():
     assert len(rows) == 2 * 2 * 2 * 2 and (rows.verdict == "INFO").all() and rows.paper.isna().all()
     with pytest.raises(ValueError, match="delta_mw"):
         CB.fps_energy_frame((1000,), delta_mw=-1.0)
+
+
+def test_findings_row_reads_the_three_notebooks_data_and_names_what_is_missing(tmp_path):
+    import pandas as pd
+
+    from vrex_lib.claims import bounded as CB
+    row = CB.finding(tmp_path)
+    assert row["kind"] == "not-run" and "09_retrieval_demand" in row["evidence"] and "06_performance" in row["evidence"]
+    pd.DataFrame([dict(method=m, task="passkey", context_tokens=1000, n=4, correct=c, fetched_frac_offloaded=f)
+                  for m, c, f in (("full", 4, 1.0), ("resv_best@text", 3, 0.015))]).to_csv(
+        tmp_path / "retrieval_demand_power.csv", index=False)
+    pd.DataFrame(dict(area_um2=[100.0, 300.0], power_mW=[1.0, 1.0])).to_csv(tmp_path / "bounded_core_delta.csv")
+    pd.DataFrame(dict(area_mm2=[0.04], power_mW=[200.0])).to_csv(tmp_path / "core_breakdown.csv")
+    pd.DataFrame([dict(system="vrex8", stage=s, kv_len=40000, method=m, fps=f) for s in ("frame", "text")
+                  for m, f in (("resv", 2.0), ("resv_best", 8.0))]).to_csv(tmp_path / "bounded_fps_energy.csv")
+    row = CB.finding(tmp_path)
+    assert row["kind"] == "beyond"
+    for part in ("passkey 1K 3/4 (full 4/4) at 1.50 % fetched", "+400 um2 (+1.00 % of the core)", "+2.00 mW (+1.00 %)",
+                 "vrex8 frame 40K: 2.00 -> 8.00 FPS"):
+        assert part in row["evidence"], row["evidence"]

@@ -10,6 +10,7 @@ has no value for any of it: every row is INFO.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
 
@@ -73,3 +74,46 @@ def fps_energy_rows(df: pd.DataFrame) -> list[report.Row]:
             rows.append(report.info_row(f"{key}.energy", f"{system} {stage} energy per step at {n} tokens, {m}",
                                         "mJ", r.energy_mJ, note=note))
     return rows
+
+
+#: The results each part of :func:`finding` reads: file under ``results/data`` -> the notebook that writes it.
+FINDING_INPUTS: dict[str, str] = {"retrieval_demand_power.csv": "09_retrieval_demand",
+                                  "bounded_core_delta.csv": "05_area_power", "core_breakdown.csv": "05_area_power",
+                                  "bounded_fps_energy.csv": "06_performance"}
+_STATEMENT = ("Beyond the paper: a ReSV that retrieves (capped clusters, a 4-bit best-member score, a token-budget "
+              "stop; resv_best) -- what it keeps, what it fetches, and what it costs a V-Rex core and the step")
+
+
+def finding(data: str | Path) -> dict:
+    """The report's Findings row on ``resv_best`` (columns of :data:`vrex_lib.claims.findings.COLUMNS`, kind
+    'beyond'): exact match against ``full`` on the study's compared trials with the fetched share of the offloaded
+    tier (notebook 09), the added blocks' area and power per core against the core's (notebook 05 §8b) and the
+    simulated FPS beside the paper's ReSV (notebook 06), from the results folder's ``data/`` (``data``). A missing
+    input makes it 'not-run', naming the notebook that writes it."""
+    data = Path(data)
+    missing = [f"{f} (notebook {nb})" for f, nb in FINDING_INPUTS.items() if not (data / f).is_file()]
+    if missing:
+        return dict(finding="beyond.resv_best", kind="not-run", statement=_STATEMENT,
+                    evidence="needs " + ", ".join(missing))
+    pw = pd.read_csv(data / "retrieval_demand_power.csv")
+    cells = []
+    for (task, n), d in pw[pw.method.isin(["full", f"{BOUNDED}@text"])].groupby(["task", "context_tokens"]):
+        r = d.set_index("method")
+        if f"{BOUNDED}@text" not in r.index or "full" not in r.index:
+            continue
+        b, f = r.loc[f"{BOUNDED}@text"], r.loc["full"]
+        cells.append(f"{task} {n // 1000}K {int(b.correct)}/{int(b.n)} (full {int(f.correct)}/{int(f.n)}) at "
+                     f"{100 * b.fetched_frac_offloaded:.2f} % fetched")
+    delta = pd.read_csv(data / "bounded_core_delta.csv")
+    core = pd.read_csv(data / "core_breakdown.csv")
+    area_pct = 100 * delta.area_um2.sum() / (1e6 * core.area_mm2.sum())
+    power_pct = 100 * delta.power_mW.sum() / core.power_mW.sum()
+    fe = pd.read_csv(data / "bounded_fps_energy.csv").set_index(["system", "stage", "kv_len", "method"])
+    n_max = int(fe.index.get_level_values("kv_len").max())
+    fps = "; ".join(f"{s} {st} {n_max // 1000}K: {fe.loc[(s, st, n_max, PAPER)].fps:.2f} -> "
+                    f"{fe.loc[(s, st, n_max, BOUNDED)].fps:.2f} FPS"
+                    for s in SYSTEMS for st in ("frame", "text") if (s, st, n_max, PAPER) in fe.index)
+    evidence = (f"{'; '.join(cells) or 'no compared trials ran it'} (this run's trials; the 40-per-cell run: "
+                f"docs/POWER_STUDY.md); per core +{delta.area_um2.sum():,.0f} um2 ({area_pct:+.2f} % of the core) "
+                f"and +{delta.power_mW.sum():.2f} mW ({power_pct:+.2f} %); simulated, resv -> resv_best: {fps}")
+    return dict(finding="beyond.resv_best", kind="beyond", statement=_STATEMENT, evidence=evidence)
