@@ -79,7 +79,6 @@ def budget_policies(resv: ReSVConfig | None = None, budgets: Mapping[str, Sequen
     return out
 
 
-
 class _Keep(Schedule):
     """Keeps, at every ``every``-th frame step inside [lo, hi] cached tokens: (frame index, trace row, log-probs)."""
 
