@@ -131,7 +131,7 @@ def test_simulator_model_beside_resv():
     base = simulate("vrex8", "resv", "text", 40000, workload="paper")
     assert 0 < r.fps < base.fps                          # the low-bit key reads cost time at 40K
     assert r.breakdown_ms["kv_prediction"] > base.breakdown_ms["kv_prediction"]
-    assert abs(r.ratio - (0.01 + 0.5 * 8 / 40000)) < 1e-12
+    assert abs(r.ratio - (rb.BoundedConfig().budget + 0.5 * 8 / 40000)) < 1e-12
 
 
 # ------------------------------------------------------------------------------------------------ RTL

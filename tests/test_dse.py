@@ -159,7 +159,7 @@ def test_bounded_knobs_on_the_same_fronts(tiny, tmp_path):
     cached by inputs, costed by the simulator's resv_best with those knobs plus the added blocks' per-core delta,
     and judged on the same Pareto fronts as the paper's points."""
     pts = dse.bounded_points()
-    assert len(pts) == 6 and dse.bounded_name(dict(cap=8, budget=0.01, bits=4)) in pts
+    assert len(pts) == 6 and dse.bounded_name(dict(cap=8, budget=0.015, bits=4)) in pts
     assert len(dse.bounded_points(dse.bounded_sweep("default"))) == 3 and dse.bounded_sweep("full") == dse.BOUNDED_SWEEP
     with pytest.raises(ValueError, match="unknown knob"):
         dse.bounded_points(dict(lanes=(4,)))
@@ -168,8 +168,8 @@ def test_bounded_knobs_on_the_same_fronts(tiny, tmp_path):
     spec = dataclasses.replace(dse.sweep_spec("smoke"), fixture_frames=2, max_new_tokens=2)
     sweep = dict(budget=(0.5,))
     a = dse.measure_bounded(spec, tmp_path / "b.json", model=tiny, sweep=sweep)
-    assert set(a["results"]) == {"resv_best@cap8_b0.01_bits4", "resv_best@cap8_b0.5_bits4"}
-    lo, hi = (a["results"][n] for n in ("resv_best@cap8_b0.01_bits4", "resv_best@cap8_b0.5_bits4"))
+    assert set(a["results"]) == {"resv_best@cap8_b0.015_bits4", "resv_best@cap8_b0.5_bits4"}
+    lo, hi = (a["results"][n] for n in ("resv_best@cap8_b0.015_bits4", "resv_best@cap8_b0.5_bits4"))
     assert lo["selected_frac"] < hi["selected_frac"] and lo["attn_rel_error"] >= hi["attn_rel_error"] >= 0
     assert dse.measure_bounded(spec, tmp_path / "b.json", model=tiny, sweep=sweep)["elapsed_s"] == a["elapsed_s"]
     delta = pd.DataFrame(dict(area_um2=[1000.0, 500.0], power_mW=[2.0, 1.0]))
@@ -177,7 +177,7 @@ def test_bounded_knobs_on_the_same_fronts(tiny, tmp_path):
     paper = dse.dre_area_power(VRexCoreConfig(), dse.PAPER_POINT["n_hp"])
     assert (bdf.kind == "bounded").all() and bdf.dre_area_mm2.iloc[0] == pytest.approx(paper["dre_area_mm2"] + 0.0015)
     assert bdf.dre_power_mW.iloc[0] == pytest.approx(paper["dre_power_mW"] + 3.0)
-    assert bdf.loc["resv_best@cap8_b0.01_bits4", "vrex8_latency_ms"] < bdf.loc["resv_best@cap8_b0.5_bits4",
+    assert bdf.loc["resv_best@cap8_b0.015_bits4", "vrex8_latency_ms"] < bdf.loc["resv_best@cap8_b0.5_bits4",
                                                                                 "vrex8_latency_ms"]
     assert dse.bounded_space(spec, a).dre_area_mm2.isna().all()  # no synthesised delta: no area, never a guess
     base = pd.DataFrame(dict(point=["p"], kind=["paper"], attn_rel_error_fixture=[1.0], vrex8_latency_ms=[1e9],

@@ -337,7 +337,7 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
 # Beyond the paper: the bounded ReSV's knobs (cap, budget, bits) on the same fronts.
 
 #: The bounded ReSV (``resv_best``, docs/DECISIONS.md D490-D491, D513) one knob at a time around its defaults
-#: (cap 8, budget 1 %, 4-bit keys): caps of 4 and 16 tokens per cluster (the anchors' page units are 8-32 tokens,
+#: (cap 8, budget 1.5 %, 4-bit keys): caps of 4 and 16 tokens per cluster (the anchors' page units are 8-32 tokens,
 #: issue 45), budgets of 0.5 % and 2 % of the candidates (the retrieval target is <= 2 %), 2-bit keys (the screened
 #: 2-4 bits).
 BOUNDED_SWEEP: dict[str, tuple] = dict(cap=(4, 16), budget=(0.005, 0.02), bits=(2,))

@@ -66,14 +66,15 @@ class BoundedConfig:
 
     summary: 'best' (low-bit per-token keys, best member), 'cuboid' (ArkVale's cuboid-mean) or 'centroid';
     cap: most tokens per cluster (a full cluster takes no new member; 1 = every token its own cluster);
-    budget: the stop, a share of the candidates (0.01 = 1 %; whole clusters, so at most cap − 1 over);
+    budget: the stop, a share of the candidates (0.015 = 1.5 %, docs/DECISIONS.md D501; whole clusters, so at most
+    cap − 1 over);
     bits: bits per element of the key copy ('best' only; 2-8);
     shortlist: share of the candidates whose clusters (centroid-ranked) are scored by the summary (1.0 = all).
     """
 
     summary: Literal["best", "cuboid", "centroid"] = "best"
     cap: int = 8
-    budget: float = 0.01
+    budget: float = 0.015
     bits: int = 4
     shortlist: float = 1.0
 

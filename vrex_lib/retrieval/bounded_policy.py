@@ -3,7 +3,7 @@ stop (:mod:`vrex_lib.resv.bounded`, docs/DECISIONS.md D490-D494). The paper's Re
 
 | name             | summary per cluster                                   | default knobs (BoundedConfig)          |
 |------------------|-------------------------------------------------------|----------------------------------------|
-| ``resv_best``    | best member under a 4-bit per-token key copy           | cap 8, budget 1 %, bits 4, shortlist 1 |
+| ``resv_best``    | best member under a 4-bit per-token key copy           | cap 8, budget 1.5 %, bits 4, shortlist 1 |
 | ``resv_cuboid``  | ArkVale's cuboid-mean (centre + mean abs. deviation)   | cap 8, budget 2 %                      |
 | ``resv_capped``  | ReSV's centroid (only the cap and the stop change)     | cap 8, budget 1 %                      |
 
@@ -106,4 +106,4 @@ class BoundedReSVCentroid(BoundedReSV):
     """``resv_capped``: capped clusters scored by their centroid, 1 % budget (the cap and the stop alone)."""
 
     name = "resv_capped"
-    defaults = BoundedConfig(summary="centroid")
+    defaults = BoundedConfig(summary="centroid", budget=0.01)
