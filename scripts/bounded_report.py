@@ -5,7 +5,7 @@ FPS and energy beside the paper's ReSV.
     python scripts/bounded_report.py sim                                          # V-Rex8/48, 1K-40K, both stages
     python scripts/bounded_report.py core [--work results/variants/est]           # cells, toggles, CACTI (minutes)
 
-``power``: per (method, context length) the exact match with its Wilson 95 % interval and the fetched share of the
+``power``: per (method, task, context length) the exact match with its Wilson 95 % interval and the fetched share of the
 offloaded tier (selected offloaded tokens / offloaded candidates, summed over the text-stage steps, layers and KV
 heads), from the long-context study's records (``python -m vrex_lib.longctx run ...``; a ``.partial.json`` of an
 interrupted run is read as well). ``sim``: the simulator's step (paper-stated workload; ``resv_best`` fetches its
@@ -32,18 +32,19 @@ def power_table(paths: list[Path]) -> pd.DataFrame:
                                  ((r["trial"], {r["method"]: r}) for r in records)):
             for m, r in by_method.items():
                 recs[(trial, m)] = r                        # a trial measured twice counts once
-    rows: dict[tuple[str, int], dict] = {}
+    rows: dict[tuple[str, str, int], dict] = {}
     for (_, m), r in recs.items():
-        c = rows.setdefault((m, int(r["context_tokens"])), dict(n=0, k=0, sel_off=0.0, off=0.0))
+        c = rows.setdefault((m, r["task"], int(r["context_tokens"])), dict(n=0, k=0, sel_off=0.0, off=0.0))
         c["n"] += 1
         c["k"] += int(bool(r["correct"]))
         c["sel_off"] += r["sums"]["sel_off"]
         c["off"] += r["sums"]["off"]
     out = []
-    for (m, n), c in sorted(rows.items(), key=lambda x: (x[0][1], x[0][0])):
+    for (m, task, n), c in sorted(rows.items(), key=lambda x: (x[0][1], x[0][2], x[0][0])):
         lo, hi = wilson(c["k"], c["n"])
-        out.append(dict(method=m, context_tokens=n, trials=c["n"], correct=c["k"], exact_match=c["k"] / c["n"],
-                        wilson_lo=lo, wilson_hi=hi, fetched_pct_offloaded=100 * c["sel_off"] / c["off"]))
+        out.append(dict(method=m, task=task, context_tokens=n, trials=c["n"], correct=c["k"],
+                        exact_match=c["k"] / c["n"], wilson_lo=lo, wilson_hi=hi,
+                        fetched_pct_offloaded=100 * c["sel_off"] / c["off"]))
     return pd.DataFrame(out)
 
 
