@@ -105,6 +105,20 @@ def test_batched_resume_is_sequential_resume(tiny, tmp_path, gone):
     assert_same_study(tmp_path / "False", tmp_path / "True")
 
 
+def test_batched_variants_write_the_sequential_files(tiny, tmp_path):
+    """run_variants: tagged variants of one method and of another, all against root/full, in one batch per task."""
+    variants = {"legacy": ("rekv", {"mode": "legacy"}), "frame": ("rekv", {"mode": "frame", "topk_blocks": 1}),
+                "oracle": ("infinigen_p", {"mode": "oracle"})}
+    kw = {k: v for k, v in KW.items() if k != "method_kwargs"}
+    for batched in (False, True):
+        root = tmp_path / str(batched)
+        accuracy.run_study(["full"], TASKS, "smoke", root, model=tiny, max_samples=2, **kw)
+        accuracy.run_variants(variants, TASKS, "smoke", root, model=tiny, max_samples=2, batched=batched, **kw)
+    assert_same_study(tmp_path / "False", tmp_path / "True")
+    lines = ev.read_jsonl(tmp_path / "True" / "rekv@frame" / "step.jsonl")
+    assert len(lines) == 2 and all(r["ref_answer_match"] is not None for r in lines)
+
+
 class _Failing:
     """A policy that raises in its next selection once ``armed``."""
 

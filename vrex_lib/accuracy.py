@@ -19,7 +19,7 @@ attention output vs full attention, mean over the (step, layer, KV head) cells w
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -64,9 +64,8 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
     docs/DECISIONS.md D520); False runs the methods one after another (:func:`~vrex_lib.eval.run_eval`).
     """
     order = sorted(methods, key=lambda m: m != "full")
-    kw = dict(coin_root=coin_root, max_samples=max_samples, runtime_cfg=runtime_cfg, model=model,
-              max_new_tokens=max_new_tokens, progress=progress, prompt_layout=prompt_layout,
-              **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
+    kw = _eval_kw(model=model, max_samples=max_samples, runtime_cfg=runtime_cfg, coin_root=coin_root,
+                  max_new_tokens=max_new_tokens, max_frames=max_frames, progress=progress, prompt_layout=prompt_layout)
     if batched:
         for m in order:
             if fresh and method_dir(root, m, tag).exists():
@@ -83,6 +82,31 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
             r = _study_run(root, m, t, tag, method_kwargs, batch=False)
             run_eval(t, m, profile, r.out, method_kwargs=r.method_kwargs, reference=r.reference,
                      trace_dir=r.trace_dir, **kw)
+
+
+def run_variants(variants: Mapping[str, tuple[str, dict]], tasks: Sequence[str], profile: str, root: str | Path, *,
+                 model, max_samples: int | None, fresh: bool = True, batched: bool = True, progress: bool = False,
+                 **kw) -> None:
+    """Run variants ``{tag: (method, its kwargs)}``, each into ``<method>@<tag>`` with ``root/full`` as its reference,
+    as :func:`run_study` with ``tag`` would one after another; ``batched`` (default): per task every variant streams
+    each sample at once (D520). ``kw``: run_study's other options (runtime_cfg, coin_root, max_new_tokens,
+    max_frames, prompt_layout)."""
+    if not batched:
+        for tag, (m, mkw) in variants.items():
+            run_study([m], tasks, profile, root, model=model, max_samples=max_samples, tag=tag,
+                      method_kwargs={m: mkw}, fresh=fresh, batched=False, progress=progress, **kw)
+        return
+    for tag, (m, _) in variants.items():
+        if fresh and method_dir(root, m, tag).exists():
+            shutil.rmtree(method_dir(root, m, tag))
+    for t in tasks:
+        runs = [_study_run(root, m, t, tag, {m: mkw}, batch=False) for tag, (m, mkw) in variants.items()]
+        run_eval_batch(t, runs, profile, **_eval_kw(model=model, max_samples=max_samples, progress=progress, **kw))
+
+
+def _eval_kw(*, max_frames: int | None = None, **kw) -> dict:
+    """run_eval's keywords of a study: ``max_frames`` as the clamp of the last frames (frames policy 'clamp')."""
+    return dict(kw, **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
 
 
 def _study_run(root, method: str, task: str, tag: str | None, method_kwargs: dict[str, dict] | None,
