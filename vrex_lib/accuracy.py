@@ -8,7 +8,9 @@ The methods it runs are the method table's study list (:data:`vrex_lib.methods.S
     df = load_study(root, ["full", "resv"], ["step"])           # one row per (method, task, sample)
 
 Layout under ``root``: ``<method>/<task>.jsonl`` (eval's records) and ``<method>/traces/<task>/<sample>.npz``.
-A *variant* (e.g. a Th_r-wics sweep point) is a method directory named ``<method>@<tag>`` run with its kwargs.
+A *variant* (e.g. a Th_r-wics sweep point) is a method directory named ``<method>@<tag>`` run with its kwargs
+(:func:`run_variants` runs several). Both run every method (variant) of a task as one batch, one batched forward per
+step (``batched=True``, docs/DECISIONS.md D520).
 
 Fidelity proxies (what the default profile can measure; COIN accuracy needs the real checkpoint):
 ``answer_match`` (greedy answer string equal to the ``full`` method's), ``first_token_agree``,
