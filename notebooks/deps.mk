@@ -198,6 +198,7 @@ $(EXEC_DIR)/03_accuracy.ipynb: \
   vrex_lib/coin/tokens.py \
   vrex_lib/config.py \
   vrex_lib/eval/__init__.py \
+  vrex_lib/eval/batch.py \
   vrex_lib/eval/budget.py \
   vrex_lib/eval/cli.py \
   vrex_lib/eval/plan.py \
@@ -757,6 +758,7 @@ $(EXEC_DIR)/09_retrieval_demand.ipynb: \
   vrex_lib/estimate/offchip.py \
   vrex_lib/estimate/scaling.py \
   vrex_lib/eval/__init__.py \
+  vrex_lib/eval/batch.py \
   vrex_lib/eval/budget.py \
   vrex_lib/eval/cli.py \
   vrex_lib/eval/plan.py \

@@ -8,7 +8,9 @@ The methods it runs are the method table's study list (:data:`vrex_lib.methods.S
     df = load_study(root, ["full", "resv"], ["step"])           # one row per (method, task, sample)
 
 Layout under ``root``: ``<method>/<task>.jsonl`` (eval's records) and ``<method>/traces/<task>/<sample>.npz``.
-A *variant* (e.g. a Th_r-wics sweep point) is a method directory named ``<method>@<tag>`` run with its kwargs.
+A *variant* (e.g. a Th_r-wics sweep point) is a method directory named ``<method>@<tag>`` run with its kwargs
+(:func:`run_variants` runs several). Both run every method (variant) of a task as one batch, one batched forward per
+step (``batched=True``, docs/DECISIONS.md D520).
 
 Fidelity proxies (what the default profile can measure; COIN accuracy needs the real checkpoint):
 ``answer_match`` (greedy answer string equal to the ``full`` method's), ``first_token_agree``,
@@ -19,7 +21,7 @@ attention output vs full attention, mean over the (step, layer, KV head) cells w
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,7 @@ import pandas as pd
 from . import methods
 from .coin import TASKS as COIN_TASKS
 from .config import RuntimeConfig
-from .eval import read_jsonl, run_eval, score_results
+from .eval import BATCH_REFERENCE, MethodRun, read_jsonl, run_eval, run_eval_batch, score_results
 from .runtime import load_trace
 
 #: Every method notebook 03's main run covers: Table II rows + FlexGen + the Fig. 19 ablation.
@@ -51,7 +53,7 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
               max_samples: int | None, runtime_cfg: RuntimeConfig | None = None, coin_root: str | None = None,
               method_kwargs: dict[str, dict] | None = None, tag: str | None = None, fresh: bool = True,
               max_new_tokens: int | None = None, max_frames: int | None = None, progress: bool = False,
-              prompt_layout: str = "coin") -> None:
+              prompt_layout: str = "coin", batched: bool = True) -> None:
     """Run every method × task (``full`` first: it is everyone's reference) into ``root``.
 
     ``fresh`` deletes the method's previous results first (else eval resumes and skips done samples).
@@ -59,19 +61,69 @@ def run_study(methods: Sequence[str], tasks: Sequence[str], profile: str, root: 
     ``max_frames`` keeps only the last frames before the question (a CPU budget knob, frames policy 'clamp'; same
     for every method); None applies eval's default (Live1+'s 1,200-frame limit, VideoLLM-online's policy).
     ``prompt_layout``: 'coin' (question before the frames, as the checkpoint was trained) or 'live'.
+    ``batched`` (default): per task, every method streams each sample at once, one batched forward per step
+    (:func:`vrex_lib.eval.batch.run_eval_batch`; the same files, lines equal up to fp32's last bits,
+    docs/DECISIONS.md D520); False runs the methods one after another (:func:`~vrex_lib.eval.run_eval`).
     """
     order = sorted(methods, key=lambda m: m != "full")
+    kw = _eval_kw(model=model, max_samples=max_samples, runtime_cfg=runtime_cfg, coin_root=coin_root,
+                  max_new_tokens=max_new_tokens, max_frames=max_frames, progress=progress, prompt_layout=prompt_layout)
+    if batched:
+        for m in order:
+            if fresh and method_dir(root, m, tag).exists():
+                shutil.rmtree(method_dir(root, m, tag))
+        for t in tasks:
+            run_eval_batch(t, [_study_run(root, m, t, tag, method_kwargs, batch="full" in order) for m in order],
+                           profile, **kw)
+        return
     for m in order:
         d = method_dir(root, m, tag)
         if fresh and d.exists():
             shutil.rmtree(d)
         for t in tasks:
-            ref = Path(root) / "full" / f"{t}.jsonl"
-            run_eval(t, m, profile, d / f"{t}.jsonl", coin_root=coin_root, max_samples=max_samples,
-                     runtime_cfg=runtime_cfg, method_kwargs=(method_kwargs or {}).get(m),
-                     reference=ref if m != "full" and ref.exists() else None, trace_dir=d / "traces" / t,
-                     model=model, max_new_tokens=max_new_tokens, progress=progress, prompt_layout=prompt_layout,
-                     **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
+            r = _study_run(root, m, t, tag, method_kwargs, batch=False)
+            run_eval(t, m, profile, r.out, method_kwargs=r.method_kwargs, reference=r.reference,
+                     trace_dir=r.trace_dir, **kw)
+
+
+def run_variants(variants: Mapping[str, tuple[str, dict]], tasks: Sequence[str], profile: str, root: str | Path, *,
+                 model, max_samples: int | None, fresh: bool = True, batched: bool = True, progress: bool = False,
+                 **kw) -> None:
+    """Run variants ``{tag: (method, its kwargs)}``, each into ``<method>@<tag>`` with ``root/full`` as its reference,
+    as :func:`run_study` with ``tag`` would one after another; ``batched`` (default): per task every variant streams
+    each sample at once (D520). ``kw``: run_study's other options (runtime_cfg, coin_root, max_new_tokens,
+    max_frames, prompt_layout)."""
+    if not batched:
+        for tag, (m, mkw) in variants.items():
+            run_study([m], tasks, profile, root, model=model, max_samples=max_samples, tag=tag,
+                      method_kwargs={m: mkw}, fresh=fresh, batched=False, progress=progress, **kw)
+        return
+    for tag, (m, _) in variants.items():
+        if fresh and method_dir(root, m, tag).exists():
+            shutil.rmtree(method_dir(root, m, tag))
+    for t in tasks:
+        runs = [_study_run(root, m, t, tag, {m: mkw}, batch=False) for tag, (m, mkw) in variants.items()]
+        run_eval_batch(t, runs, profile, **_eval_kw(model=model, max_samples=max_samples, progress=progress, **kw))
+
+
+def _eval_kw(*, max_frames: int | None = None, **kw) -> dict:
+    """run_eval's keywords of a study: ``max_frames`` as the clamp of the last frames (frames policy 'clamp')."""
+    return dict(kw, **(dict(max_frames=max_frames, frames_policy="clamp") if max_frames is not None else {}))
+
+
+def _study_run(root, method: str, task: str, tag: str | None, method_kwargs: dict[str, dict] | None,
+               batch: bool) -> MethodRun:
+    """One method × task of a study: its files under ``root``, its options and its reference (``root/full``'s
+    results; with ``batch``, the batch's full run where that run writes them)."""
+    d = method_dir(root, method, tag)
+    ref = Path(root) / "full" / f"{task}.jsonl"
+    if method == "full":
+        reference = None
+    elif batch and not tag:
+        reference = BATCH_REFERENCE  # the batch's full run writes root/full
+    else:
+        reference = ref if ref.exists() else None
+    return MethodRun(method, d / f"{task}.jsonl", (method_kwargs or {}).get(method), reference, d / "traces" / task)
 
 
 def trace_path(root: str | Path, method: str, task: str, sample_id: str, tag: str | None = None) -> Path:

@@ -51,7 +51,8 @@ size are checked before the model is built. Bad input ends the CLI with one line
 The package, by job: :mod:`.results` (JSONL files, run records, resume and merge), :mod:`.plan` (configuration,
 shards and every check made before the model loads), :mod:`.sample` (one sample through the runtime), :mod:`.run`
 (the loop over a task), :mod:`.stats` (intervals of Top-1 and its drops, sample sizes; D340), :mod:`.budget`
-(``plan``: samples, GPU-hours, interval widths before a run), :mod:`.cli` (``python -m vrex_lib.eval``).
+(``plan``: samples, GPU-hours, interval widths before a run), :mod:`.cli` (``python -m vrex_lib.eval``),
+:mod:`.batch` (several methods of one task streaming each sample at once, one batched forward per step; D520).
 Frames follow ``frame_sampling`` (``--frame-sampling``, default 'ffmpeg': VideoLLM-online's ``-r 2``, D59), part of
 the configuration key.
 """
@@ -60,10 +61,11 @@ from .plan import (MAX_NEW_TOKENS, PROMPT_LAYOUTS, NoSamplesEvaluated, frames_ac
 from .results import (append_jsonl, check_resume, load_results, merge_shards, read_jsonl, run_file, shard_path,
                       skips_file)
 from .run import run_eval, score_results
+from .batch import BATCH_REFERENCE, MethodRun, run_eval_batch
 from .sample import evaluate_sample, reference_agreement
 from .cli import main
 
-__all__ = ["MAX_NEW_TOKENS", "PROMPT_LAYOUTS", "NoSamplesEvaluated", "append_jsonl", "check_resume", "evaluate_sample",
-           "frames_action", "load_results", "main", "merge_shards", "model_identity", "read_jsonl",
-           "reference_agreement", "run_config", "run_eval", "run_file", "score_results", "shard_from_env", "shard_path",
-           "skips_file"]
+__all__ = ["BATCH_REFERENCE", "MAX_NEW_TOKENS", "MethodRun", "PROMPT_LAYOUTS", "NoSamplesEvaluated", "append_jsonl",
+           "check_resume", "evaluate_sample", "frames_action", "load_results", "main", "merge_shards", "model_identity",
+           "read_jsonl", "reference_agreement", "run_config", "run_eval", "run_eval_batch", "run_file", "score_results",
+           "shard_from_env", "shard_path", "skips_file"]

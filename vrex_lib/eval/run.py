@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from tqdm.auto import tqdm
 from .. import _io, coin, methods, video
 from ..config import RuntimeConfig, arg_name, profile_config, seed_everything
 from ..retrieval import check_policy_kwargs, make_policy
-from ..runtime import ContextTooLarge, build_model, resolve_dtype, validate_full_paths
+from ..runtime import build_model, resolve_dtype, validate_full_paths
 from .plan import (MAX_NEW_TOKENS, NOT_REFERENCE_KEYED, NoSamplesEvaluated, PROMPT_LAYOUTS, _check_all,
                    _check_profile_args, _shape_from_config, config_diff, frames_action, model_identity, run_config,
                    model_files, run_device, shard_from_env)
@@ -72,6 +73,41 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     An ``out`` holding results of another configuration is refused unless ``replace`` (then emptied); a file that
     is not a results file unless ``force`` (docs/DECISIONS.md D320).
     """
+    with ExitStack() as stack:
+        op, model = _open_run(stack, task, method, profile, out, coin_root=coin_root, split=split,
+                              max_samples=max_samples, max_frames=max_frames, num_shards=num_shards,
+                              shard_index=shard_index, max_new_tokens=max_new_tokens, method_kwargs=method_kwargs,
+                              runtime_cfg=runtime_cfg, reference=reference, trace_dir=trace_dir, model=model,
+                              llm_path=llm_path, vision_path=vision_path, connector_path=connector_path,
+                              prompt_layout=prompt_layout, frames_policy=frames_policy, device=device, dtype=dtype,
+                              frame_sampling=frame_sampling, replace=replace, force=force)
+        n_written = _evaluate(op.run, model, op.todo, op.ref, op.cfg, progress, n_done=op.n_done)
+        return _finish(op.run, op.run_record, n_mine=op.n_mine, n_done=op.n_done, n_written=n_written)
+
+
+@dataclass
+class _Open:
+    """A run whose results file is locked and whose run record is written: what is left is to evaluate ``todo``."""
+
+    run: _Run
+    cfg: dict
+    ref: dict
+    run_record: dict
+    todo: list
+    done_rows: list
+    n_mine: int
+
+    @property
+    def n_done(self) -> int:
+        return len(self.done_rows)
+
+
+def _open_run(stack: ExitStack, task: str, method: str, profile: str, out, *, coin_root, split, max_samples,
+              max_frames, num_shards, shard_index, max_new_tokens, method_kwargs, runtime_cfg, reference, trace_dir,
+              model, llm_path, vision_path, connector_path, prompt_layout, frames_policy, device, dtype,
+              frame_sampling, replace, force) -> tuple[_Open, object]:
+    """:func:`run_eval` up to its first sample (its arguments): every check, the results file locked for as long as
+    ``stack`` lives, earlier results read, the run record written and the model built; (the run, the model)."""
     pcfg = profile_config(profile)
     seed_everything(pcfg.seed)
     num_shards, shard_index = _check_flags(task, method, profile, max_samples, max_frames, max_new_tokens,
@@ -97,31 +133,32 @@ def run_eval(task: str, method: str, profile: str, out: str | os.PathLike, *, co
     run = _Run(task, method, profile, out_path, shard_index, num_shards, videos_dir, len(samples), runtime_cfg,
                max_new_tokens, max_frames, frames_policy, prompt_layout, method_kwargs, trace_dir, pcfg.seed, skips,
                skipped, frame_sampling)
-    ref = _read_reference(reference, out, method, task, profile, cfg)
-    with _exclusive(out_path):  # a second run on this file now would append duplicate lines
-        done_rows = check_resume(out_path, cfg, replace=replace, force=force)
-        _check_agreement_schema(out_path, done_rows, ref)
-        done = {r["sample_id"] for r in done_rows}
-        mine, available = _decoded_spans(run, mine, available, done)
-        todo = _todo(run, mine, done, available)
-        if pcfg.model.requires_paths and model is None and todo:
-            shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
-            _check_all(shape, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
-        run_record = dict(_run_record(run, cfg, done_rows), device=str(dev))
-        _io.write_json(run_file(out_path), run_record)
-        if todo:  # a rerun that finds every sample done (e.g. after a full disk) completes the record only
-            if model is None:
-                model = build_model(profile, llm_path=llm_path, vision_path=vision_path,
-                                    connector_path=connector_path, device=dev, dtype=dtype, seed=pcfg.seed)
-                if model.identity != ident:  # the files changed between the check and the load
-                    raise ValueError(f"the model loaded is {model.identity.summary()}, but its folders described "
-                                     f"{ident.summary()} a moment before; rerun once the checkpoint files stop "
-                                     "changing")
-            _check_all(model, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)
-        read_jsonl(out_path, repair=True)  # cut a torn last line before appending
-        open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
-        n_written = _evaluate(run, model, todo, ref, cfg, progress, n_done=len(done))
-        return _finish(run, run_record, n_mine=len(mine), n_done=len(done), n_written=n_written)
+    # a dict: the reference's lines themselves (run_eval_batch: the full run of the batch, D520)
+    ref = reference if isinstance(reference, dict) else _read_reference(reference, out, method, task, profile,
+                                                                         cfg)
+    stack.enter_context(_exclusive(out_path))  # a second run on this file now would append duplicate lines
+    done_rows = check_resume(out_path, cfg, replace=replace, force=force)
+    _check_agreement_schema(out_path, done_rows, ref)
+    done = {r["sample_id"] for r in done_rows}
+    mine, available = _decoded_spans(run, mine, available, done)
+    todo = _todo(run, mine, done, available)
+    if pcfg.model.requires_paths and model is None and todo:
+        shape = _shape_from_config(validate_full_paths(llm_path, vision_path, connector_path)["llm"], ident, dev)
+        _check_all(shape, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)  # before 16 GB of weights
+    run_record = dict(_run_record(run, cfg, done_rows), device=str(dev))
+    _io.write_json(run_file(out_path), run_record)
+    if todo:  # a rerun that finds every sample done (e.g. after a full disk) completes the record only
+        if model is None:
+            model = build_model(profile, llm_path=llm_path, vision_path=vision_path,
+                                connector_path=connector_path, device=dev, dtype=dtype, seed=pcfg.seed)
+            if model.identity != ident:  # the files changed between the check and the load
+                raise ValueError(f"the model loaded is {model.identity.summary()}, but its folders described "
+                                 f"{ident.summary()} a moment before; rerun once the checkpoint files stop "
+                                 "changing")
+        _check_all(model, todo, max_frames, max_new_tokens, runtime_cfg, frames_policy)
+    read_jsonl(out_path, repair=True)  # cut a torn last line before appending
+    open(out_path, "a").close()  # a shard whose samples were all skipped still leaves its (empty) file
+    return _Open(run, cfg, ref, run_record, todo, done_rows, len(mine)), model
 
 
 def _run_record(run: _Run, cfg: dict, done_rows: list[dict]) -> dict:
@@ -359,22 +396,28 @@ def _evaluate(run: _Run, model, todo: list, ref: dict, cfg: dict, progress: bool
                                   method_kwargs=run.method_kwargs, seed=run.seed, prompt_layout=run.prompt_layout,
                                   frames_policy=run.frames_policy, frame_sampling=run.frame_sampling)
         except (video.VideoDecodeError, video.VideoSpanError) as err:
-            run.skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
-            run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode",
-                                    reason=str(err)))
+            _skip_undecodable(run, i, s, err)
             continue
-        except ContextTooLarge:
-            raise
-        if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
-            # fewer frames than the probed length promised (a container whose index and stream disagree): the
-            # sample runs on the frames that exist, never silently (D59)
-            run.skips.add(s.video_id, "short video", f"{s.sample_id}: {rec['n_frames']} of "
-                          f"{rec['n_frames_expected']} frames of the span decoded", action="short")
-        rec["config_key"], rec["reference_key"] = cfg["config_key"], cfg["reference_key"]
-        rec["model"] = model.identity.name
-        append_jsonl(run.out_path, rec)
+        _write(run, rec, cfg, model)
         n_written += 1
     return n_written
+
+
+def _skip_undecodable(run: _Run, i: int, s, err: Exception) -> None:
+    run.skips.add(s.video_id, "decode", f"{s.sample_id}: {err}")
+    run.skipped.append(dict(index=i, sample_id=s.sample_id, video_id=s.video_id, stage="decode", reason=str(err)))
+
+
+def _write(run: _Run, rec: dict, cfg: dict, model) -> None:
+    """Append one evaluated sample's line to the run's results file (with its configuration keys and model)."""
+    if rec["frames_action"] == "keep" and rec["n_frames"] < rec["n_frames_expected"]:
+        # fewer frames than the probed length promised (a container whose index and stream disagree): the
+        # sample runs on the frames that exist, never silently (D59)
+        run.skips.add(rec["video_id"], "short video", f"{rec['sample_id']}: {rec['n_frames']} of "
+                      f"{rec['n_frames_expected']} frames of the span decoded", action="short")
+    rec["config_key"], rec["reference_key"] = cfg["config_key"], cfg["reference_key"]
+    rec["model"] = model.identity.name
+    append_jsonl(run.out_path, rec)
 
 
 def _finish(run: _Run, run_record: dict, *, n_mine: int, n_done: int, n_written: int) -> Path:

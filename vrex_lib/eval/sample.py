@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +13,7 @@ import torch
 
 from .. import coin, video
 from ..config import RuntimeConfig
-from ..runtime import DEFAULT_SYSTEM_PROMPT, AskAtEnd, Question, StreamingSession, drive
+from ..runtime import DEFAULT_SYSTEM_PROMPT, AskAtEnd, Question, StreamingSession, drive, lockstep
 from .plan import PROMPT_LAYOUTS, frames_action
 
 _FRAME_CACHE: dict = {}
@@ -55,6 +57,20 @@ def _sample_frames(model, sample, path: Path, action: str, max_frames: int | Non
                          max_frames if action == "clamp" else None, sampling)
 
 
+@dataclass
+class Row:
+    """One method's part of a sample streamed by several methods at once (:func:`evaluate_rows`): its policy, name,
+    options, the ``full`` method's record of the sample to compare with (None: no agreement columns), the folder of
+    its traces and the sample count of its results file."""
+
+    policy: object
+    method: str
+    method_kwargs: dict | None = None
+    reference: dict | None = None
+    trace_dir: Path | None = None
+    n_total: int = 0
+
+
 def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir: Path, *, method: str,
                     profile: str, runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
                     reference: dict | None = None, trace_dir: Path | None = None, system_prompt: str | None = None,
@@ -66,6 +82,21 @@ def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir:
     ``prompt_layout`` 'coin': system, user prompt, frames, ``]\\nAssistant:`` and the answer as decoded
     (VideoLLM-online's COIN benchmarks); 'live': frames, then the question (streaming use), answer stripped.
     """
+    row = Row(policy, method, method_kwargs, reference, trace_dir, n_total)
+    return evaluate_rows(model, [row], sample, index, videos_dir, profile=profile, runtime_cfg=runtime_cfg,
+                         max_new_tokens=max_new_tokens, max_frames=max_frames, system_prompt=system_prompt, seed=seed,
+                         prompt_layout=prompt_layout, frames_policy=frames_policy, frame_sampling=frame_sampling)[0]
+
+
+def evaluate_rows(model, rows: Sequence[Row], sample, index: int, videos_dir: Path, *, profile: str,
+                  runtime_cfg: RuntimeConfig, max_new_tokens: int, max_frames: int | None = None,
+                  system_prompt: str | None = None, seed: int = 0, prompt_layout: str = "coin",
+                  frames_policy: str = "videollm-online", frame_sampling: str = coin.FRAME_SAMPLING) -> list[dict]:
+    """Stream one COIN sample once per row, every row's session in one :func:`~vrex_lib.runtime.lockstep` (one
+    batched forward per step, docs/DECISIONS.md D480, D520); returns each row's JSON record, as
+    :func:`evaluate_sample` makes it. The frames are decoded and encoded once; nothing is written (traces
+    included) unless every row finished. A row's ``timing_s`` prefill and answer are the batched forwards' wall
+    time, ``total`` the whole batch's."""
     if prompt_layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown prompt layout {prompt_layout!r}: choose one of {', '.join(PROMPT_LAYOUTS)}")
     t_start = time.perf_counter()
@@ -79,22 +110,30 @@ def evaluate_sample(model, policy, sample, index: int, n_total: int, videos_dir:
     # VideoLLM-online's COIN layout decodes to EOS (or max_new_tokens) with no stop string and scores the text as
     # decoded; the live layout stops a step/next answer at its first line.
     stops = () if prompt_layout == "coin" or sample.task in coin.PROCEDURE_TASKS else ("\n",)
-    schedule = AskAtEnd([Question(sample.prompt, max_new_tokens, stop_strings=stops)], layout=prompt_layout)
-    sess = StreamingSession(model, policy, runtime_cfg)
-    ans = drive(sess, ((emb[i], ts[i]) for i in range(emb.shape[0])), schedule,
-                system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)[0]
-    tr = sess.trace()
-    rec = _record(sample, sess, tr, ans, index=index, n_total=n_total, method=method, profile=profile,
-                  method_kwargs=method_kwargs, runtime_cfg=runtime_cfg, seed=seed, prompt_layout=prompt_layout,
-                  n_expected=n_expected, action=action)
-    rec.update(reference_agreement(rec, reference))
-    if trace_dir is not None:
-        tr.meta.update(sample_id=sample.sample_id, task=sample.task, method=method, profile=profile)
-        tr.save(Path(trace_dir) / (sample.sample_id.replace("/", "__") + ".npz"))
-    rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4),
-                           prefill=round(schedule.frame_wall_s, 4), answer=round(ans.wall_s, 4),
-                           total=round(time.perf_counter() - t_start, 4))
-    return rec
+    schedules = [AskAtEnd([Question(sample.prompt, max_new_tokens, stop_strings=stops)], layout=prompt_layout)
+                 for _ in rows]
+
+    def job(schedule):
+        return lambda sess: drive(sess, ((emb[i], ts[i]) for i in range(emb.shape[0])), schedule,
+                                  system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT)[0]
+
+    sessions = [StreamingSession(model, row.policy, runtime_cfg) for row in rows]
+    answers = lockstep([(sess, job(q)) for sess, q in zip(sessions, schedules)])
+    recs = []
+    for row, sess, schedule, ans in zip(rows, sessions, schedules, answers):
+        tr = sess.trace()
+        rec = _record(sample, sess, tr, ans, index=index, n_total=row.n_total, method=row.method, profile=profile,
+                      method_kwargs=row.method_kwargs, runtime_cfg=runtime_cfg, seed=seed,
+                      prompt_layout=prompt_layout, n_expected=n_expected, action=action)
+        rec.update(reference_agreement(rec, row.reference))
+        if row.trace_dir is not None:
+            tr.meta.update(sample_id=sample.sample_id, task=sample.task, method=row.method, profile=profile)
+            tr.save(Path(row.trace_dir) / (sample.sample_id.replace("/", "__") + ".npz"))
+        rec["timing_s"] = dict(decode=round(t_decode, 4), vision=round(t_vision, 4),
+                               prefill=round(schedule.frame_wall_s, 4), answer=round(ans.wall_s, 4),
+                               total=round(time.perf_counter() - t_start, 4))
+        recs.append(rec)
+    return recs
 
 
 def _record(sample, sess: StreamingSession, tr, ans, *, index: int, n_total: int, method: str, profile: str,
