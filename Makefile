@@ -103,15 +103,14 @@ reproduce: check-profile | $(VENV)/.ok data ## Execute every notebook in order (
 	@VREX_CHECK_PROFILE=$(call shq,$(PROFILE)) $(PY) scripts/check_params.py $(NOTEBOOK_DIR) $(PAPERMILL_ARGS)
 	@$(PYTHON) scripts/results_folder.py prepare $(call shq,$(RESULTS))
 	@$(if $(DRY_RUN),,$(PYTHON) scripts/locked.py $(RUN_LOCK) "make reproduce (PROFILE=$(PROFILE), RESULTS=$(RESULTS))" \
-	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) --) $(MAKE) --no-print-directory -j$(JOBS) _reproduce SCHEDULE=1
+	  --interrupted $(call shq,$(INTERRUPTED_NOTE)) --) $(MAKE) --no-print-directory -j$(JOBS) _reproduce
 
 # The work of `reproduce`, run while holding $(RUN_LOCK): a second `make reproduce` on the same RESULTS is refused
 # instead of interleaving with this one.
 # Make walks this list, starting each target it can as a slot frees and passing over (until its next walk) those
 # whose prerequisites are still running. By the times in benchmarks/TIMES.md, the workload measurement and 03 (which
-# reads no other output) take the two slots first and 09, the longest of those reading the workload, follows the
-# measurement; so under `make reproduce` (SCHEDULE=1) the other notebooks also wait for the measurement (an order,
-# not a dependency: they do not rerun when it changes), else one of them would take its slot ahead of 09 (D368).
+# reads no other output) take the two slots first; 04 and then 05, which read no workload, fill 03's slot while the
+# measurement runs, and 09, the longest of those reading the workload, follows the measurement (D368, D502).
 NB_ORDER := 03 09 04 08 05 02 06 01 00
 EXEC_ORDERED := $(foreach n,$(NB_ORDER),$(filter $(RESULTS)/executed/$(n)_%,$(EXECUTED)))
 EXEC_ORDERED += $(filter-out $(EXEC_ORDERED),$(EXECUTED))
@@ -226,11 +225,6 @@ $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOT
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/07_*.ipynb))))): \
   $(filter-out %/07_summary.ipynb,$(EXECUTED))
 $(addprefix $(EXEC_DIR)/,$(addsuffix .ipynb,$(notdir $(basename $(wildcard $(NOTEBOOK_DIR)/0[13]_*.ipynb))))): $(COIN_STAMP)
-# The scheduling order of `make reproduce` (SCHEDULE=1, see NB_ORDER above; D368): every notebook but 03 waits for
-# the workload measurement. An order-only prerequisite: none reruns when the measurement changes.
-ifeq ($(SCHEDULE),1)
-$(filter-out %/03_accuracy.ipynb,$(EXECUTED)): | $(WORKLOAD_FILE)
-endif
 
 report: ## Rebuild results/REPORT.md and report.html from results/ (exit 1 and a list if notebooks' outputs are missing)
 	$(PY) -m vrex_lib.report --results $(RESULTS) --notebooks $(NOTEBOOK_DIR)
