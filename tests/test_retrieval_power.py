@@ -152,3 +152,12 @@ def test_frame_budget_compares_each_method_with_full_on_the_same_frames(tiny):
     assert s.loc["exact@0.01", "attn_rel_error"] > s.loc["exact@0.5", "attn_rel_error"] > 0
     with pytest.raises(ValueError, match="lo_tokens"):
         FB.frame_budget(tiny, frames, pols, RuntimeConfig(kv_capacity=128), lo_tokens=500, hi_tokens=400)
+
+
+def test_resv_vs_bounded_runs_the_table_families_and_compares_at_equal_fetch():
+    from vrex_lib.longctx import frame_budget as FB
+    assert FB.RESV_VS_BOUNDED[0] == "exact" and set(FB.RESV_VS_BOUNDED) <= set(FB.FRAME_BUDGETS)
+    s, eq = FB.resv_vs_bounded("smoke", lo_tokens=200, hi_tokens=320, every=3, kv_capacity=128)
+    assert set(s.family) == set(FB.RESV_VS_BOUNDED) and (s.steps > 0).all()
+    assert set(eq.method) == {m for m in s.method if m.startswith("resv_best@")}
+    assert set(eq.quantity) == {"attn_rel_error", "kl_vs_full", "top1_agreement"}

@@ -341,18 +341,13 @@ def design_space(spec: SweepSpec, fid: dict, shadow: dict | None = None) -> pd.D
 #: issue 45), budgets of 0.5 % and 2 % of the candidates (the retrieval target is <= 2 %), 2-bit keys (the screened
 #: 2-4 bits).
 BOUNDED_SWEEP: dict[str, tuple] = dict(cap=(4, 16), budget=(0.005, 0.02), bits=(2,))
-#: Per profile: smoke and default sweep the cap and the bits only (a budget of 0.5-2 % of the fixture's ~140 tokens
-#: is below one cluster, so the budget does not move the selection there; three runtime sessions keep notebook 08's
-#: added time near 10 CPU-seconds); full sweeps every knob.
-BOUNDED_SWEEPS: dict[str, dict[str, tuple]] = {"smoke": dict(cap=(16,), bits=(2,)),
-                                               "default": dict(cap=(16,), bits=(2,)),
-                                               "full": BOUNDED_SWEEP}
 BOUNDED_KEYS = ("cap", "budget", "bits")
 
 
 def bounded_sweep(profile: str) -> dict[str, tuple]:
-    """The bounded knobs ``profile`` sweeps (:data:`BOUNDED_SWEEPS`; the whole :data:`BOUNDED_SWEEP` otherwise)."""
-    return BOUNDED_SWEEPS.get(profile, BOUNDED_SWEEP)
+    """The bounded knobs ``profile`` sweeps (its design-space section's ``bounded_sweep``: the small fixtures' profiles
+    the cap and the bits, three runtime sessions near 10 CPU-seconds of notebook 08; ``full`` every knob)."""
+    return dict(sweep_spec(profile).bounded_sweep)
 
 
 def bounded_name(p: dict) -> str:

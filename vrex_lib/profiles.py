@@ -140,7 +140,9 @@ class SweepSpec:
     each point at; wtu_rows: real WTU rows simulated in MyHDL per (Th_r-wics, lanes, buckets) combination;
     shadow_kv: cache lengths at which every ReSV point's workload is measured in shadow on one full-attention long
     stream (:func:`vrex_lib.workload.measure` with ``variants``); () = take the workload from the steered fixture
-    runs instead.
+    runs instead; bounded_sweep: the bounded ReSV's knobs varied one at a time around its defaults, (knob, values)
+    pairs (:data:`vrex_lib.dse.BOUNDED_SWEEP` is every knob's range; a budget of 0.5-2 % of the small fixtures' ~140
+    tokens is below one cluster and moves nothing there, so those profiles sweep the cap and the bits only).
     """
 
     profile: str
@@ -162,6 +164,7 @@ class SweepSpec:
     wtu_rows: int = 48
     seed: int = 0
     shadow_kv: tuple[int, ...] = ()
+    bounded_sweep: tuple[tuple[str, tuple], ...] = (("cap", (16,)), ("bits", (2,)))
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,8 @@ _PROFILES: dict[str, Profile] = {
                   kv_capacity=(1024, 2048, 8192, 16384, 32768), n_hcu_w=(4, 8, 32, 64), n_wtu_w=(4, 8, 32, 64),
                   n_buckets=(2, 4, 8, 32, 64), fixture_video=_MINI[0], long_videos=_MINI, fixture_frames=60,
                   long_frames=240, long_points="all", max_new_tokens=32, kv_len_sim=40_000, wtu_rows=400,
-                  shadow_kv=(1000, 5000, 10000, 20000, 40000)),
+                  shadow_kv=(1000, 5000, 10000, 20000, 40000),
+                  bounded_sweep=(("cap", (4, 16)), ("budget", (0.005, 0.02)), ("bits", (2,)))),
         LongctxSection("default", always_full=True),
         notebook=NotebookSizes(resv_encoders=())),
 }

@@ -202,6 +202,29 @@ def stream_frames(profile: str, max_tokens: int) -> tuple[object, list, RuntimeC
     return model, list(_frame_tokens(model, stream)), mp.runtime
 
 
+#: The frame-stage comparison of the paper's ReSV with the bounded one (D510): exact top-k as the reference, the
+#: families whose budget is Th_r-wics (the paper's ReSV) and the 'alternative' rows with a frame-stage budget.
+RESV_VS_BOUNDED: tuple[str, ...] = ("exact", *(
+    m.name for m in METHODS.values() if m.budget is not None and m.budget.frame
+    and (m.budget.option == "th_r_wics" or m.role == "alternative")))
+
+
+def resv_vs_bounded(profile: str, lo_tokens: int = 1000, hi_tokens: int = 3000, every: int = 5,
+                    kv_capacity: int = 512) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(:func:`summary`, :func:`at_equal_fetch` of each bounded family against ReSV's curve) of the families of
+    :data:`RESV_VS_BOUNDED` on ``profile``'s composed stream, ``lo_tokens``..``hi_tokens`` cached tokens, every
+    ``every``-th frame step, a ``kv_capacity``-token device tier (notebook 09's opt-in section; D510's run)."""
+    model, frames, cfg = stream_frames(profile, hi_tokens)
+    budgets = {f: FRAME_BUDGETS[f] for f in RESV_VS_BOUNDED}
+    df = frame_budget(model, frames, budget_policies(budgets=budgets), cfg.replace(kv_capacity=kv_capacity),
+                      lo_tokens=lo_tokens, hi_tokens=hi_tokens, every=every)
+    s = summary(df)
+    paper = next(f for f in RESV_VS_BOUNDED if f != "exact" and METHODS[f].budget.option == "th_r_wics")
+    equal = pd.concat([at_equal_fetch(s, paper, f) for f in RESV_VS_BOUNDED if f not in ("exact", paper)],
+                      ignore_index=True)
+    return s, equal
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m vrex_lib.longctx.frame_budget --profile default [--lo 1000] [--hi 4000] [--every 10]
     [--kv-capacity N] [--families exact,resv,resv_best] --out F.csv``: the frame-stage table of every family (or
