@@ -20,32 +20,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from vrex_lib.eval.stats import wilson
+from vrex_lib.longctx.power import power_table as power_table_of
 
 
 def power_table(paths: list[Path]) -> pd.DataFrame:
+    """The study's own per-cell table (:func:`vrex_lib.longctx.power.power_table`) over the records of ``paths``
+    (finished or ``.partial.json`` files; a trial measured twice counts once), the fetched share in percent."""
     recs: dict[tuple[str, str], dict] = {}
     for p in paths:
-        d = json.loads(Path(p).read_text())
-        records = d["records"]
+        records = json.loads(Path(p).read_text())["records"]
         for trial, by_method in (records.items() if isinstance(records, dict) else
                                  ((r["trial"], {r["method"]: r}) for r in records)):
             for m, r in by_method.items():
-                recs[(trial, m)] = r                        # a trial measured twice counts once
-    rows: dict[tuple[str, str, int], dict] = {}
-    for (_, m), r in recs.items():
-        c = rows.setdefault((m, r["task"], int(r["context_tokens"])), dict(n=0, k=0, sel_off=0.0, off=0.0))
-        c["n"] += 1
-        c["k"] += int(bool(r["correct"]))
-        c["sel_off"] += r["sums"]["sel_off"]
-        c["off"] += r["sums"]["off"]
-    out = []
-    for (m, task, n), c in sorted(rows.items(), key=lambda x: (x[0][1], x[0][2], x[0][0])):
-        lo, hi = wilson(c["k"], c["n"])
-        out.append(dict(method=m, task=task, context_tokens=n, trials=c["n"], correct=c["k"],
-                        exact_match=c["k"] / c["n"], wilson_lo=lo, wilson_hi=hi,
-                        fetched_pct_offloaded=100 * c["sel_off"] / c["off"]))
-    return pd.DataFrame(out)
+                recs[(trial, m)] = r
+    df = pd.DataFrame([dict(trial=t, method=m, task=r["task"], context_tokens=int(r["context_tokens"]),
+                            correct=bool(r["correct"]), recall_needle=r.get("recall_needle"),
+                            recall_value=r.get("recall_value"), sum_sel_off=r["sums"]["sel_off"],
+                            sum_off=r["sums"]["off"]) for (t, m), r in recs.items()])
+    out = power_table_of(df).sort_values(["task", "context_tokens", "method"], ignore_index=True)
+    return out.assign(fetched_pct_offloaded=100 * out.fetched_frac_offloaded)[
+        ["method", "task", "context_tokens", "n", "correct", "exact_match", "em_lo", "em_hi", "fetched_pct_offloaded"]]
 
 
 def core_table(work: Path) -> pd.DataFrame:
